@@ -1,0 +1,1 @@
+"""LogoMesh: the GitHub App — settings, CLI, receiver, queue, worker, publishing, ledger."""

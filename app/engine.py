@@ -1,0 +1,131 @@
+"""Assemble a review from the edges: read the change from git, pick the adapters, run the court.
+
+The CLI and the worker both go through :func:`review_repository`, so a local review is exactly what the App
+does on a pull request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from app.gitrepo import CONFIG_FILE, GitRepo, read_case
+from app.settings import Settings
+from checks.config import RepoConfig, parse_repo_config
+from checks.court import CourtParts, review
+from checks.models import Case, Evaluation
+from rubric import Rubric, load_rubric
+
+ProgressFn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PreparedReview:
+    case: Case
+    rubric: Rubric
+    config: RepoConfig
+
+
+def prepare(
+    repo: GitRepo,
+    base: str,
+    head: str,
+    *,
+    settings: Settings,
+    title: str = "",
+    body: str = "",
+    config_text: str | None = None,
+    use_base_config: bool = True,
+    repo_name: str = "local",
+    pr_number: int | None = None,
+    linked_issues: Sequence[str] = (),
+) -> PreparedReview:
+    """Read the case and its effective configuration. ``.logomesh.yml`` comes from the **base** commit."""
+    if config_text is None and use_base_config:
+        config_text = repo.show(repo.resolve(base), CONFIG_FILE)
+    config = parse_repo_config(config_text)
+    rubric = load_rubric(settings.rubric_path, config.rubric_overrides())
+    case = read_case(
+        repo, base, head, config=config, title=title, body=body, repo_name=repo_name, pr_number=pr_number,
+        linked_issues=linked_issues, timeout_seconds=min(settings.sandbox_timeout_seconds,
+                                                         rubric.testing.timeout_seconds),
+    )
+    return PreparedReview(case=case, rubric=rubric, config=config)
+
+
+class Attacher(Protocol):
+    """Attaches one optional adapter to ``parts``; resources it opens are closed by ``stack``."""
+
+    async def __call__(self, stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
+                       settings: Settings, parts: CourtParts, say: ProgressFn) -> None: ...
+
+
+async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
+                         settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
+    """The Docker sandbox that measures T."""
+    parts.sandbox_missing = "the Docker sandbox is not available in this build"
+    say(f"notice: tests not measured: {parts.sandbox_missing}")
+
+
+async def attach_embedder(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
+                          settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
+    """The sentence-embedding model that measures R."""
+    parts.embedder_missing = "the embedding model is not available in this build"
+
+
+async def attach_red_team(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
+                          settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
+    """The MCTS Red Agent."""
+    parts.red_team_missing = "the red agent is not available in this build"
+
+
+async def attach_judges(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
+                        settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
+    """The judges: the deterministic offline personas unless an LLM provider is configured."""
+
+
+ATTACHERS: tuple[Attacher, ...] = (attach_sandbox, attach_embedder, attach_red_team, attach_judges)
+
+
+@contextlib.asynccontextmanager
+async def court_parts(
+    repo: GitRepo, prepared: PreparedReview, settings: Settings, progress: ProgressFn | None = None
+) -> AsyncIterator[CourtParts]:
+    """The adapters for one review, each chosen by settings and availability, released afterwards."""
+    say = progress or (lambda _msg: None)
+    parts = CourtParts(rejection_first=prepared.config.rejection_first)
+    async with contextlib.AsyncExitStack() as stack:
+        for attach in ATTACHERS:
+            await attach(stack, repo, prepared, settings, parts, say)
+        yield parts
+
+
+async def review_repository(
+    path: str | Path,
+    base: str,
+    head: str,
+    *,
+    settings: Settings,
+    title: str = "",
+    body: str = "",
+    config_text: str | None = None,
+    progress: ProgressFn | None = None,
+) -> tuple[Evaluation, PreparedReview]:
+    repo = GitRepo.open(path)
+    prepared = prepare(repo, base, head, settings=settings, title=title, body=body, config_text=config_text)
+    async with court_parts(repo, prepared, settings, progress) as parts:
+        if progress:
+            progress(f"reviewing {prepared.case.base_sha[:12]}..{prepared.case.head_sha[:12]} "
+                     f"({len(prepared.case.files)} files)")
+        evaluation = await review(prepared.case, prepared.rubric, parts)
+    return evaluation, prepared
+
+
+def read_config_file(path: Path) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+__all__ = ["PreparedReview", "court_parts", "prepare", "read_config_file", "review_repository", "RepoConfig"]

@@ -1,0 +1,229 @@
+"""Read a change out of a local git repository without touching its working tree.
+
+Everything goes through ``git`` plumbing with an explicit argv (no shell, no checkout): ``rev-parse``,
+``merge-base``, ``diff``, ``cat-file``, ``ls-tree``, ``log``. Symlinks are reported as symlinks and never
+followed; file contents are read from git's object store, never from the file system.
+
+Exceptions::
+
+    GitError               git refused or failed; ``args`` and ``stderr`` say how
+    └── UnknownRef         a ref that does not name a commit; ``ref`` names it
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from checks.config import RepoConfig
+from checks.constraints import path_matches
+from checks.diff import parse_diff
+from checks.models import Case, ChangedFile, Commit, TestSpec
+
+MAX_FILE_BYTES = 1_000_000
+MAX_COMMITS = 250
+GIT_TIMEOUT = 120
+CONFIG_FILE = ".logomesh.yml"
+
+# Neutralise anything in the repository or the user's config that could run code or ask for input.
+SAFE_GIT_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "LC_ALL": "C",
+}
+SAFE_GIT_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "diff.external=",
+                   "-c", "core.quotePath=false")
+
+
+class GitError(RuntimeError):
+    def __init__(self, args: Sequence[str], stderr: str, message: str | None = None) -> None:
+        self.git_args = list(args)
+        self.stderr = stderr.strip()
+        super().__init__(message or f"git {' '.join(args[:2])} failed: {self.stderr or 'no detail'}")
+
+
+class UnknownRef(GitError):
+    def __init__(self, ref: str, stderr: str = "") -> None:
+        self.ref = ref
+        super().__init__(["rev-parse", ref], stderr, f"unknown revision '{ref}': it does not name a commit")
+
+
+@dataclass(frozen=True)
+class GitRepo:
+    path: Path
+
+    @classmethod
+    def open(cls, path: str | Path) -> GitRepo:
+        root = Path(path)
+        if not root.exists():
+            raise GitError(["rev-parse"], "", f"{root} does not exist")
+        repo = cls(root)
+        try:
+            inside = repo.git("rev-parse", "--is-inside-work-tree", "--is-bare-repository").split()
+        except GitError as exc:
+            raise GitError(["rev-parse"], exc.stderr, f"{root} is not a git repository") from exc
+        if "true" not in inside:
+            raise GitError(["rev-parse"], "", f"{root} is not a git repository")
+        return repo
+
+    def git_bytes(self, *args: str, input: bytes | None = None) -> bytes:
+        env = {**os.environ, **SAFE_GIT_ENV}
+        try:
+            proc = subprocess.run(
+                ["git", *SAFE_GIT_CONFIG, "-C", str(self.path), *args],
+                input=input,
+                capture_output=True,
+                env=env,
+                timeout=GIT_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise GitError(args, "", f"git {args[0]} timed out after {GIT_TIMEOUT}s") from exc
+        if proc.returncode != 0:
+            raise GitError(args, proc.stderr.decode("utf-8", "replace"))
+        return proc.stdout
+
+    def git(self, *args: str) -> str:
+        return self.git_bytes(*args).decode("utf-8", "replace")
+
+    def resolve(self, ref: str) -> str:
+        if ref.startswith("-"):
+            raise UnknownRef(ref)
+        try:
+            return self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+        except GitError as exc:
+            raise UnknownRef(ref, exc.stderr) from exc
+
+    def merge_base(self, base: str, head: str) -> str:
+        try:
+            return self.git("merge-base", base, head).strip()
+        except GitError:
+            return base  # unrelated histories: diff against the base itself
+
+    def show(self, sha: str, path: str) -> str | None:
+        """A file's text at a commit, or None when it is absent, not a regular file, or too big."""
+        entry = self.git("ls-tree", "-z", sha, "--", path).rstrip("\0")
+        if not entry:
+            return None
+        mode, kind, _rest = entry.split(" ", 2)
+        if kind != "blob" or mode not in ("100644", "100755"):
+            return None
+        blob = self.blobs([_rest.split("\t", 1)[0]])
+        return blob[0]
+
+    def blobs(self, object_ids: Sequence[str]) -> list[str | None]:
+        """Texts of many blobs in one ``cat-file --batch`` call; None for binary or oversized ones."""
+        if not object_ids:
+            return []
+        out = self.git_bytes("cat-file", "--batch", input=("\n".join(object_ids) + "\n").encode())
+        texts: list[str | None] = []
+        pos = 0
+        for _ in object_ids:
+            header_end = out.index(b"\n", pos)
+            header = out[pos:header_end].split()
+            if len(header) < 3 or header[1] != b"blob":
+                texts.append(None)
+                pos = header_end + 1
+                continue
+            size = int(header[2])
+            data = out[header_end + 1 : header_end + 1 + size]
+            pos = header_end + 1 + size + 1
+            if size > MAX_FILE_BYTES or b"\0" in data[:8000]:
+                texts.append(None)
+            else:
+                texts.append(data.decode("utf-8", "replace"))
+        return texts
+
+    def tree(self, sha: str) -> dict[str, tuple[str, str]]:
+        """path → (mode, object id) for every entry of the tree at ``sha``."""
+        out = self.git_bytes("ls-tree", "-r", "-z", "--full-tree", sha).decode("utf-8", "replace")
+        entries: dict[str, tuple[str, str]] = {}
+        for record in filter(None, out.split("\0")):
+            meta, path = record.split("\t", 1)
+            mode, _kind, oid = meta.split(" ")
+            entries[path] = (mode, oid)
+        return entries
+
+    def commits(self, base: str, head: str) -> list[Commit]:
+        shas = self.git("rev-list", "--reverse", "--no-merges", f"--max-count={MAX_COMMITS}",
+                        f"{base}..{head}").split()
+        commits: list[Commit] = []
+        for sha in shas:
+            meta = self.git("show", "-s", "--format=%an%x00%ae%x00%B", sha)
+            name, email, message = (meta.split("\0", 2) + ["", ""])[:3]
+            stat = self.git("show", "--numstat", "--format=", "--no-renames", sha)
+            files = ins = dels = 0
+            for line in stat.splitlines():
+                parts = line.split("\t")
+                if len(parts) == 3:
+                    files += 1
+                    ins += int(parts[0]) if parts[0].isdigit() else 0
+                    dels += int(parts[1]) if parts[1].isdigit() else 0
+            commits.append(Commit(sha=sha, author_name=name, author_email=email, message=message.strip(),
+                                  files_changed=files, insertions=ins, deletions=dels))
+        return commits
+
+    def diff(self, base: str, head: str) -> str:
+        return self.git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames", "--unified=3",
+                        base, head)
+
+
+def read_case(
+    repo: GitRepo,
+    base_ref: str,
+    head_ref: str,
+    *,
+    config: RepoConfig,
+    title: str = "",
+    body: str = "",
+    repo_name: str = "local",
+    pr_number: int | None = None,
+    linked_issues: Sequence[str] = (),
+    timeout_seconds: int = 300,
+) -> Case:
+    """Build the court's :class:`Case` for ``base_ref...head_ref`` (the PR's three-dot diff)."""
+    base_sha = repo.resolve(base_ref)
+    head_sha = repo.resolve(head_ref)
+    merge_base = repo.merge_base(base_sha, head_sha)
+    diff_text = repo.diff(merge_base, head_sha)
+    deltas = [d for d in parse_diff(diff_text) if not any(path_matches(d.path, g) for g in config.ignore)]
+    head_tree = repo.tree(head_sha)
+    wanted = [(d, head_tree.get(d.path)) for d in deltas]
+    readable = [(d, entry) for d, entry in wanted
+                if entry is not None and entry[0] in ("100644", "100755") and not d.is_binary]
+    texts = dict(zip([d.path for d, _ in readable], repo.blobs([e[1] for _, e in readable]), strict=True))
+    files = tuple(
+        ChangedFile(
+            path=d.path,
+            old_path=d.old_path,
+            status=d.status,  # type: ignore[arg-type]
+            added_lines=d.added_lines,
+            removed_count=d.removed_count,
+            is_binary=d.is_binary,
+            is_symlink=entry is not None and entry[0] == "120000",
+            content=texts.get(d.path),
+        )
+        for d, entry in wanted
+    )
+    test = config.test
+    return Case(
+        repo=repo_name,
+        pr_number=pr_number,
+        base_sha=base_sha,
+        head_sha=head_sha,
+        title=title,
+        body=body,
+        linked_issues=tuple(linked_issues),
+        diff=diff_text,
+        files=files,
+        commits=tuple(repo.commits(merge_base, head_sha)),
+        head_paths=tuple(sorted(head_tree)),
+        test_spec=TestSpec(command=test.command, setup_command=test.setup,
+                           timeout_seconds=test.timeout_seconds or timeout_seconds),
+        config_sha256=config.sha256,
+    )

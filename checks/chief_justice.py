@@ -1,0 +1,185 @@
+"""The Chief Justice: plain, deterministic rules that turn opinions and facts into a ruling and the CIS.
+
+Each rule is a named function of its own, applied in this order per criterion:
+
+1. ``rule_of_evidence``      — a judge who contradicts the detectives' facts by more than the tolerance is
+                               overruled: the opinion is pulled to the edge of the tolerated band.
+2. ``rule_of_functionality`` — the weighted mean of the (possibly overruled) scores; the Tech Lead weighs most
+                               on architecture (weights from the rubric).
+3. ``rule_of_security``      — security evidence of high severity or worse caps a security criterion; a
+                               *confirmed* flaw also caps the CIS.
+4. ``dissent_for``           — a spread above the rubric's limit between judges forces a written dissent.
+
+Then L is the judges' mean ruling, bounded to ±bound around its ground-truth anchor, and the CIS follows
+DESIGN.md exactly. ``rejection_first`` (rubric or repo config) turns any KILL into a failing verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from checks import cis
+from checks.judges.base import confirmed_security_flaw, docket, is_security
+from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, round_score
+from rubric import Criterion, Rubric
+
+
+@dataclass(frozen=True)
+class Judgment:
+    rulings: tuple[CriterionRuling, ...]
+    logic_judged: float | None
+    logic_anchor: float
+    logic_score: float
+    cis_raw: float
+    cis_score: float
+    red_penalty: float
+    intent_penalty: float
+    verdict: str
+    verdict_reasons: tuple[str, ...]
+    dissent: tuple[str, ...]
+
+
+def rule_of_evidence(
+    opinions: Sequence[JudicialOpinion], fact_score: float | None, tolerance: int
+) -> tuple[dict[str, float], list[str]]:
+    """Clamp each judge's score into [fact − tolerance, fact + tolerance]; return scores and who was overruled."""
+    scores: dict[str, float] = {}
+    overruled: list[str] = []
+    for op in opinions:
+        score = float(op.score)
+        if fact_score is not None:
+            low, high = fact_score - tolerance, fact_score + tolerance
+            if score < low or score > high:
+                overruled.append(op.judge)
+                score = min(max(score, low), high)
+        scores[op.judge] = score
+    return scores, overruled
+
+
+def rule_of_functionality(rubric: Rubric, criterion: Criterion, scores: dict[str, float]) -> float:
+    """Weighted mean of the judges' scores for one criterion, weights from the rubric."""
+    weights = {judge: rubric.chief_justice.weight(criterion.id, judge) for judge in scores}
+    total = sum(weights.values())
+    if total == 0:
+        return sum(scores.values()) / len(scores)
+    return sum(scores[j] * weights[j] for j in scores) / total
+
+
+def rule_of_security(rubric: Rubric, criterion: Criterion, brief: Brief, score: float) -> tuple[float, bool]:
+    """Cap a security criterion when the record holds a high-or-worse security fact."""
+    if not criterion.security:
+        return score, False
+    serious = [e for e in brief.evidence if is_security(e) and SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER["high"]]
+    if serious or confirmed_security_flaw(brief):
+        cap = float(rubric.chief_justice.security_cap.criterion_max)
+        return min(score, cap), score > cap
+    return score, False
+
+
+def dissent_for(rubric: Rubric, criterion: Criterion, opinions: Sequence[JudicialOpinion]) -> str | None:
+    """A written dissent when the judges' scores on one criterion spread by more than the rubric allows."""
+    if len(opinions) < 2:
+        return None
+    high = max(opinions, key=lambda o: (o.score, o.judge))
+    low = min(opinions, key=lambda o: (o.score, o.judge))
+    if high.score - low.score <= rubric.chief_justice.dissent_spread:
+        return None
+    return (f"{criterion.title}: {high.judge} scored {high.score}/5 ({high.argument}) while {low.judge} scored "
+            f"{low.score}/5 ({low.argument}).")
+
+
+def rule_criterion(rubric: Rubric, brief: Brief, criterion: Criterion,
+                   opinions: Sequence[JudicialOpinion]) -> CriterionRuling:
+    d = docket(brief, criterion)
+    applied: list[str] = []
+    if not opinions:
+        fallback = d.fact_score if d.fact_score is not None else 3.0
+        return CriterionRuling(criterion_id=criterion.id, score=round_score(fallback), opinions_considered=0,
+                               rules_applied=("no-opinions: facts only",))
+    scores, overruled = rule_of_evidence(opinions, d.fact_score, rubric.chief_justice.evidence_tolerance)
+    if overruled:
+        applied.append("evidence")
+    score = rule_of_functionality(rubric, criterion, scores)
+    weights = {rubric.chief_justice.weight(criterion.id, j) for j in scores}
+    if len(weights) > 1:
+        applied.append("functionality")
+    score, capped = rule_of_security(rubric, criterion, brief, score)
+    if capped:
+        applied.append("security")
+    dissent = dissent_for(rubric, criterion, opinions)
+    if dissent:
+        applied.append("dissent")
+    return CriterionRuling(
+        criterion_id=criterion.id,
+        score=round_score(score),
+        opinions_considered=len(opinions),
+        rules_applied=tuple(applied),
+        overruled=tuple(sorted(overruled)),
+        dissent=dissent,
+    )
+
+
+def judge_case(
+    rubric: Rubric,
+    brief: Brief,
+    opinions: Sequence[JudicialOpinion],
+    *,
+    rejection_first: bool | None = None,
+) -> Judgment:
+    """Rule on every criterion, compute L within its bound and the final CIS, and reach the verdict."""
+    by_criterion: dict[str, list[JudicialOpinion]] = {}
+    for op in opinions:
+        by_criterion.setdefault(op.criterion_id, []).append(op)
+    rulings = tuple(rule_criterion(rubric, brief, c, by_criterion.get(c.id, [])) for c in rubric.criteria)
+
+    components = brief.components
+    rationale = components.get("rationale")
+    architecture = components.get("architecture")
+    testing = components.get("testing")
+    r = rationale if rationale is not None else rubric.rationale.not_measured
+    a = architecture if architecture is not None else rubric.architecture.baseline
+    t = testing if testing is not None else rubric.testing.not_measured
+
+    anchor = cis.logic_anchor(rubric, {"rationale": rationale, "architecture": a, "testing": testing}, fallback=a)
+    judged = None
+    if any(r_.opinions_considered for r_ in rulings):
+        judged = sum(cis.opinion_to_unit(r_.score) for r_ in rulings) / len(rulings)
+    logic = cis.bounded_logic(rubric, anchor, judged if judged is not None else anchor)
+
+    raw = cis.cis_raw(rubric, r, a, t, logic)
+    red = cis.red_penalty(rubric, [f.severity for f in brief.red.findings])
+    intent = cis.intent_penalty(rubric, rationale)
+    final = cis.cis_final(raw, red, intent)
+
+    reasons: list[str] = []
+    if confirmed_security_flaw(brief) and final > rubric.chief_justice.security_cap.cis_max:
+        final = rubric.chief_justice.security_cap.cis_max
+        reasons.append(f"Rule of Security: a confirmed security flaw caps the CIS at {final:.2f}")
+    verdict = cis.verdict_for(rubric, final)
+    reasons.insert(0, f"CIS {final:.4f} against pass ≥ {rubric.verdict.pass_:.2f}, fail < {rubric.verdict.fail:.2f}")
+    if verdict == "pass" and rubric.verdict.require_measured_tests_for_pass and testing is None:
+        verdict = "neutral"
+        reasons.append("Tests were not measured, so the verdict cannot be pass")
+    kills = sorted({f"{op.judge} on {op.criterion_id}" for op in opinions if op.verdict == "KILL"})
+    use_rejection_first = rubric.chief_justice.rejection_first if rejection_first is None else rejection_first
+    if kills:
+        if use_rejection_first:
+            verdict = "fail"
+            reasons.append("Rejection-first policy: KILL from " + ", ".join(kills))
+        else:
+            reasons.append("KILL recorded (rejection-first is off): " + ", ".join(kills))
+
+    return Judgment(
+        rulings=rulings,
+        logic_judged=judged,
+        logic_anchor=anchor,
+        logic_score=logic,
+        cis_raw=raw,
+        cis_score=final,
+        red_penalty=red,
+        intent_penalty=intent,
+        verdict=verdict,
+        verdict_reasons=tuple(reasons),
+        dissent=tuple(r_.dissent for r_ in rulings if r_.dissent),
+    )

@@ -1,0 +1,102 @@
+"""The Contextual Integrity Score, exactly as in DESIGN.md.
+
+    CIS_raw   = w_R·R + w_A·A + w_T·T + w_L·L
+    CIS_final = CIS_raw · (1 − red_penalty) · intent_penalty
+
+Every function here is pure; every constant comes from the rubric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from checks.models import SEVERITY_ORDER
+from rubric import Rubric
+
+
+def clamp(value: float, low: float = 0.0, high: float = 1.0) -> float:
+    return max(low, min(high, value))
+
+
+def cis_raw(rubric: Rubric, rationale: float, architecture: float, testing: float, logic: float) -> float:
+    w = rubric.weights
+    return clamp(
+        w.rationale * rationale + w.architecture * architecture + w.testing * testing + w.logic * logic
+    )
+
+
+def cis_final(raw: float, red_penalty: float, intent_penalty: float) -> float:
+    return clamp(raw * (1.0 - red_penalty) * intent_penalty)
+
+
+def testing_score(rubric: Rubric, pass_rate: float) -> float:
+    """Linear map of the sandbox pass rate: 0 % → at_zero, 100 % → at_full."""
+    t = rubric.testing
+    return t.at_zero + (t.at_full - t.at_zero) * clamp(pass_rate)
+
+
+def architecture_score(rubric: Rubric, violation_severities: Iterable[str]) -> float:
+    """Baseline minus one penalty per violation, never below the floor."""
+    a = rubric.architecture
+    penalties = a.penalties.model_dump()
+    total = sum(penalties.get(sev, 0.0) for sev in violation_severities)
+    return max(a.floor, a.baseline - total)
+
+
+def rationale_score(rubric: Rubric, raw_cosine: float) -> float:
+    """Calibrate a raw cosine into [0, 1]: raw_low → 0, raw_high → 1, linear in between."""
+    c = rubric.rationale.calibration
+    return clamp((raw_cosine - c.raw_low) / (c.raw_high - c.raw_low))
+
+
+def intent_penalty(rubric: Rubric, similarity: float | None) -> float:
+    """Multiplier for a change that addresses a different problem than stated.
+
+    Below the threshold s₀ the score is multiplied by floor + (1 − floor)·s/s₀, falling to the floor at s = 0.
+    An unmeasured similarity applies no penalty.
+    """
+    if similarity is None:
+        return 1.0
+    i = rubric.intent
+    if similarity >= i.threshold:
+        return 1.0
+    return i.floor + (1.0 - i.floor) * clamp(similarity) / i.threshold
+
+
+def red_penalty(rubric: Rubric, severities: Iterable[str]) -> float:
+    """Penalty fraction set by the worst severity found; a level counts once however many findings share it."""
+    worst = max(severities, key=lambda s: SEVERITY_ORDER.get(s, 0), default=None)
+    if worst is None:
+        return 0.0
+    multiplier = rubric.red.multipliers.model_dump().get(worst)
+    if multiplier is None:
+        return 0.0
+    return 1.0 - float(multiplier)
+
+
+def logic_anchor(rubric: Rubric, components: dict[str, float | None], fallback: float) -> float:
+    """L's ground-truth anchor: the mean of the measured anchor components (``fallback`` if none is)."""
+    values = [components[name] for name in rubric.logic.anchor_components if components.get(name) is not None]
+    measured = [v for v in values if v is not None]
+    if not measured:
+        return fallback
+    return sum(measured) / len(measured)
+
+
+def bounded_logic(rubric: Rubric, anchor: float, judged: float) -> float:
+    """The judges may move L at most ±bound away from its anchor — a floor and a ceiling."""
+    bound = rubric.logic.bound
+    return clamp(judged, max(0.0, anchor - bound), min(1.0, anchor + bound))
+
+
+def opinion_to_unit(score: float) -> float:
+    """Map a judge's 1–5 score onto [0, 1]."""
+    return clamp((score - 1.0) / 4.0)
+
+
+def verdict_for(rubric: Rubric, score: float) -> str:
+    if score >= rubric.verdict.pass_:
+        return "pass"
+    if score < rubric.verdict.fail:
+        return "fail"
+    return "neutral"

@@ -1,0 +1,185 @@
+"""Deterministic AST checks of Python source against the rubric's constraint set.
+
+Calls are resolved through the file's imports (``import subprocess as sp; sp.run`` is ``subprocess.run``,
+``from pickle import loads`` is ``pickle.loads``), so renaming an import does not hide a banned call.
+Everything is read with :mod:`ast`; nothing here uses regular expressions over code.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from dataclasses import dataclass
+from typing import Any
+
+from rubric import Rubric
+from rubric.loader import CallRule
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    category: str  # banned-call | banned-import | network | boundary | required-pattern
+    severity: str
+    message: str
+    line: int | None
+    cwe: str | None = None
+    symbol: str | None = None
+
+    @property
+    def security(self) -> bool:
+        return self.cwe is not None
+
+
+@dataclass(frozen=True)
+class SourceReport:
+    violations: tuple[Violation, ...]
+    syntax_error: tuple[int | None, str] | None = None
+
+
+def path_matches(path: str, pattern: str) -> bool:
+    """Glob match where ``**`` spans directories and a bare directory pattern covers its subtree."""
+    if fnmatch.fnmatchcase(path, pattern):
+        return True
+    if pattern.endswith("/**") and path.startswith(pattern[:-3] + "/"):
+        return True
+    return pattern.endswith("/") and path.startswith(pattern)
+
+
+def _module_matches(module: str, banned: str) -> bool:
+    return module == banned or module.startswith(banned + ".")
+
+
+class _Resolver(ast.NodeVisitor):
+    """First pass: the file's import aliases, and every imported module with its line."""
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+        self.imports: list[tuple[str, int]] = []
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.imports.append((alias.name, node.lineno))
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".")[0]
+                self.aliases.setdefault(top, top)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:  # relative imports stay inside the repository
+            return
+        module = node.module or ""
+        self.imports.append((module, node.lineno))
+        for alias in node.names:
+            full = f"{module}.{alias.name}" if module else alias.name
+            self.imports.append((full, node.lineno))
+            self.aliases[alias.asname or alias.name] = full
+
+
+def dotted_name(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, with the first part resolved through the import aliases."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(aliases.get(node.id, node.id))
+    return ".".join(reversed(parts))
+
+
+def _keyword_value(node: ast.AST, aliases: dict[str, str]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    return dotted_name(node, aliases)
+
+
+def _call_matches(rule: CallRule, name: str) -> bool:
+    if rule.name.endswith(".*"):
+        return name.startswith(rule.name[:-1])
+    return name == rule.name
+
+
+def _keywords_allow(rule: CallRule, call: ast.Call, aliases: dict[str, str]) -> bool:
+    """True when the call's keywords make the rule apply."""
+    values = {kw.arg: _keyword_value(kw.value, aliases) for kw in call.keywords if kw.arg}
+    if rule.when_keyword:
+        for key, wanted in rule.when_keyword.items():
+            if key not in values or values[key] not in wanted:
+                return False
+    if rule.unless_keyword:
+        for key, safe in rule.unless_keyword.items():
+            if key in values and values[key] in safe:
+                return False
+    return True
+
+
+def check_source(path: str, source: str, rubric: Rubric) -> SourceReport:
+    """Every constraint violation in one Python file (all lines; the caller decides which lines count)."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        return SourceReport(violations=(), syntax_error=(exc.lineno, exc.msg or "invalid syntax"))
+    except ValueError as exc:  # e.g. source with NUL bytes
+        return SourceReport(violations=(), syntax_error=(None, str(exc)))
+    constraints = rubric.constraints
+    resolver = _Resolver()
+    resolver.visit(tree)
+    found: list[Violation] = []
+
+    for module, line in resolver.imports:
+        for rule in constraints.banned_imports:
+            if _module_matches(module, rule.name):
+                found.append(Violation(f"import:{rule.name}", "banned-import", rule.severity, rule.message, line,
+                                       rule.cwe, module))
+        if constraints.network.prohibited:
+            for banned in constraints.network.modules:
+                if _module_matches(module, banned):
+                    found.append(Violation(f"network:{banned}", "network", constraints.network.severity,
+                                           f"network module {module} is prohibited here", line,
+                                           constraints.network.cwe, module))
+        for boundary in constraints.boundaries:
+            if path_matches(path, boundary.source):
+                for banned in boundary.forbidden_imports:
+                    if _module_matches(module, banned):
+                        found.append(Violation(f"boundary:{boundary.id}", "boundary", boundary.severity,
+                                               boundary.message, line, None, module))
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted_name(node.func, resolver.aliases)
+        if name is None:
+            continue
+        for rule in constraints.banned_calls:
+            if _call_matches(rule, name) and _keywords_allow(rule, node, resolver.aliases):
+                found.append(Violation(f"call:{rule.name}", "banned-call", rule.severity, rule.message,
+                                       node.lineno, rule.cwe, name))
+
+    for pattern in constraints.required_patterns:
+        if not any(path_matches(path, p) for p in pattern.paths):
+            continue
+        if not _has_pattern(tree, resolver, pattern.kind, pattern.name):
+            found.append(Violation(f"required:{pattern.id}", "required-pattern", pattern.severity,
+                                   pattern.message, None, None, pattern.name))
+
+    found.sort(key=lambda v: (v.line or 0, v.rule, v.symbol or ""))
+    return SourceReport(violations=tuple(found))
+
+
+def _has_pattern(tree: ast.Module, resolver: _Resolver, kind: str, name: str | None) -> bool:
+    if kind == "docstring":
+        return ast.get_docstring(tree) is not None
+    if kind == "import":
+        return any(_module_matches(module, name or "") for module, _ in resolver.imports)
+    for node in ast.walk(tree):
+        if kind == "call" and isinstance(node, ast.Call):
+            if dotted_name(node.func, resolver.aliases) == name:
+                return True
+        if kind == "decorator" and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if dotted_name(target, resolver.aliases) == name:
+                    return True
+    return False

@@ -1,0 +1,200 @@
+"""The review as a fixed DAG over one state: detectives in parallel → judges in parallel → Chief Justice.
+
+``review(case, rubric, ...)`` is a pure function of its inputs and of the answers of the interfaces handed in:
+the same inputs give a byte-identical :class:`~checks.models.Evaluation`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from checks import cis
+from checks.chief_justice import judge_case
+from checks.detectives import DocAnalyst, RedTeam, RepoInvestigator, Semantic, TestRunner
+from checks.errors import DetectiveError, JudgeError
+from checks.judges import offline_judges
+from checks.models import (
+    Brief,
+    Case,
+    DetectiveReport,
+    Evaluation,
+    Evidence,
+    Inputs,
+    JudicialOpinion,
+    RedAnalysis,
+    RedSummary,
+    RubricRef,
+    SemanticResult,
+    TestRunResult,
+    round_score,
+)
+from checks.protocols import Detective, Embedder, Judge, RedTeam as RedTeamAgent, Sandbox
+from rubric import Rubric
+
+ARCHITECTURE_KINDS = ("constraint-violation", "syntax-error")
+
+
+@dataclass
+class CourtParts:
+    """The interfaces a review may use, each optional, with the reason when one is missing."""
+
+    sandbox: Sandbox | None = None
+    sandbox_missing: str = "no sandbox is configured"
+    embedder: Embedder | None = None
+    embedder_missing: str = "no embedding model is configured"
+    red_team: RedTeamAgent | None = None
+    red_team_missing: str = "no red agent is configured"
+    judges: Sequence[Judge] = field(default_factory=offline_judges)
+    notices: list[str] = field(default_factory=list)
+    rejection_first: bool | None = None
+
+    def detectives(self) -> list[Detective]:
+        return [
+            RepoInvestigator(),
+            DocAnalyst(),
+            TestRunner(self.sandbox, self.sandbox_missing),
+            Semantic(self.embedder, self.embedder_missing),
+            RedTeam(self.red_team, self.sandbox, self.red_team_missing),
+        ]
+
+
+@dataclass
+class ReviewState:
+    """The one state object the DAG fills in, stage by stage."""
+
+    case: Case
+    rubric: Rubric
+    reports: list[DetectiveReport] = field(default_factory=list)
+    opinions: list[JudicialOpinion] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def evidence(self) -> tuple[Evidence, ...]:
+        return tuple(e for report in self.reports for e in report.evidence)
+
+    def tests(self) -> TestRunResult | None:
+        return next((r.tests for r in self.reports if r.tests is not None), None)
+
+    def semantic(self) -> SemanticResult | None:
+        return next((r.semantic for r in self.reports if r.semantic is not None), None)
+
+    def red(self) -> RedAnalysis:
+        return next((r.red for r in self.reports if r.red is not None), RedAnalysis())
+
+
+def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float | None]:
+    """R, A and T from the detectives' facts alone; None where nothing was measured."""
+    severities = [e.severity for e in state.evidence if e.kind in ARCHITECTURE_KINDS]
+    tests = state.tests()
+    testing: float | None = None
+    if tests is not None:
+        if tests.status == "no_tests":
+            testing = rubric.testing.no_tests
+        elif tests.status in ("timeout", "error"):
+            testing = cis.testing_score(rubric, tests.pass_rate or 0.0)
+        elif tests.status == "ran":
+            rate = tests.pass_rate
+            testing = rubric.testing.no_tests if rate is None else cis.testing_score(rubric, rate)
+    semantic = state.semantic()
+    rationale = semantic.score if semantic is not None and semantic.measured else None
+    return {
+        "rationale": rationale,
+        "architecture": cis.architecture_score(rubric, severities),
+        "testing": testing,
+    }
+
+
+async def _run_detective(detective: Detective, case: Case, rubric: Rubric) -> DetectiveReport:
+    try:
+        return await detective.investigate(case, rubric)
+    except DetectiveError as exc:
+        return DetectiveReport(
+            detective=detective.id,
+            evidence=(Evidence(id=f"{detective.id}.failed", detective=detective.id, kind="detective-failed",
+                               summary=str(exc), severity="low", facts={"error": exc.message}),),
+            notices=(str(exc),),
+        )
+
+
+async def _run_judge(judge: Judge, brief: Brief, rubric: Rubric) -> list[JudicialOpinion] | JudgeError:
+    try:
+        return await judge.deliberate(brief, rubric)
+    except JudgeError as exc:
+        return exc
+
+
+def _sorted_evidence(evidence: Sequence[Evidence], order: Sequence[str]) -> tuple[Evidence, ...]:
+    rank = {name: i for i, name in enumerate(order)}
+    return tuple(sorted(evidence, key=lambda e: (rank.get(e.detective, len(rank)), e.id)))
+
+
+async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) -> Evaluation:
+    """Review one change: collect evidence, hear the judges, let the Chief Justice rule."""
+    parts = parts or CourtParts()
+    state = ReviewState(case=case, rubric=rubric, notices=list(parts.notices))
+    detectives = parts.detectives()
+
+    state.reports = list(await asyncio.gather(*(_run_detective(d, case, rubric) for d in detectives)))
+    for report in state.reports:
+        state.notices.extend(report.notices)
+
+    components = measured_components(rubric, state)
+    evidence = _sorted_evidence(state.evidence, [d.id for d in detectives])
+    brief = Brief(case=case, evidence=evidence, tests=state.tests(), semantic=state.semantic(), red=state.red(),
+                  components=components)
+
+    answers = await asyncio.gather(*(_run_judge(j, brief, rubric) for j in parts.judges))
+    for judge, answer in zip(parts.judges, answers, strict=True):
+        if isinstance(answer, JudgeError):
+            state.notices.append(f"{answer}; the court ruled without {judge.persona}")
+        else:
+            state.opinions.extend(answer)
+    opinions = tuple(sorted(state.opinions, key=lambda o: (o.criterion_id, o.judge)))
+
+    judgment = judge_case(rubric, brief, opinions, rejection_first=parts.rejection_first)
+    red = brief.red
+    testing_value = components["testing"]
+    rationale_value = components["rationale"]
+    return Evaluation(
+        rationale_score=round_score(rationale_value if rationale_value is not None else rubric.rationale.not_measured),
+        architecture_score=round_score(components["architecture"] or 0.0),
+        testing_score=round_score(testing_value if testing_value is not None else rubric.testing.not_measured),
+        logic_score=round_score(judgment.logic_score),
+        cis_raw=round_score(judgment.cis_raw),
+        cis_score=round_score(judgment.cis_score),
+        red_penalty_applied=round_score(judgment.red_penalty),
+        intent_penalty=round_score(judgment.intent_penalty),
+        red_analysis=RedSummary(
+            attack_successful=red.attack_successful,
+            vulnerability_count=red.vulnerability_count,
+            max_severity=red.max_severity,
+            findings=red.findings,
+        ),
+        verdict=judgment.verdict,  # type: ignore[arg-type]
+        verdict_reasons=judgment.verdict_reasons,
+        measured={
+            "rationale": rationale_value is not None,
+            "architecture": True,
+            "testing": testing_value is not None,
+            "red_team": red.ran,
+        },
+        evidence=evidence,
+        opinions=opinions,
+        rulings=judgment.rulings,
+        dissent=judgment.dissent,
+        notices=tuple(state.notices),
+        tests=brief.tests,
+        semantic=brief.semantic,
+        rubric=RubricRef(name=rubric.name, version=rubric.version, sha256=rubric.sha256),
+        inputs=Inputs(
+            repo=case.repo,
+            pr_number=case.pr_number,
+            base=case.base_sha,
+            head=case.head_sha,
+            intent_sha256=case.intent_sha256,
+            diff_sha256=case.diff_sha256,
+            config_sha256=case.config_sha256,
+        ),
+    )

@@ -1,0 +1,141 @@
+"""RepoInvestigator — the diff, the commit history and the AST of every changed Python file.
+
+What: summarises the diff (files, lines added/removed, binary and symlinked files), reads the PR's commits
+(count, authors, co-author trailers, empty, giant or terse commits) and checks every changed Python file
+against the rubric's constraint set with :mod:`ast`, reporting exact ``file:line`` locations.
+Why: architecture (A) is a fact, not an opinion; only violations on lines the change adds count against it,
+so a PR is never blamed for code it did not write. A syntax error is evidence, never a crash.
+Example: ``app.py:3 calls eval() — eval() executes arbitrary code (CWE-95)``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from checks.constraints import check_source
+from checks.models import Case, ChangedFile, DetectiveReport, Evidence, Location
+from rubric import Rubric
+
+ID = "repo"
+CO_AUTHOR = re.compile(r"^co-authored-by:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+class RepoInvestigator:
+    id = ID
+
+    async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport:
+        evidence: list[Evidence] = [_diff_summary(case)]
+        evidence.extend(_forensics(case, rubric))
+        for changed in case.files:
+            evidence.extend(_file_evidence(changed, rubric))
+        return DetectiveReport(detective=ID, evidence=tuple(evidence))
+
+
+def _diff_summary(case: Case) -> Evidence:
+    added = sum(len(f.added_lines) for f in case.files)
+    removed = sum(f.removed_count for f in case.files)
+    by_status: dict[str, int] = {}
+    for f in case.files:
+        by_status[f.status] = by_status.get(f.status, 0) + 1
+    return Evidence(
+        id=f"{ID}.diff",
+        detective=ID,
+        kind="diff-summary",
+        summary=f"{len(case.files)} file(s) changed, +{added} −{removed}",
+        facts={
+            "files": len(case.files),
+            "lines_added": added,
+            "lines_removed": removed,
+            "by_status": dict(sorted(by_status.items())),
+            "binary_files": sorted(f.path for f in case.files if f.is_binary),
+            "symlinks": sorted(f.path for f in case.files if f.is_symlink),
+            "paths": [f.path for f in case.files],
+        },
+    )
+
+
+def _forensics(case: Case, rubric: Rubric) -> list[Evidence]:
+    rules = rubric.forensics
+    commits = case.commits[: rules.max_commits]
+    authors = sorted({f"{c.author_name} <{c.author_email}>" for c in commits})
+    co_authors = sorted({m.strip() for c in commits for m in CO_AUTHOR.findall(c.message)})
+    empty = [c.sha[:12] for c in commits if c.files_changed == 0]
+    giant = [c.sha[:12] for c in commits if c.insertions + c.deletions > rules.giant_commit_lines]
+    terse = [c.sha[:12] for c in commits if len(c.message.strip().splitlines()[0] if c.message.strip() else "")
+             < rules.min_message_length]
+    items = [
+        Evidence(
+            id=f"{ID}.history",
+            detective=ID,
+            kind="commit-history",
+            summary=f"{len(case.commits)} commit(s) by {len(authors)} author(s)",
+            facts={
+                "commits": len(case.commits),
+                "authors": authors,
+                "co_authors": co_authors,
+                "messages": [c.message.strip().splitlines()[0] if c.message.strip() else "" for c in commits],
+                "truncated": len(case.commits) > len(commits),
+            },
+        )
+    ]
+    for kind, shas, what, severity in (
+        ("empty-commit", empty, "commit(s) change no file", "low"),
+        ("giant-commit", giant, f"commit(s) change more than {rules.giant_commit_lines} lines", "low"),
+        ("terse-commit-message", terse, f"commit message(s) shorter than {rules.min_message_length} characters",
+         "low"),
+    ):
+        if shas:
+            items.append(
+                Evidence(
+                    id=f"{ID}.history.{kind}",
+                    detective=ID,
+                    kind=kind,
+                    summary=f"{len(shas)} {what}",
+                    severity=severity,
+                    facts={"commits": shas},
+                )
+            )
+    return items
+
+
+def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
+    if changed.status == "removed" or changed.content is None or not changed.path.endswith(".py"):
+        return []
+    report = check_source(changed.path, changed.content, rubric)
+    if report.syntax_error is not None:
+        line, message = report.syntax_error
+        return [
+            Evidence(
+                id=f"{ID}.syntax:{changed.path}",
+                detective=ID,
+                kind="syntax-error",
+                summary=f"{changed.path} does not parse: {message}",
+                location=Location(path=changed.path, line=line),
+                severity="high",
+                facts={"message": message},
+            )
+        ]
+    added = set(changed.added_lines)
+    items: list[Evidence] = []
+    for v in report.violations:
+        introduced = v.line is None or v.line in added or changed.status == "added"
+        items.append(
+            Evidence(
+                id=f"{ID}.{v.category}:{v.rule}:{changed.path}:{v.line or 0}",
+                detective=ID,
+                kind="constraint-violation" if introduced else "preexisting-violation",
+                summary=f"{v.symbol or v.rule}: {v.message}",
+                location=Location(path=changed.path, line=v.line),
+                severity=v.severity if introduced else "info",  # type: ignore[arg-type]
+                cwe=v.cwe,
+                facts={
+                    "rule": v.rule,
+                    "category": v.category,
+                    "symbol": v.symbol,
+                    "security": v.security,
+                    "rule_severity": v.severity,
+                    "introduced": introduced,
+                },
+            )
+        )
+    return items

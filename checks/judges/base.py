@@ -1,0 +1,118 @@
+"""What every offline judge reads the same way: which evidence bears on which criterion, and the facts' score.
+
+The personas differ in what they make of it (their rules live in their own modules); they agree on how to
+read the record.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from checks.detectives.doc_analyst import is_test_path
+from checks.models import SEVERITY_ORDER, Brief, Evidence, JudicialOpinion
+from rubric import Criterion, Rubric
+
+COMPONENT_KINDS: dict[str, frozenset[str]] = {
+    "rationale": frozenset({"claim-unsupported", "claim-verified", "semantic", "semantic-not-measured",
+                            "empty-description", "intent-mismatch"}),
+    "architecture": frozenset({"constraint-violation", "syntax-error"}),
+    "testing": frozenset({"tests", "no-tests", "tests-not-measured", "tests-timeout", "tests-error",
+                          "test-failure"}),
+    "logic": frozenset(),
+}
+
+
+@dataclass(frozen=True)
+class Docket:
+    """One criterion as a judge sees it: the facts' score (1–5, or None) and the evidence that bears on it."""
+
+    criterion: Criterion
+    fact_score: float | None
+    adverse: tuple[Evidence, ...]
+    favourable: tuple[Evidence, ...]
+
+    def worst(self) -> str:
+        return max((e.severity for e in self.adverse), key=lambda s: SEVERITY_ORDER[s], default="info")
+
+    def count(self, minimum: str) -> int:
+        return sum(1 for e in self.adverse if SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER[minimum])
+
+    def cited(self) -> tuple[str, ...]:
+        return tuple(e.id for e in (*self.adverse, *self.favourable))
+
+
+def is_security(e: Evidence) -> bool:
+    return bool(e.cwe) or bool(e.facts.get("security"))
+
+
+def relevant(criterion: Criterion, e: Evidence) -> bool:
+    if criterion.security:
+        return is_security(e)
+    return e.kind in COMPONENT_KINDS.get(criterion.component, frozenset())
+
+
+def unit_to_five(value: float) -> float:
+    return 1.0 + 4.0 * value
+
+
+def docket(brief: Brief, criterion: Criterion) -> Docket:
+    evidence = [e for e in brief.evidence if relevant(criterion, e)]
+    adverse = tuple(e for e in evidence if e.severity != "info")
+    favourable = tuple(e for e in evidence if e.severity == "info")
+    component = brief.components.get(criterion.component)
+    fact = None if component is None else unit_to_five(component)
+    if criterion.security:
+        fact = 5.0 - 1.0 * sum(1 for e in adverse if SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER["high"])
+        fact = max(1.0, fact - 0.5 * sum(1 for e in adverse if e.severity == "medium"))
+    return Docket(criterion=criterion, fact_score=fact, adverse=adverse, favourable=favourable)
+
+
+def tests_added(brief: Brief) -> list[str]:
+    return sorted(f.path for f in brief.case.files if is_test_path(f.path) and f.status != "removed")
+
+
+def confirmed_security_flaw(brief: Brief) -> bool:
+    """A flaw no judge may argue away: a confirmed red finding, or a critical construct the change adds."""
+    if any(f.confirmed for f in brief.red.findings):
+        return True
+    return any(is_security(e) and e.severity == "critical" for e in brief.evidence)
+
+
+def clamp_score(value: float) -> int:
+    return max(1, min(5, int(value)))
+
+
+def floor_score(value: float) -> int:
+    return clamp_score(math.floor(value + 1e-9))
+
+
+def ceil_score(value: float) -> int:
+    return clamp_score(math.ceil(value - 1e-9))
+
+
+def round_score(value: float) -> int:
+    return clamp_score(math.floor(value + 0.5))
+
+
+def opinion(persona: str, d: Docket, score: int, argument: str, kill: bool = False) -> JudicialOpinion:
+    return JudicialOpinion(
+        judge=persona,
+        criterion_id=d.criterion.id,
+        score=clamp_score(score),
+        argument=argument,
+        cited_evidence=d.cited(),
+        verdict="KILL" if kill else "PASS",
+    )
+
+
+class OfflineJudge:
+    """A deterministic persona: ``rule`` maps one docket to one opinion by the persona's written rules."""
+
+    persona = "judge"
+
+    async def deliberate(self, brief: Brief, rubric: Rubric) -> list[JudicialOpinion]:
+        return [self.rule(brief, docket(brief, criterion)) for criterion in rubric.criteria]
+
+    def rule(self, brief: Brief, d: Docket) -> JudicialOpinion:
+        raise NotImplementedError

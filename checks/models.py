@@ -1,0 +1,294 @@
+"""The court's data: what a case is made of, what detectives report, what judges say, what the court rules.
+
+Everything here is an immutable pydantic model. Scored payloads never hold clocks or random ids, so the same
+inputs serialise to the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Severity = Literal["critical", "high", "medium", "low", "info"]
+SEVERITY_ORDER: dict[str, int] = {"info": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
+Verdict = Literal["pass", "neutral", "fail"]
+OpinionVerdict = Literal["PASS", "KILL"]
+ChangeStatus = Literal["added", "modified", "removed", "renamed"]
+
+SCORE_DECIMALS = 4
+
+
+def round_score(value: float) -> float:
+    """Scores are stored rounded so that float noise never changes the bytes of a result."""
+    return round(float(value), SCORE_DECIMALS)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- the case -------------------------------------------------------------------------------------------
+
+
+class Location(Model):
+    path: str
+    line: int | None = None
+    end_line: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.path
+        if self.end_line and self.end_line != self.line:
+            return f"{self.path}:{self.line}-{self.end_line}"
+        return f"{self.path}:{self.line}"
+
+
+class ChangedFile(Model):
+    """One file of the diff with the line numbers (at head) that the change adds."""
+
+    path: str
+    old_path: str | None = None
+    status: ChangeStatus
+    added_lines: tuple[int, ...] = ()
+    removed_count: int = 0
+    is_binary: bool = False
+    is_symlink: bool = False
+    content: str | None = Field(default=None, description="text at head, None if removed, binary or too big")
+
+
+class Commit(Model):
+    sha: str
+    author_name: str
+    author_email: str
+    message: str
+    files_changed: int = 0
+    insertions: int = 0
+    deletions: int = 0
+
+
+class TestSpec(Model):
+    """What the court asks the sandbox to run."""
+
+    command: tuple[str, ...] | None = None
+    setup_command: tuple[str, ...] | None = None
+    timeout_seconds: int = 300
+
+
+class Case(Model):
+    """Everything the court may look at for one change. Built by the caller; the court never does I/O."""
+
+    repo: str = "local"
+    pr_number: int | None = None
+    base_sha: str
+    head_sha: str
+    title: str = ""
+    body: str = ""
+    linked_issues: tuple[str, ...] = ()
+    diff: str
+    files: tuple[ChangedFile, ...]
+    commits: tuple[Commit, ...] = ()
+    head_paths: tuple[str, ...] = Field(default=(), description="every path in the tree at head")
+    test_spec: TestSpec = TestSpec()
+    config_sha256: str | None = None
+
+    @property
+    def intent_text(self) -> str:
+        return "\n\n".join([self.title, self.body, *self.linked_issues]).strip()
+
+    @property
+    def intent_sha256(self) -> str:
+        return sha256_text(self.intent_text)
+
+    @property
+    def diff_sha256(self) -> str:
+        return sha256_text(self.diff)
+
+
+# --- detectives -----------------------------------------------------------------------------------------
+
+
+class Evidence(Model):
+    """One fact a detective established. ``id`` is stable: the same fact always gets the same id."""
+
+    id: str
+    detective: str
+    kind: str
+    summary: str
+    location: Location | None = None
+    severity: Severity = "info"
+    confidence: float = Field(ge=0.0, le=1.0, default=1.0)
+    cwe: str | None = None
+    facts: dict[str, Any] = Field(default_factory=dict)
+
+
+class TestCaseResult(Model):
+    name: str
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    duration: float = 0.0
+    message: str | None = None
+
+
+class TestRunResult(Model):
+    """What the sandbox measured. ``status`` says whether the numbers mean anything."""
+
+    status: Literal["ran", "no_tests", "not_measured", "timeout", "error"]
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    skipped: int = 0
+    duration: float = 0.0
+    tests: tuple[TestCaseResult, ...] = ()
+    reason: str | None = None
+    output: str = ""
+    image: str | None = None
+
+    @property
+    def executed(self) -> int:
+        return self.passed + self.failed + self.errored
+
+    @property
+    def pass_rate(self) -> float | None:
+        if self.executed == 0:
+            return None
+        return self.passed / self.executed
+
+
+class SemanticResult(Model):
+    """R as measured: the raw cosine, the calibrated score and what it was computed from."""
+
+    measured: bool
+    raw_similarity: float | None = None
+    score: float | None = None
+    model: str | None = None
+    intent_sources: tuple[str, ...] = ()
+    chunks: int = 0
+    reason: str | None = None
+
+
+class RedFinding(Model):
+    id: str
+    title: str
+    severity: Literal["critical", "high", "medium", "low"]
+    confirmed: bool
+    confidence: float = Field(ge=0.0, le=1.0)
+    cwe: str | None = None
+    location: Location | None = None
+    payload: str | None = None
+    effect: str | None = None
+
+
+class RedAnalysis(Model):
+    attack_successful: bool = False
+    vulnerability_count: int = 0
+    max_severity: Literal["none", "low", "medium", "high", "critical"] = "none"
+    findings: tuple[RedFinding, ...] = ()
+    ran: bool = False
+    reason: str | None = None
+
+
+class DetectiveReport(Model):
+    """What one detective hands back: evidence, and the measurement it owns (if any)."""
+
+    detective: str
+    evidence: tuple[Evidence, ...] = ()
+    tests: TestRunResult | None = None
+    semantic: SemanticResult | None = None
+    red: RedAnalysis | None = None
+    notices: tuple[str, ...] = ()
+
+
+# --- judges ---------------------------------------------------------------------------------------------
+
+
+class Brief(Model):
+    """What the judges see: the case, every piece of evidence, and the fact-anchored component scores."""
+
+    case: Case
+    evidence: tuple[Evidence, ...]
+    tests: TestRunResult | None
+    semantic: SemanticResult | None
+    red: RedAnalysis
+    components: dict[str, float | None] = Field(description="rationale/architecture/testing from facts; None = not measured")
+
+
+class JudicialOpinion(Model):
+    judge: str
+    criterion_id: str
+    score: int = Field(ge=1, le=5)
+    argument: str
+    cited_evidence: tuple[str, ...] = ()
+    verdict: OpinionVerdict = "PASS"
+
+
+class CriterionRuling(Model):
+    """The Chief Justice's ruling on one criterion: the final score and which rules moved it."""
+
+    criterion_id: str
+    score: float
+    opinions_considered: int
+    rules_applied: tuple[str, ...] = ()
+    overruled: tuple[str, ...] = ()
+    dissent: str | None = None
+
+
+class RedSummary(Model):
+    attack_successful: bool
+    vulnerability_count: int
+    max_severity: str
+    findings: tuple[RedFinding, ...] = ()
+
+
+class RubricRef(Model):
+    name: str
+    version: str
+    sha256: str
+
+
+class Inputs(Model):
+    repo: str
+    pr_number: int | None
+    base: str
+    head: str
+    intent_sha256: str
+    diff_sha256: str
+    config_sha256: str | None = None
+
+
+class Evaluation(Model):
+    """The court's verdict. The seed schema's keys stay at the top level."""
+
+    rationale_score: float
+    architecture_score: float
+    testing_score: float
+    logic_score: float
+    cis_raw: float
+    cis_score: float
+    red_penalty_applied: float
+    intent_penalty: float
+    red_analysis: RedSummary
+    verdict: Verdict
+    verdict_reasons: tuple[str, ...]
+    measured: dict[str, bool]
+    evidence: tuple[Evidence, ...]
+    opinions: tuple[JudicialOpinion, ...]
+    rulings: tuple[CriterionRuling, ...]
+    dissent: tuple[str, ...]
+    notices: tuple[str, ...]
+    tests: TestRunResult | None
+    semantic: SemanticResult | None
+    rubric: RubricRef
+    inputs: Inputs
+
+    def canonical_json(self) -> str:
+        """Byte-stable JSON: sorted keys, fixed separators."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    def pretty_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, indent=2, ensure_ascii=False)

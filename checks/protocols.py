@@ -1,0 +1,54 @@
+"""The small interfaces through which the outside world reaches the court.
+
+The caller (CLI or worker) hands in implementations; the court itself never touches Docker, the network,
+a database or GitHub.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from checks.models import Brief, Case, DetectiveReport, JudicialOpinion, RedAnalysis, TestRunResult, TestSpec
+from rubric import Rubric
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Runs the change's tests at its head commit, somewhere PR code cannot hurt anyone."""
+
+    async def run_tests(self, spec: TestSpec) -> TestRunResult: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors (one per text) with a fixed, named model."""
+
+    model_id: str
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
+class RedTeam(Protocol):
+    """Attacks the changed code and reports what it could break."""
+
+    async def attack(self, case: Case, rubric: Rubric, sandbox: Sandbox | None) -> RedAnalysis: ...
+
+
+@runtime_checkable
+class Detective(Protocol):
+    """A plug-in that collects facts about a case. ``id`` is stable and appears in every evidence id."""
+
+    id: str
+
+    async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport: ...
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A persona that reads the evidence and returns one opinion per rubric criterion."""
+
+    persona: str
+
+    async def deliberate(self, brief: Brief, rubric: Rubric) -> list[JudicialOpinion]: ...

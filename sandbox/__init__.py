@@ -1,0 +1,1 @@
+"""The only place PR code runs: the Docker sandbox."""

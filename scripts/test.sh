@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set everything up (idempotently) and run the whole test suite against real services.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export LOGOMESH_TEST_REDIS_URL=${LOGOMESH_TEST_REDIS_URL:-redis://127.0.0.1:6379/15}
+export LOGOMESH_TEST_DATABASE_URL=${LOGOMESH_TEST_DATABASE_URL:-postgresql+asyncpg://logomesh:logomesh@127.0.0.1:5432/logomesh}
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+exec .venv/bin/python -m pytest "$@"
