@@ -160,6 +160,17 @@ class TestRunResult(Model):
         return self.passed / self.executed
 
 
+class ProbeResult(Model):
+    """What one red-team probe did inside the sandbox. The probe's own oracle prints markers on stdout."""
+
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    oom_killed: bool = False
+    duration: float = 0.0
+
+
 class SemanticResult(Model):
     """R as measured: the raw cosine, the calibrated score and what it was computed from."""
 

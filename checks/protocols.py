@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from checks.models import Brief, Case, DetectiveReport, JudicialOpinion, RedAnalysis, TestRunResult, TestSpec
+from checks.models import (
+    Brief,
+    Case,
+    DetectiveReport,
+    JudicialOpinion,
+    ProbeResult,
+    RedAnalysis,
+    TestRunResult,
+    TestSpec,
+)
 from rubric import Rubric
 
 
@@ -18,6 +27,10 @@ class Sandbox(Protocol):
     """Runs the change's tests at its head commit, somewhere PR code cannot hurt anyone."""
 
     async def run_tests(self, spec: TestSpec) -> TestRunResult: ...
+
+    async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
+        """Run Python ``code`` with the repository at head as the working directory, network off."""
+        ...
 
 
 @runtime_checkable
