@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -25,11 +25,12 @@ from rubric import RubricError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
-cli = typer.Typer(add_completion=False, no_args_is_help=True, help="LogoMesh: pull-request integrity reviews.")
+cli = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="LogoMesh: pull-request integrity reviews.")
 stderr = Console(stderr=True, highlight=False)
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     json = "json"
     markdown = "markdown"
     text = "text"

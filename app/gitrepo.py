@@ -155,7 +155,7 @@ class GitRepo:
         commits: list[Commit] = []
         for sha in shas:
             meta = self.git("show", "-s", "--format=%an%x00%ae%x00%B", sha)
-            name, email, message = (meta.split("\0", 2) + ["", ""])[:3]
+            name, email, message = [*meta.split("\0", 2), "", ""][:3]
             stat = self.git("show", "--numstat", "--format=", "--no-renames", sha)
             files = ins = dels = 0
             for line in stat.splitlines():

@@ -164,8 +164,10 @@ def check_source(path: str, source: str, rubric: Rubric) -> SourceReport:
             found.append(Violation(f"required:{pattern.id}", "required-pattern", pattern.severity,
                                    pattern.message, None, None, pattern.name))
 
-    found.sort(key=lambda v: (v.line or 0, v.rule, v.symbol or ""))
-    return SourceReport(violations=tuple(found))
+    unique: dict[tuple[str, int | None], Violation] = {}
+    for v in found:  # ``from x import y`` names both x and x.y: one finding per rule and line
+        unique.setdefault((v.rule, v.line), v)
+    return SourceReport(violations=tuple(sorted(unique.values(), key=lambda v: (v.line or 0, v.rule))))
 
 
 def _has_pattern(tree: ast.Module, resolver: _Resolver, kind: str, name: str | None) -> bool:
@@ -174,9 +176,8 @@ def _has_pattern(tree: ast.Module, resolver: _Resolver, kind: str, name: str | N
     if kind == "import":
         return any(_module_matches(module, name or "") for module, _ in resolver.imports)
     for node in ast.walk(tree):
-        if kind == "call" and isinstance(node, ast.Call):
-            if dotted_name(node.func, resolver.aliases) == name:
-                return True
+        if kind == "call" and isinstance(node, ast.Call) and dotted_name(node.func, resolver.aliases) == name:
+            return True
         if kind == "decorator" and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator

@@ -30,7 +30,8 @@ from checks.models import (
     TestRunResult,
     round_score,
 )
-from checks.protocols import Detective, Embedder, Judge, RedTeam as RedTeamAgent, Sandbox
+from checks.protocols import Detective, Embedder, Judge, Sandbox
+from checks.protocols import RedTeam as RedTeamAgent
 from rubric import Rubric
 
 ARCHITECTURE_KINDS = ("constraint-violation", "syntax-error")

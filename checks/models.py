@@ -76,6 +76,8 @@ class Commit(Model):
 class TestSpec(Model):
     """What the court asks the sandbox to run."""
 
+    __test__ = False  # not a pytest test class
+
     command: tuple[str, ...] | None = None
     setup_command: tuple[str, ...] | None = None
     timeout_seconds: int = 300
@@ -129,6 +131,8 @@ class Evidence(Model):
 
 
 class TestCaseResult(Model):
+    __test__ = False  # not a pytest test class
+
     name: str
     outcome: Literal["passed", "failed", "error", "skipped"]
     duration: float = 0.0
@@ -137,6 +141,8 @@ class TestCaseResult(Model):
 
 class TestRunResult(Model):
     """What the sandbox measured. ``status`` says whether the numbers mean anything."""
+
+    __test__ = False  # not a pytest test class
 
     status: Literal["ran", "no_tests", "not_measured", "timeout", "error"]
     passed: int = 0
@@ -226,7 +232,8 @@ class Brief(Model):
     tests: TestRunResult | None
     semantic: SemanticResult | None
     red: RedAnalysis
-    components: dict[str, float | None] = Field(description="rationale/architecture/testing from facts; None = not measured")
+    components: dict[str, float | None] = Field(
+        description="rationale/architecture/testing from facts; None = not measured")
 
 
 class JudicialOpinion(Model):

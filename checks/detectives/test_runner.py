@@ -18,6 +18,7 @@ MAX_FAILURES_LISTED = 20
 
 
 class TestRunner:
+    __test__ = False  # not a pytest test class
     id = ID
 
     def __init__(self, sandbox: Sandbox | None, unavailable_reason: str = "no sandbox is configured") -> None:

@@ -12,8 +12,16 @@ Rules, in order, per criterion:
 
 from __future__ import annotations
 
-from checks.judges.base import Brief, Docket, JudicialOpinion, OfflineJudge, ceil_score, confirmed_security_flaw, \
-    opinion, tests_added
+from checks.judges.base import (
+    Brief,
+    Docket,
+    JudicialOpinion,
+    OfflineJudge,
+    ceil_score,
+    confirmed_security_flaw,
+    opinion,
+    tests_added,
+)
 
 PERSONA = "defense"
 FOCUSED_COMMITS = 5

@@ -11,8 +11,15 @@ Rules, in order, per criterion:
 
 from __future__ import annotations
 
-from checks.judges.base import Brief, Docket, JudicialOpinion, OfflineJudge, confirmed_security_flaw, opinion, \
-    round_score
+from checks.judges.base import (
+    Brief,
+    Docket,
+    JudicialOpinion,
+    OfflineJudge,
+    confirmed_security_flaw,
+    opinion,
+    round_score,
+)
 
 PERSONA = "tech_lead"
 
@@ -38,8 +45,8 @@ class TechLead(OfflineJudge):
             if tests.executed and tests.passed == 0:
                 return opinion(PERSONA, d, 1, f"Every executed test failed ({failing}).", kill=True)
             if failing or tests.status in ("timeout", "error"):
-                return opinion(PERSONA, d, min(score, 2),
-                               f"{failing} test(s) fail or the run did not finish ({tests.status}); it does not work yet.")
+                return opinion(PERSONA, d, min(score, 2), f"{failing} test(s) fail or the run did not finish "
+                               f"({tests.status}); it does not work yet.")
             return opinion(PERSONA, d, score, f"{tests.passed} test(s) pass in the sandbox; it works as tested.")
         if d.fact_score is None:
             return opinion(PERSONA, d, 3, f"{d.criterion.title} was not measured; neutral until it is.")

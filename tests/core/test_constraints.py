@@ -1,0 +1,75 @@
+"""AST constraint checks: exact locations, imports resolved, keywords honoured, never a crash."""
+
+from __future__ import annotations
+
+from checks.constraints import check_source
+from rubric import load_rubric
+
+RUBRIC = load_rubric()
+
+
+def rules(source: str, path: str = "mod.py", rubric=RUBRIC) -> list[tuple[str, int | None, str]]:
+    report = check_source(path, source, rubric)
+    return [(v.rule, v.line, v.severity) for v in report.violations]
+
+
+def test_banned_builtins_with_lines():
+    src = "x = 1\ny = eval('1+1')\nexec('pass')\n"
+    assert rules(src) == [("call:eval", 2, "high"), ("call:exec", 3, "high")]
+
+
+def test_calls_are_resolved_through_import_aliases():
+    src = "import pickle as pk\nfrom os import system as run\nimport subprocess as sp\n" \
+          "pk.loads(b'')\nrun('ls')\nsp.run('ls', shell=True)\nsp.run(['ls'])\n"
+    assert rules(src) == [("call:pickle.loads", 4, "high"), ("call:os.system", 5, "high"),
+                          ("call:subprocess.*", 6, "critical")]
+
+
+def test_shell_false_and_safe_yaml_loader_are_allowed():
+    src = "import subprocess, yaml\nsubprocess.check_output(['ls'], shell=False)\n" \
+          "yaml.load(s, Loader=yaml.SafeLoader)\nyaml.load(s)\n"
+    assert rules(src) == [("call:yaml.load", 4, "high")]
+
+
+def test_method_named_like_a_builtin_is_not_flagged():
+    src = "class Calc:\n    def eval(self, x):\n        return x\n\nCalc().eval(1)\nmodel.eval()\n"
+    assert rules(src) == []
+
+
+def test_network_modules_only_when_prohibited():
+    src = "import requests\nfrom socket import socket\n"
+    assert rules(src) == []
+    strict = load_rubric(None, {"constraints": {"network": {"prohibited": True}}})
+    found = rules(src, rubric=strict)
+    assert ("network:requests", 1, "high") in found
+    assert ("network:socket", 2, "high") in found
+
+
+def test_boundary_rules_apply_to_matching_paths_only():
+    strict = load_rubric(None, {"constraints": {"boundaries": [
+        {"id": "court-is-pure", "source": "checks/**", "forbidden_imports": ["docker", "redis"],
+         "severity": "medium", "message": "the court does no I/O"}]}})
+    src = "import docker.errors\nfrom redis import Redis\nimport json\n"
+    assert rules(src, "checks/x.py", strict) == [("boundary:court-is-pure", 1, "medium"),
+                                                 ("boundary:court-is-pure", 2, "medium")]
+    assert rules(src, "app/x.py", strict) == []
+
+
+def test_required_patterns():
+    strict = load_rubric(None, {"constraints": {"required_patterns": [
+        {"id": "module-docstring", "paths": ["src/**"], "kind": "docstring", "severity": "low",
+         "message": "modules need a docstring"},
+        {"id": "uses-logging", "paths": ["src/**"], "kind": "import", "name": "logging", "severity": "low",
+         "message": "use logging"}]}})
+    assert rules("x = 1\n", "src/a.py", strict) == [("required:module-docstring", None, "low"),
+                                                    ("required:uses-logging", None, "low")]
+    assert rules('"""Doc."""\nimport logging\n', "src/a.py", strict) == []
+    assert rules("x = 1\n", "other/a.py", strict) == []
+
+
+def test_syntax_errors_are_reported_not_raised():
+    report = check_source("bad.py", "def f(:\n    pass\n", RUBRIC)
+    assert report.syntax_error is not None
+    assert report.syntax_error[0] == 1
+    nul = check_source("nul.py", "x = 1\0\n", RUBRIC)
+    assert nul.syntax_error is not None

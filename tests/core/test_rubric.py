@@ -1,0 +1,104 @@
+"""The constitution loads, validates, hashes, and says exactly which field is wrong."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from checks.config import parse_repo_config
+from checks.errors import ConfigError
+from rubric import RubricError, load_rubric, read_document
+from rubric.loader import build_rubric
+
+
+def test_default_rubric_holds_the_seed_constants():
+    r = load_rubric()
+    assert (r.weights.rationale, r.weights.architecture, r.weights.testing, r.weights.logic) == (0.25,) * 4
+    assert (r.testing.at_zero, r.testing.at_full) == (0.20, 0.85)
+    assert r.architecture.baseline == 0.80
+    assert r.logic.bound == 0.10
+    assert (r.red.multipliers.critical, r.red.multipliers.high, r.red.multipliers.medium) == (0.60, 0.75, 0.85)
+    assert (r.intent.threshold, r.intent.floor) == (0.35, 0.30)
+    red = r.red
+    assert (red.max_steps, red.max_time_seconds, red.mcts_branches, red.exploration_weight) == (10, 60, 3, 1.414)
+    assert {"prosecutor", "defense", "tech_lead"} <= set(r.judges)
+    assert len(r.sha256) == 64
+
+
+def test_hash_is_independent_of_key_order_and_changes_with_content():
+    doc = read_document()
+    reordered = json.loads(json.dumps(doc, sort_keys=True))
+    assert build_rubric(reordered).sha256 == load_rubric().sha256
+    doc["verdict"]["pass"] = 0.71
+    assert build_rubric(doc).sha256 != load_rubric().sha256
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d["weights"].__setitem__("testing", "high"), "weights.testing"),
+        (lambda d: d["weights"].__setitem__("testing", 0.5), "weights"),
+        (lambda d: d["architecture"].pop("baseline"), "architecture.baseline"),
+        (lambda d: d["red"]["multipliers"].__setitem__("critical", 1.5), "red.multipliers.critical"),
+        (lambda d: d.__setitem__("surprise", 1), "surprise"),
+        (lambda d: d["constraints"]["banned_calls"][0].__setitem__("severity", "fatal"),
+         "constraints.banned_calls.0.severity"),
+        (lambda d: d["verdict"].__setitem__("fail", 0.9), "verdict.fail"),
+    ],
+)
+def test_invalid_rubric_names_the_bad_field(mutate, field):
+    doc = read_document()
+    mutate(doc)
+    with pytest.raises(RubricError) as info:
+        build_rubric(doc)
+    assert info.value.field == field
+    assert field in str(info.value)
+
+
+def test_unreadable_and_non_json_rubrics_are_clear(tmp_path):
+    with pytest.raises(RubricError, match="cannot read"):
+        load_rubric(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(RubricError, match="not valid JSON"):
+        load_rubric(bad)
+
+
+def test_repo_config_overrides_are_merged_validated_and_hashed():
+    config = parse_repo_config(
+        "thresholds: {pass: 0.8}\nrubric:\n  constraints:\n    network: {prohibited: true}\n"
+    )
+    r = load_rubric(None, config.rubric_overrides())
+    assert r.verdict.pass_ == 0.8
+    assert r.constraints.network.prohibited is True
+    assert r.constraints.banned_calls  # lists untouched by the override survive
+    assert r.sha256 != load_rubric().sha256
+    with pytest.raises(RubricError, match="weights"):
+        load_rubric(None, {"weights": {"testing": 0.9}})
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("thresholds: [1, 2", "<yaml>"),
+        ("- a\n- b\n", "<root>"),
+        ("thresholds: {pass: 2}", "thresholds.pass"),
+        ("test: {timeout_seconds: -1}", "test.timeout_seconds"),
+        ("unknown_key: 1", "unknown_key"),
+        ("test: {command: 12}", "test.command"),
+        ("sandbox: {image: 'evil; rm -rf /'}", "sandbox.image"),
+    ],
+)
+def test_invalid_repo_config_names_the_field(text, field):
+    with pytest.raises(ConfigError) as info:
+        parse_repo_config(text)
+    assert info.value.field == field
+
+
+def test_repo_config_parses_commands_and_hash():
+    config = parse_repo_config("test:\n  command: python -m pytest -q\n  setup: [pip, install, -e, .]\n")
+    assert config.test.command == ("python", "-m", "pytest", "-q")
+    assert config.test.setup == ("pip", "install", "-e", ".")
+    assert config.sha256 and len(config.sha256) == 64
+    assert parse_repo_config(None).sha256 is None
