@@ -201,7 +201,7 @@ def read_case(
         ChangedFile(
             path=d.path,
             old_path=d.old_path,
-            status=d.status,  # type: ignore[arg-type]
+            status=d.status,
             added_lines=d.added_lines,
             removed_count=d.removed_count,
             is_binary=d.is_binary,

@@ -38,7 +38,7 @@ def testing_score(rubric: Rubric, pass_rate: float) -> float:
 def architecture_score(rubric: Rubric, violation_severities: Iterable[str]) -> float:
     """Baseline minus one penalty per violation, never below the floor."""
     a = rubric.architecture
-    penalties = a.penalties.model_dump()
+    penalties: dict[str, float] = a.penalties.model_dump()
     total = sum(penalties.get(sev, 0.0) for sev in violation_severities)
     return max(a.floor, a.baseline - total)
 

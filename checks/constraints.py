@@ -152,10 +152,10 @@ def check_source(path: str, source: str, rubric: Rubric) -> SourceReport:
         name = dotted_name(node.func, resolver.aliases)
         if name is None:
             continue
-        for rule in constraints.banned_calls:
-            if _call_matches(rule, name) and _keywords_allow(rule, node, resolver.aliases):
-                found.append(Violation(f"call:{rule.name}", "banned-call", rule.severity, rule.message,
-                                       node.lineno, rule.cwe, name))
+        for call_rule in constraints.banned_calls:
+            if _call_matches(call_rule, name) and _keywords_allow(call_rule, node, resolver.aliases):
+                found.append(Violation(f"call:{call_rule.name}", "banned-call", call_rule.severity,
+                                       call_rule.message, node.lineno, call_rule.cwe, name))
 
     for pattern in constraints.required_patterns:
         if not any(path_matches(path, p) for p in pattern.paths):

@@ -173,7 +173,7 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
             max_severity=red.max_severity,
             findings=red.findings,
         ),
-        verdict=judgment.verdict,  # type: ignore[arg-type]
+        verdict=judgment.verdict,
         verdict_reasons=judgment.verdict_reasons,
         measured={
             "rationale": rationale_value is not None,

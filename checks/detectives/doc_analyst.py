@@ -105,4 +105,4 @@ class DocAnalyst:
 
 def _claim(key: str, kind: str, severity: str, summary: str, facts: dict[str, object]) -> Evidence:
     return Evidence(id=f"{ID}.{key}", detective=ID, kind=kind, summary=summary,
-                    severity=severity, facts=facts)  # type: ignore[arg-type]
+                    severity=severity, facts=facts)

@@ -126,7 +126,7 @@ def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
                 kind="constraint-violation" if introduced else "preexisting-violation",
                 summary=f"{v.symbol or v.rule}: {v.message}",
                 location=Location(path=changed.path, line=v.line),
-                severity=v.severity if introduced else "info",  # type: ignore[arg-type]
+                severity=v.severity if introduced else "info",
                 cwe=v.cwe,
                 facts={
                     "rule": v.rule,

@@ -62,7 +62,7 @@ def evidence_for(result: TestRunResult) -> list[Evidence]:
                    f"{result.skipped} skipped")
         severity = "info" if result.failed + result.errored == 0 else "high"
         items = [Evidence(id=f"{ID}.run", detective=ID, kind="tests", summary=summary,
-                          severity=severity, facts=facts)]  # type: ignore[arg-type]
+                          severity=severity, facts=facts)]
     failing = [t for t in result.tests if t.outcome in ("failed", "error")]
     for test in failing[:MAX_FAILURES_LISTED]:
         path = test.name.split("::", 1)[0] if "::" in test.name else None

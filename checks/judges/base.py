@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from checks.detectives.doc_analyst import is_test_path
 from checks.models import SEVERITY_ORDER, Brief, Evidence, JudicialOpinion
+
+__all__ = ["Brief", "Docket", "JudicialOpinion", "OfflineJudge", "docket", "opinion"]
 from rubric import Criterion, Rubric
 
 COMPONENT_KINDS: dict[str, frozenset[str]] = {
