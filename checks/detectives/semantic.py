@@ -35,4 +35,5 @@ class Semantic:
             )
         from checks.rationale import measure_rationale
 
-        return await measure_rationale(case, rubric, self.embedder)
+        report: DetectiveReport = await measure_rationale(case, rubric, self.embedder)
+        return report
