@@ -114,8 +114,17 @@ def _docker() -> object:
 def _local_bookworm_python_base(client: object) -> str:
     """A locally built Debian bookworm image with Python 3.11: the sandbox image, whatever its tag."""
     for image in client.images.list(name="logomesh-sandbox"):  # type: ignore[attr-defined]
-        if image.tags:
-            return str(image.tags[0])
+        if not image.tags:
+            continue
+        tag = str(image.tags[0])
+        probe = ("import sys, pathlib; "
+                 "print(sys.version_info[:2] == (3, 11) and pathlib.Path('/etc/debian_version').exists())")
+        answer = client.containers.run(  # type: ignore[attr-defined]
+            tag, ["python3", "-c", probe], entrypoint=[], remove=True, network_disabled=True, user="0",
+        ).decode().strip()
+        if answer != "True":
+            pytest.skip(f"{tag} is not a Debian image with Python 3.11: it cannot stand in for python:3.11-slim")
+        return tag
     pytest.skip("no local logomesh-sandbox image to stand in for python:3.11-slim (no registry here)")
 
 
