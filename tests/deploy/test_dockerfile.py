@@ -1,0 +1,227 @@
+"""deploy/Dockerfile: lint rules (non-root, pinned base, no secrets, health check) and an offline build.
+
+The offline build cannot use the real base (no registry here): it builds the same Dockerfile on top of the
+locally built sandbox image (Debian bookworm, Python 3.11) with the wheels fetched by pip beforehand, the
+network of the build cut off, and then runs the image's entry point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.dockerfile_lint import final_stage, lint, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "deploy" / "Dockerfile"
+
+
+def text() -> str:
+    return DOCKERFILE.read_text(encoding="utf-8")
+
+
+def test_dockerfile_passes_the_lint() -> None:
+    assert lint(text()) == []
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "rule"),
+    [
+        ("FROM python:latest\nUSER 10001\nHEALTHCHECK CMD true\n", "pinned-base"),
+        ("FROM python\nUSER 10001\nHEALTHCHECK CMD true\n", "pinned-base"),
+        ("FROM python:3.11-slim\nUSER 10001\nHEALTHCHECK CMD true\n", "pinned-base"),
+        ("ARG BASE\nFROM ${BASE}\nUSER 10001\nHEALTHCHECK CMD true\n", "pinned-base"),
+        ("FROM python:3.11.14-slim\nHEALTHCHECK CMD true\n", "non-root"),
+        ("FROM python:3.11.14-slim\nUSER app\nUSER root\nHEALTHCHECK CMD true\n", "non-root"),
+        ("FROM python:3.11.14-slim\nUSER 0:0\nHEALTHCHECK CMD true\n", "non-root"),
+        ("FROM python:3.11.14-slim\nENV GITHUB_TOKEN=ghs_abc\nUSER 1\nHEALTHCHECK CMD true\n", "no-secret"),
+        ("FROM python:3.11.14-slim\nENV LOGOMESH_WEBHOOK_SECRET x\nUSER 1\nHEALTHCHECK CMD true\n", "no-secret"),
+        ("ARG DB_PASSWORD\nFROM python:3.11.14-slim\nUSER 1\nHEALTHCHECK CMD true\n", "no-secret"),
+        ("FROM python:3.11.14-slim\nUSER 1\n", "healthcheck"),
+        ("FROM python:3.11.14-slim AS b\nHEALTHCHECK CMD true\nUSER 1\nFROM b\n", "non-root"),
+    ],
+)
+def test_the_lint_catches_each_rule(dockerfile: str, rule: str) -> None:
+    assert rule in {finding.rule for finding in lint(dockerfile)}
+
+
+def test_the_lint_accepts_digests_and_stage_names() -> None:
+    good = (
+        "ARG BASE=python:3.11.14-slim-bookworm@sha256:" + "0" * 64 + "\n"
+        "FROM ${BASE} AS build\nFROM build\nUSER 10001:10001\nHEALTHCHECK CMD true\n"
+    )
+    assert lint(good) == []
+
+
+def test_base_is_python_311_slim_pinned_by_tag() -> None:
+    args = [ins for ins in parse(text()) if ins.keyword == "ARG" and ins.args.startswith("BASE_IMAGE=")]
+    assert len(args) == 1
+    image = args[0].args.split("=", 1)[1].strip('"')
+    repository, tag = image.split(":", 1)
+    assert repository == "python"
+    assert tag.startswith("3.11.") and "-slim" in tag
+
+
+def test_final_stage_is_lean_and_runs_logomesh() -> None:
+    stage = final_stage(text())
+    joined = "\n".join(f"{ins.keyword} {ins.args}" for ins in stage)
+    # no dev tools in the image that runs in production
+    for tool in ("pytest", "ruff", "mypy", "build-essential", "gcc", "[dev]", "hypothesis"):
+        assert tool not in joined, tool
+    assert [ins.args for ins in stage if ins.keyword == "ENTRYPOINT"] == ['["logomesh"]']
+    assert any(ins.keyword == "COPY" and "--from=builder" in ins.args for ins in stage)
+    # the runtime stage adds nothing but the virtualenv: no source tree copied in
+    assert not any(ins.keyword == "COPY" and "--from" not in ins.args for ins in stage)
+    user = [ins.args for ins in stage if ins.keyword == "USER"][-1]
+    assert user.split(":")[0] not in {"root", "0"}
+
+
+def test_builder_installs_the_all_extra_and_cpu_torch() -> None:
+    body = text()
+    assert "ARG LOGOMESH_EXTRAS=all" in body
+    assert "ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu" in body
+    assert 'torch==${TORCH_VERSION}' in body
+    # the torch pin follows the one scripts/setup.sh installs, so the image and CI run the same build
+    setup = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
+    pinned = [ins.args.split("=", 1)[1] for ins in parse(body) if ins.args.startswith("TORCH_VERSION=")]
+    assert pinned and f"torch=={pinned[0]}" in setup
+
+
+def test_dockerignore_keeps_secrets_and_state_out_of_the_context() -> None:
+    ignored = (ROOT / "deploy" / "Dockerfile.dockerignore").read_text(encoding="utf-8").split()
+    for entry in (".git", ".venv", ".env", "deploy/.env", "deploy/secrets", ".logomesh"):
+        assert entry in ignored
+
+
+# --- the offline build ---------------------------------------------------------------------------------------
+
+def _docker() -> object:
+    docker = pytest.importorskip("docker")
+    try:
+        client = docker.from_env(timeout=600)
+        client.ping()
+    except Exception as exc:  # the engine is optional for the lint tests above
+        pytest.skip(f"no Docker engine: {exc}")
+    return client
+
+
+def _local_bookworm_python_base(client: object) -> str:
+    """A locally built Debian bookworm image with Python 3.11: the sandbox image, whatever its tag."""
+    for image in client.images.list(name="logomesh-sandbox"):  # type: ignore[attr-defined]
+        if not image.tags:
+            continue
+        tag = str(image.tags[0])
+        probe = ("import sys, pathlib; "
+                 "print(sys.version_info[:2] == (3, 11) and pathlib.Path('/etc/debian_version').exists())")
+        answer = client.containers.run(  # type: ignore[attr-defined]
+            tag, ["python3", "-c", probe], entrypoint=[], remove=True, network_disabled=True, user="0",
+        ).decode().strip()
+        if answer != "True":
+            pytest.skip(f"{tag} is not a Debian image with Python 3.11: it cannot stand in for python:3.11-slim")
+        return tag
+    pytest.skip("no local logomesh-sandbox image to stand in for python:3.11-slim (no registry here)")
+
+
+def _build_context(tmp_path: Path) -> Path:
+    context = tmp_path / "context"
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if name.startswith(("tests/", "bench/", ".git")) or not (ROOT / name).is_file():
+            continue
+        target = context / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+    wheels = context / "wheels"
+    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(context)],
+                   check=True, capture_output=True)
+    requirements = _base_requirements()
+    subprocess.run([*pip, "download", "--only-binary", ":all:", "--python-version", "3.11", "--platform",
+                    "manylinux2014_x86_64", "-d", str(wheels), *requirements, "pip", "setuptools", "wheel"],
+                   check=True, capture_output=True)
+    return context
+
+
+def _base_requirements() -> list[str]:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return list(project["dependencies"])
+
+
+SHIM = """\
+FROM {base}
+USER root
+# the stand-in base lacks ensurepip (Debian splits it out); the host's bookworm Python provides the same one
+COPY ensurepip /usr/lib/python3.11/ensurepip
+COPY python-wheels /usr/share/python-wheels
+RUN ln -sf /usr/bin/python3 /usr/local/bin/python
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_image_builds_offline_and_runs_logomesh(tmp_path: Path) -> None:
+    client = _docker()
+    base = _local_bookworm_python_base(client)
+    ensurepip, python_wheels = Path("/usr/lib/python3.11/ensurepip"), Path("/usr/share/python-wheels")
+    if not ensurepip.is_dir() or not python_wheels.is_dir():
+        pytest.skip("the host has no Debian python3.11 ensurepip/python-wheels to complete the stand-in base")
+    tag = f"logomesh-deploy-test:{uuid.uuid4().hex[:12]}"
+    shim_tag = f"{tag}-base"
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    shutil.copytree(ensurepip, shim / "ensurepip", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(python_wheels, shim / "python-wheels")
+    (shim / "Dockerfile").write_text(SHIM.format(base=base), encoding="utf-8")
+    context = _build_context(tmp_path)
+    layers: list[str] = []
+    try:
+        client.images.build(path=str(shim), tag=shim_tag, rm=True, network_mode="none")  # type: ignore[attr-defined]
+        _, logs = client.images.build(  # type: ignore[attr-defined]
+            path=str(context), dockerfile="deploy/Dockerfile", tag=tag, rm=True, forcerm=True,
+            network_mode="none",
+            buildargs={"BASE_IMAGE": shim_tag, "TORCH_VERSION": "", "LOGOMESH_EXTRAS": "",
+                       "RUNTIME_PACKAGES": "", "PIP_EXTRA_ARGS": "--no-index --find-links /src/wheels"},
+        )
+        # the classic builder leaves the builder stage behind as an untagged image: remember it to remove it
+        for entry in logs:
+            line = str(entry.get("stream", "")).strip()
+            if line.startswith("---> ") and len(line.split()) == 2:
+                layers.append(line.split()[1])
+        image = client.images.get(tag)  # type: ignore[attr-defined]
+        config = image.attrs["Config"]
+        assert config["User"] == "10001:10001"
+        assert config["Entrypoint"] == ["logomesh"]
+        assert config["Healthcheck"]["Test"][0] == "CMD"
+        assert not any(SECRET in env for env in config["Env"] for SECRET in ("TOKEN", "SECRET", "PASSWORD"))
+        output = client.containers.run(  # type: ignore[attr-defined]
+            tag, ["--help"], remove=True, network_disabled=True, read_only=True, cap_drop=["ALL"],
+            tmpfs={"/tmp": ""},
+        ).decode()
+        assert "review" in output
+        whoami = client.containers.run(  # type: ignore[attr-defined]
+            tag, ["-c", "import os; print(os.getuid())"], entrypoint=["python3"], remove=True,
+            network_disabled=True,
+        ).decode().strip()
+        assert whoami == "10001"
+        # no dev tools and no source tree in the final image
+        probe = "import importlib.util as u; print([m for m in ('pytest', 'ruff', 'mypy') if u.find_spec(m)])"
+        leftovers = client.containers.run(  # type: ignore[attr-defined]
+            tag, ["-c", probe], entrypoint=["python3"], remove=True, network_disabled=True,
+        ).decode().strip()
+        assert leftovers == "[]"
+    finally:
+        # newest first; without force, so a layer still used by another image is left alone
+        from docker.errors import APIError
+
+        for name in (tag, *reversed(layers), shim_tag):
+            with contextlib.suppress(APIError):
+                client.images.remove(name, noprune=False)  # type: ignore[attr-defined]
