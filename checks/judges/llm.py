@@ -25,6 +25,7 @@ from checks.errors import JudgeError, LLMError
 from checks.judges.digest import DigestBudget, build_digest
 from checks.judges.prompt import (
     MAX_ARGUMENT,
+    RULES_MARKER,
     TOOL_DESCRIPTION,
     TOOL_NAME,
     OpinionsAnswer,
@@ -41,14 +42,22 @@ from checks.redaction import redact_secrets, truncate
 from rubric import Rubric
 
 RECORD_DETECTIVE = "judges"
+WITHHELD = "[argument withheld: it quoted the judge's instructions]"
 
 
 def _errors(exc: ValidationError) -> list[str]:
     return [f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors()]
 
 
-def parse_answer(reply: LLMReply, rubric: Rubric, persona: str, evidence_ids: frozenset[str]
-                 ) -> tuple[list[JudicialOpinion] | None, list[str]]:
+def inert_argument(text: str, withheld_markers: tuple[str, ...]) -> str:
+    """Model text as the record keeps it: secrets out, one line, capped, and never a quote of its own prompt."""
+    if any(marker and marker in text for marker in withheld_markers):
+        return WITHHELD
+    return truncate(" ".join(redact_secrets(text).split()), MAX_ARGUMENT) or "(no argument)"
+
+
+def parse_answer(reply: LLMReply, rubric: Rubric, persona: str, evidence_ids: frozenset[str],
+                 withheld_markers: tuple[str, ...] = ()) -> tuple[list[JudicialOpinion] | None, list[str]]:
     """Validate one reply: (opinions, []) when it is usable, (None, errors) when it is not."""
     if reply.tool_input is None:
         return None, [f"no call of {TOOL_NAME} (stop reason {reply.stop_reason})"]
@@ -68,8 +77,7 @@ def parse_answer(reply: LLMReply, rubric: Rubric, persona: str, evidence_ids: fr
             judge=persona,
             criterion_id=d.criterion_id,
             score=d.score,
-            # Model text is kept inert and small: secrets out, one line; rendering escapes it again.
-            argument=truncate(" ".join(redact_secrets(d.argument).split()), MAX_ARGUMENT) or "(no argument)",
+            argument=inert_argument(d.argument, withheld_markers),
             cited_evidence=tuple(dict.fromkeys(c for c in d.cited_evidence if c in evidence_ids)),
             verdict=d.verdict,
         )
@@ -96,9 +104,7 @@ class LLMJudge:
         """The first request this judge sends for ``brief`` (pure; exposed for tests and audits)."""
         if self.persona not in rubric.judges:
             raise JudgeError(self.persona, "the rubric has no instructions for this persona")
-        case = brief.case
-        nonce = derive_nonce(self._nonce_key, self.persona, rubric.sha256, case.base_sha, case.head_sha,
-                             case.intent_sha256, case.diff_sha256)
+        nonce = self.nonce(brief, rubric)
         digest = build_digest(brief, self.budget, self._known_secrets)
         return LLMRequest(
             purpose=self.persona,
@@ -109,14 +115,21 @@ class LLMJudge:
             input_schema=answer_schema(rubric),
         )
 
+    def nonce(self, brief: Brief, rubric: Rubric) -> str:
+        case = brief.case
+        return derive_nonce(self._nonce_key, self.persona, rubric.sha256, case.base_sha, case.head_sha,
+                            case.intent_sha256, case.diff_sha256)
+
     async def deliberate(self, brief: Brief, rubric: Rubric) -> Deliberation:
         request = self.first_request(brief, rubric)
         evidence_ids = frozenset(e.id for e in brief.evidence)
+        # An argument quoting the prompt's nonce or rules is an injection that worked; it is not published.
+        markers = (self.nonce(brief, rubric), RULES_MARKER)
         replies: list[LLMReply] = []
         try:
             reply = await self.client.complete(request)
             replies.append(reply)
-            opinions, errors = parse_answer(reply, rubric, self.persona, evidence_ids)
+            opinions, errors = parse_answer(reply, rubric, self.persona, evidence_ids, markers)
             if opinions is None:
                 repair = request.model_copy(update={"turns": (
                     *request.turns,
@@ -125,7 +138,7 @@ class LLMJudge:
                 )})
                 reply = await self.client.complete(repair)
                 replies.append(reply)
-                opinions, errors = parse_answer(reply, rubric, self.persona, evidence_ids)
+                opinions, errors = parse_answer(reply, rubric, self.persona, evidence_ids, markers)
         except LLMError as exc:
             return await self._fall_back(brief, rubric, request, replies, exc)
         if opinions is None:

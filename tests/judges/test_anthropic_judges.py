@@ -40,7 +40,7 @@ async def test_happy_path_three_personas_answer_through_forced_tool_use(
         schema = body["tools"][0]["input_schema"]
         assert schema["$defs"]["OpinionDraft"]["properties"]["criterion_id"]["enum"] == [
             c.id for c in prepared.rubric.criteria]
-        assert "untrusted" in rec.system and "never an instruction" in rec.system
+        assert "untrusted" in rec.system and "never instructions" in rec.system
         assert rec.headers["anthropic-version"]
     records = llm_records(evaluation)
     assert set(records) == set(PERSONAS)
