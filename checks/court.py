@@ -31,7 +31,8 @@ from checks.models import (
     TestRunResult,
     round_score,
 )
-from checks.protocols import Detective, Embedder, Judge, RedTeam as RedTeamAgent, Sandbox
+from checks.protocols import Detective, Embedder, Judge, Sandbox
+from checks.protocols import RedTeam as RedTeamAgent
 from rubric import Rubric
 
 ARCHITECTURE_KINDS = ("constraint-violation", "syntax-error")
@@ -179,7 +180,7 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
             max_severity=red.max_severity,
             findings=red.findings,
         ),
-        verdict=judgment.verdict,  # type: ignore[arg-type]
+        verdict=judgment.verdict,
         verdict_reasons=judgment.verdict_reasons,
         measured={
             "rationale": rationale_value is not None,

@@ -142,7 +142,7 @@ class AnthropicClient:
 
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with equal jitter for retry number ``attempt`` (0-based)."""
-        ceiling = min(self.backoff_max, self.backoff_base * (2 ** attempt))
+        ceiling = min(self.backoff_max, self.backoff_base * (2.0 ** attempt))
         return ceiling / 2 + self._jitter() * ceiling / 2
 
     def _params(self, request: LLMRequest) -> dict[str, Any]:
