@@ -206,3 +206,15 @@ def _request() -> LLMRequest:
 
     return LLMRequest(purpose="test", system="You are the Prosecutor.", turns=(LLMTurn(role="user", text="hi"),),
                       tool_name=TOOL_NAME, tool_description=TOOL_DESCRIPTION, input_schema=answer_schema(load_rubric()))
+
+
+async def test_an_exhausted_review_budget_falls_back_before_sending(
+        fake: FakeAnthropic, anthropic_server: FakeAnthropicServer, repo: Path, tmp_path: Path) -> None:
+    prepared = prepared_for(repo, tmp_path)
+    budget = ReviewBudget(max_tokens=3000, max_usd=10.0, input_usd_per_mtok=3.0, output_usd_per_mtok=15.0)
+    client = make_client(anthropic_server, budget=budget)
+    evaluation = await run_review(prepared, llm_judges(client, prepared))
+    await client.aclose()
+    assert fake.requests == []
+    assert sum("budget" in n and "ruled instead" in n for n in evaluation.notices) == 3
+    assert {o.judge for o in evaluation.opinions} == set(PERSONAS)
