@@ -12,7 +12,7 @@
 
 Raises the court's errors (checks.errors)::
 
-    LLMError               a non-retryable refusal (400, 401, 403, 404, 413, 422 …); ``status_code``
+    LLMError               a non-retryable refusal (400, 401, 403, 404, 413, 422 …; a malformed response)
     ├── LLMUnavailable     unreachable, timed out, or still 429/5xx/529 after the last retry; ``attempts``
     └── LLMBudgetExceeded  the next request would overspend the review's tokens or dollars; ``spent``
 """
@@ -191,10 +191,24 @@ class AnthropicClient:
                 if attempt == self.max_retries:
                     raise LLMUnavailable(f"Anthropic unreachable after {attempt + 1} attempt(s)",
                                          attempts=attempt + 1) from exc
+            except (anthropic.AnthropicError, ValueError) as exc:
+                # A malformed response (the SDK's JSON decoding raises ValueError) or a client-side refusal:
+                # no retry can fix it.
+                self.budget.settle(reservation, None)
+                raise LLMError(f"{request.purpose}: the Anthropic SDK failed ({type(exc).__name__})",
+                               attempts=attempt + 1) from exc
             else:
-                usage = LLMUsage(input_tokens=message.usage.input_tokens, output_tokens=message.usage.output_tokens)
+                try:
+                    usage = LLMUsage(input_tokens=message.usage.input_tokens,
+                                     output_tokens=message.usage.output_tokens)
+                    reply = self._reply(message, request, usage, attempt + 1)
+                except (AttributeError, TypeError, ValueError) as exc:
+                    # The SDK builds responses leniently; a body without the Message fields surfaces here.
+                    self.budget.settle(reservation, None)
+                    raise LLMError(f"{request.purpose}: Anthropic sent a malformed message ({type(exc).__name__})",
+                                   attempts=attempt + 1) from exc
                 self.budget.settle(reservation, usage)
-                return self._reply(message, request, usage, attempt + 1)
+                return reply
             if attempt == self.max_retries:
                 break
             if wait is not None and wait > self.retry_after_max:

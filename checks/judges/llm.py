@@ -67,7 +67,7 @@ def parse_answer(reply: LLMReply, rubric: Rubric, persona: str, evidence_ids: fr
         return None, _errors(exc)
     wanted = [c.id for c in rubric.criteria]
     got = [d.criterion_id for d in answer.opinions]
-    errors = [f"unknown criterion id {cid!r}" for cid in got if cid not in wanted]
+    errors = [f"unknown criterion id {cid[:40]!r}" for cid in got if cid not in wanted]
     errors += [f"criterion {cid!r} answered {got.count(cid)} times" for cid in wanted if got.count(cid) > 1]
     errors += [f"criterion {cid!r} missing" for cid in wanted if cid not in got]
     if errors:
@@ -143,7 +143,8 @@ class LLMJudge:
             return await self._fall_back(brief, rubric, request, replies, exc)
         if opinions is None:
             raise JudgeError(self.persona, f"{self.client.provider} gave no valid opinions after one repair "
-                                           f"({'; '.join(errors[:3])})")
+                                           f"({'; '.join(errors[:3])}; responses "
+                                           f"{', '.join(r.response_id for r in replies)})")
         return Deliberation(judge=self.persona, opinions=tuple(opinions),
                             evidence=(self._record(request, replies, outcome="answered"),))
 

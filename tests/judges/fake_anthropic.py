@@ -24,7 +24,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 API_VERSION = "2026-10-21"
@@ -39,7 +39,7 @@ HOSTILE = ("@octocat see [proof](https://evil.example/x) ![pwn](https://evil.exa
 
 @dataclass
 class Step:
-    """One scripted reply. kind: answer | bad_schema | text | error | slow."""
+    """One scripted reply. kind: answer | bad_schema | text | error | slow | garbage | not_json."""
 
     kind: str = "answer"
     score: int | None = None
@@ -207,6 +207,10 @@ class FakeAnthropic:
             return self.error(step.status, step.error_type, "scripted failure", headers)
         if step.kind == "slow":
             await asyncio.sleep(step.delay)
+        if step.kind == "garbage":
+            return JSONResponse({"type": "message", "note": "not a message"})
+        if step.kind == "not_json":
+            return Response("<html>proxy error</html>", media_type="application/json")
         if step.kind == "text":
             return JSONResponse({
                 "id": self._next_id(), "type": "message", "role": "assistant", "model": body["model"],

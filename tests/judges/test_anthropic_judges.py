@@ -218,3 +218,17 @@ async def test_an_exhausted_review_budget_falls_back_before_sending(
     assert fake.requests == []
     assert sum("budget" in n and "ruled instead" in n for n in evaluation.notices) == 3
     assert {o.judge for o in evaluation.opinions} == set(PERSONAS)
+
+
+@pytest.mark.parametrize("kind", ["garbage", "not_json"])
+async def test_a_malformed_response_falls_back_instead_of_crashing_the_review(
+        kind: str, fake: FakeAnthropic, anthropic_server: FakeAnthropicServer, repo: Path, tmp_path: Path) -> None:
+    fake.script("Defense", Step(kind=kind))
+    prepared = prepared_for(repo, tmp_path)
+    client = make_client(anthropic_server)
+    evaluation = await run_review(prepared, llm_judges(client, prepared))
+    await client.aclose()
+    fell_back = [n for n in evaluation.notices if "ruled instead" in n]
+    assert len(fell_back) == 1 and "defense judge" in fell_back[0]
+    assert "malformed message" in fell_back[0] or "SDK failed (JSONDecodeError)" in fell_back[0]
+    assert {o.judge for o in evaluation.opinions} == set(PERSONAS)
