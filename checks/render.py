@@ -15,15 +15,15 @@ MARKER = "<!-- logomesh:review -->"
 MAX_EVIDENCE_ROWS = 40
 MAX_CELL = 300
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~&])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 _SCHEME = re.compile(r"(?i)\b(https?|ftp|file|javascript|data|mailto):")
+VERDICT_ICON = {"pass": "✅", "neutral": "⚠️", "fail": "❌"}
 # GitHub autolinks ``www.`` hosts, and turns ``#12``, ``GH-12`` and ``owner/repo#12`` into cross-references that
 # notify the referenced issue; a zero-width space keeps the text readable and the link dead.
 _WWW = re.compile(r"(?i)\b(www)\.")
 _ISSUE_REF = re.compile(r"(?i)(#|\bGH-)(?=\d)")
 # Bidirectional overrides and isolates can make a report read differently from what it says (Trojan Source).
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
-VERDICT_ICON = {"pass": "✅", "neutral": "⚠️", "fail": "❌"}
 
 
 def escape_md(text: str, limit: int = MAX_CELL) -> str:
@@ -32,10 +32,12 @@ def escape_md(text: str, limit: int = MAX_CELL) -> str:
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     text = _MD_SPECIAL.sub(r"\\\1", text)
-    text = text.replace("@", "@\u200b")
-    text = _SCHEME.sub(lambda m: m.group(1) + "\u200b:", text)
+    # An escaped ``&`` keeps entities such as ``&#64;`` (an "@" once rendered) from turning into live text.
+    text = text.replace("&", "\\&")
     text = _WWW.sub("\\1\u200b.", text)
     text = _ISSUE_REF.sub("\\1\u200b", text)
+    text = text.replace("@", "@\u200b")
+    text = _SCHEME.sub(lambda m: m.group(1) + "\u200b:", text)
     return text
 
 

@@ -16,7 +16,7 @@ HOSTILE = [
     ("html", "<img src=x onerror=alert(1)><a href=x>y</a>", [r"(?<!\\)<"]),
     ("entity", "&#64;octocat &lt;img&gt; &#91;x&#93;&#40;y&#41;", [r"(?<!\\)&"]),
     ("issue-ref", "fixes #12, closes org/repo#7, GH-3", [r"#\d", r"GH-\d"]),
-    ("mailto", "mailto:someone@example.com", [r"mailto:"]),
+    ("email", "mailto:someone@example.com", [r"\w@\w"]),
     ("table", "a | b\n| c |", [r"(?<!\\)\|", "\n"]),
     ("bidi", "safe\u202egnp.exe", ["\u202e"]),
 ]
