@@ -84,7 +84,43 @@ async def attach_red_team(stack: contextlib.AsyncExitStack, repo: GitRepo, prepa
 
 async def attach_judges(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                         settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
-    """The judges: the deterministic offline personas unless an LLM provider is configured."""
+    """The judges: the deterministic offline personas unless an LLM provider is configured.
+
+    With ``llm_provider=anthropic`` every rubric persona becomes an LLM judge sharing one client and one
+    per-review budget; each keeps its offline persona as the fallback when Anthropic cannot be reached.
+    """
+    if settings.llm_provider == "offline":
+        return
+    if settings.llm_api_key is None or not settings.llm_api_key.get_secret_value():
+        notice = "LOGOMESH_LLM_API_KEY is not set, so the offline judges ruled instead of anthropic"
+        parts.notices.append(notice)
+        say(f"notice: {notice}")
+        return
+    import hashlib
+
+    from app.llm.anthropic_client import AnthropicClient, ReviewBudget
+    from checks.judges import offline_judges
+    from checks.judges.digest import DigestBudget
+    from checks.judges.llm import LLMJudge
+
+    api_key = settings.llm_api_key.get_secret_value()
+    budget = ReviewBudget(max_tokens=settings.llm_budget_tokens, max_usd=settings.llm_budget_usd,
+                          input_usd_per_mtok=settings.llm_input_usd_per_mtok,
+                          output_usd_per_mtok=settings.llm_output_usd_per_mtok)
+    client = AnthropicClient(api_key=api_key, model=settings.llm_model, budget=budget,
+                             base_url=settings.llm_base_url, timeout_seconds=settings.llm_timeout_seconds,
+                             max_tokens=settings.llm_max_tokens, max_retries=settings.llm_max_retries)
+    stack.push_async_callback(client.aclose)
+    secret = settings.llm_nonce_key.get_secret_value() if settings.llm_nonce_key else "api-key:" + api_key
+    nonce_key = hashlib.sha256(b"logomesh-prompt-nonce\x00" + secret.encode()).digest()
+    offline = {judge.persona: judge for judge in offline_judges()}
+    digest_budget = DigestBudget.scaled(settings.llm_digest_chars)
+    parts.judges = [
+        LLMJudge(persona, client, nonce_key=nonce_key, fallback=offline.get(persona), budget=digest_budget,
+                 known_secrets=(api_key,))
+        for persona in prepared.rubric.judges
+    ]
+    say(f"judges: {', '.join(prepared.rubric.judges)} on anthropic {settings.llm_model}")
 
 
 ATTACHERS: tuple[Attacher, ...] = (attach_sandbox, attach_embedder, attach_red_team, attach_judges)

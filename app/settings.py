@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -42,6 +42,20 @@ class Settings(BaseSettings):
 
     # judges
     llm_provider: Literal["offline", "anthropic"] = "offline"
+    llm_model: str = Field(default="claude-sonnet-4-6", min_length=1)
+    llm_base_url: str = "https://api.anthropic.com"
+    llm_api_key: SecretStr | None = None
+    llm_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
+    llm_max_retries: int = Field(default=3, ge=0, le=10)
+    llm_max_tokens: int = Field(default=2048, ge=256, le=32000)
+    # per review, across every judge and retry; the prices (USD per million tokens) turn tokens into cost
+    llm_budget_tokens: int = Field(default=200_000, ge=1000)
+    llm_budget_usd: float = Field(default=1.0, gt=0)
+    llm_input_usd_per_mtok: float = Field(default=3.0, ge=0)
+    llm_output_usd_per_mtok: float = Field(default=15.0, ge=0)
+    llm_digest_chars: int = Field(default=25_000, ge=2000, le=400_000)
+    # keys the prompt delimiters' nonces; unset: derived from the API key
+    llm_nonce_key: SecretStr | None = None
 
 
 def load_settings(**overrides: object) -> Settings:

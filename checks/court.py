@@ -18,6 +18,7 @@ from checks.judges import offline_judges
 from checks.models import (
     Brief,
     Case,
+    Deliberation,
     DetectiveReport,
     Evaluation,
     Evidence,
@@ -119,7 +120,8 @@ async def _run_detective(detective: Detective, case: Case, rubric: Rubric) -> De
         )
 
 
-async def _run_judge(judge: Judge, brief: Brief, rubric: Rubric) -> list[JudicialOpinion] | JudgeError:
+async def _run_judge(judge: Judge, brief: Brief, rubric: Rubric
+                     ) -> list[JudicialOpinion] | Deliberation | JudgeError:
     try:
         return await judge.deliberate(brief, rubric)
     except JudgeError as exc:
@@ -147,9 +149,14 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
                   components=components)
 
     answers = await asyncio.gather(*(_run_judge(j, brief, rubric) for j in parts.judges))
+    judge_records: list[Evidence] = []
     for judge, answer in zip(parts.judges, answers, strict=True):
         if isinstance(answer, JudgeError):
             state.notices.append(f"{answer}; the court ruled without {judge.persona}")
+        elif isinstance(answer, Deliberation):
+            state.opinions.extend(answer.opinions)
+            state.notices.extend(answer.notices)
+            judge_records.extend(answer.evidence)
         else:
             state.opinions.extend(answer)
     opinions = tuple(sorted(state.opinions, key=lambda o: (o.criterion_id, o.judge)))
@@ -181,7 +188,7 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
             "testing": testing_value is not None,
             "red_team": red.ran,
         },
-        evidence=evidence,
+        evidence=evidence + tuple(sorted(judge_records, key=lambda e: e.id)),
         opinions=opinions,
         rulings=judgment.rulings,
         dissent=judgment.dissent,

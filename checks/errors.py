@@ -5,7 +5,10 @@ Exception tree::
     CourtError
     ├── ConfigError        a .logomesh.yml is invalid; ``field`` names the bad key
     ├── DetectiveError     a detective could not finish; ``detective`` names it
-    └── JudgeError         a judge could not give its opinions; ``judge`` names it
+    ├── JudgeError         a judge could not give its opinions; ``judge`` names it
+    └── LLMError           a language model gave no usable answer; ``status_code`` when HTTP said why
+        ├── LLMUnavailable     unreachable: connection, timeout, or retries exhausted on 429/5xx/overloaded
+        └── LLMBudgetExceeded  the review's token or cost budget would be overspent; ``spent`` says by what
 """
 
 from __future__ import annotations
@@ -34,3 +37,21 @@ class JudgeError(CourtError):
         self.judge = judge
         self.message = message
         super().__init__(f"judge {judge} failed: {message}")
+
+
+class LLMError(CourtError):
+    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1) -> None:
+        self.message = message
+        self.status_code = status_code
+        self.attempts = attempts
+        super().__init__(message)
+
+
+class LLMUnavailable(LLMError):
+    """The provider could not be reached or kept refusing: the review falls back to the offline judges."""
+
+
+class LLMBudgetExceeded(LLMError):
+    def __init__(self, message: str, *, spent: dict[str, float]) -> None:
+        self.spent = spent
+        super().__init__(message)

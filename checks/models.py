@@ -245,6 +245,19 @@ class JudicialOpinion(Model):
     verdict: OpinionVerdict = "PASS"
 
 
+class Deliberation(Model):
+    """A judge's full answer: its opinions, and what it leaves on the record about how it reached them.
+
+    ``evidence`` (e.g. which model answered, with which response ids and tokens) joins the Evaluation's evidence
+    for the DBOM but is never read by the Chief Justice; ``notices`` join the verdict's notices.
+    """
+
+    judge: str
+    opinions: tuple[JudicialOpinion, ...]
+    evidence: tuple[Evidence, ...] = ()
+    notices: tuple[str, ...] = ()
+
+
 class CriterionRuling(Model):
     """The Chief Justice's ruling on one criterion: the final score and which rules moved it."""
 

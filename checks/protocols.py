@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from checks.llm_types import LLMReply, LLMRequest
 from checks.models import (
     Brief,
     Case,
+    Deliberation,
     DetectiveReport,
     JudicialOpinion,
     ProbeResult,
@@ -64,4 +66,19 @@ class Judge(Protocol):
 
     persona: str
 
-    async def deliberate(self, brief: Brief, rubric: Rubric) -> list[JudicialOpinion]: ...
+    async def deliberate(self, brief: Brief, rubric: Rubric) -> list[JudicialOpinion] | Deliberation: ...
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """Asks a language model for one answer in a fixed JSON shape; holds no tool that acts on anything.
+
+    Raises :class:`checks.errors.LLMUnavailable` when the provider cannot be reached (the caller falls back),
+    :class:`checks.errors.LLMBudgetExceeded` when the review's budget is spent, and
+    :class:`checks.errors.LLMError` for any other refusal.
+    """
+
+    provider: str
+    model_id: str
+
+    async def complete(self, request: LLMRequest) -> LLMReply: ...

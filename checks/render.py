@@ -1,7 +1,8 @@
 """Render an Evaluation for people: the Markdown report (PR comment, check run summary) and a short text.
 
 Everything that came from the PR (paths, titles, test names, judges' arguments quoting them) is untrusted:
-it is escaped so it can never open a link, embed an image, ping someone with ``@`` or inject HTML/tables.
+it is escaped so it can never open a link, embed an image, ping someone with ``@``, cross-reference an issue or
+inject HTML/tables/entities. Model text (the judges' arguments) is treated exactly like PR text.
 """
 
 from __future__ import annotations
@@ -17,14 +18,24 @@ MAX_CELL = 300
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 _SCHEME = re.compile(r"(?i)\b(https?|ftp|file|javascript|data|mailto):")
 VERDICT_ICON = {"pass": "✅", "neutral": "⚠️", "fail": "❌"}
+# GitHub autolinks ``www.`` hosts, and turns ``#12``, ``GH-12`` and ``owner/repo#12`` into cross-references that
+# notify the referenced issue; a zero-width space keeps the text readable and the link dead.
+_WWW = re.compile(r"(?i)\b(www)\.")
+_ISSUE_REF = re.compile(r"(?i)(#|\bGH-)(?=\d)")
+# Bidirectional overrides and isolates can make a report read differently from what it says (Trojan Source).
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
 
 
 def escape_md(text: str, limit: int = MAX_CELL) -> str:
     """Inert Markdown: one line, specials escaped, mentions broken, length capped."""
-    text = " ".join(str(text).split())
+    text = " ".join(_BIDI.sub("", str(text)).split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     text = _MD_SPECIAL.sub(r"\\\1", text)
+    # An escaped ``&`` keeps entities such as ``&#64;`` (an "@" once rendered) from turning into live text.
+    text = text.replace("&", "\\&")
+    text = _WWW.sub("\\1\u200b.", text)
+    text = _ISSUE_REF.sub("\\1\u200b", text)
     text = text.replace("@", "@\u200b")
     text = _SCHEME.sub(lambda m: m.group(1) + "\u200b:", text)
     return text

@@ -1,0 +1,1 @@
+"""Language-model adapters behind :class:`checks.protocols.LLMClient`."""
