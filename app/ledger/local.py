@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import platform
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from app.ledger.errors import LedgerError
 from app.ledger.ledger import open_ledger
 from app.settings import Settings
 from checks.dbom import DbomRecord, Entanglement
@@ -38,3 +41,12 @@ async def record_review(evaluation: Evaluation, settings: Settings, **known: Any
                                    entanglement=local_entanglement(evaluation, settings, **known))
     finally:
         await ledger.close()
+
+
+def record_dbom(evaluation: Evaluation, settings: Settings, warn: Callable[[str], None]) -> str | None:
+    """Write the local review's DBOM; a ledger failure is a notice, never a failed review."""
+    try:
+        return asyncio.run(record_review(evaluation, settings)).id
+    except LedgerError as exc:
+        warn(f"notice: DBOM not recorded: {exc}")
+        return None
