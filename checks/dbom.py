@@ -149,7 +149,7 @@ class Components(_Frozen):
 class DbomBody(_Frozen):
     """The hashed, signed part of a DBOM: ``⟨H(Δ), v_intent, Score_CIS, verdict, inputs⟩``."""
 
-    schema_: Literal["logomesh.dbom/v1"] = Field(default=DBOM_SCHEMA, alias="schema")
+    schema_: Literal["logomesh.dbom/v1"] = Field(default="logomesh.dbom/v1", alias="schema")
     installation_id: int | None
     evaluation_sha256: str
     intent: IntentRef

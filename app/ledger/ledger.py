@@ -74,7 +74,7 @@ def _as_utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def record_from_row(row: Mapping[str, Any]) -> DbomRecord:
+def record_from_row(row: Mapping[Any, Any]) -> DbomRecord:
     return DbomRecord(
         id=row["id"], log_id=row["log_id"], leaf_index=row["leaf_index"], leaf_hash=row["leaf_hash"],
         body=DbomBody.model_validate(json.loads(row["body"])), evaluation_sha256=row["evaluation_sha256"],
@@ -193,7 +193,7 @@ class Ledger:
         return (await conn.execute(query)).mappings().first()
 
     @staticmethod
-    def _head_json(head: Mapping[str, Any]) -> dict[str, Any]:
+    def _head_json(head: Mapping[Any, Any]) -> dict[str, Any]:
         return {"log_id": head["log_id"], "tree_size": int(head["tree_size"]), "root_hash": head["root_hash"],
                 "timestamp": int(head["timestamp_ms"]), "key_id": head["key_id"], "alg": ALGORITHM,
                 "signature": head["signature"]}

@@ -88,7 +88,7 @@ class VerifyReport:
                 "tree_heads_checked": self.tree_heads_checked, "problems": [p.to_json() for p in self.problems]}
 
 
-def _check_record(row: Mapping[str, Any], log_id: str, verify_sig: VerifyFn,
+def _check_record(row: Mapping[Any, Any], log_id: str, verify_sig: VerifyFn,
                   say: Callable[..., None]) -> bytes:
     """Check one row; return the leaf hash recomputed from ``raw_result`` (or the stored one if impossible)."""
     rid, index = str(row["id"]), int(row["leaf_index"])
@@ -144,8 +144,8 @@ def _check_record(row: Mapping[str, Any], log_id: str, verify_sig: VerifyFn,
     return leaf
 
 
-def verify_log(log_id: str, rows: Sequence[Mapping[str, Any]], heads: Sequence[Mapping[str, Any]],
-               log_head: Mapping[str, Any] | None, verify_sig: VerifyFn, only: str | None = None) -> VerifyReport:
+def verify_log(log_id: str, rows: Sequence[Mapping[Any, Any]], heads: Sequence[Mapping[Any, Any]],
+               log_head: Mapping[Any, Any] | None, verify_sig: VerifyFn, only: str | None = None) -> VerifyReport:
     """Verify one log. ``rows`` ordered by leaf index, ``heads`` by tree size; ``only`` limits record checks."""
     report = VerifyReport(logs=1)
     say = report.problems.append

@@ -259,3 +259,33 @@ async def test_concurrent_appends_from_several_processes(backend):
         assert len(ledger.public_keys()) == 1  # they raced to create the key; one won, all used it
     finally:
         await ledger.close()
+
+
+# --- migrations -----------------------------------------------------------------------------------------------
+
+
+async def test_migrations_create_exactly_the_declared_schema(backend, ledger):
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from app.ledger import schema
+
+    async with ledger.engine.connect() as conn:
+        diff = await conn.run_sync(lambda c: compare_metadata(
+            MigrationContext.configure(c, opts={"version_table": "logomesh_ledger_version"}), schema.metadata))
+    assert diff == []
+    # opening again (a second worker, a restart) finds the schema at head and changes nothing
+    again = await open_ledger(backend.settings(), schema_name=backend.schema)
+    await again.close()
+    version = await sql(ledger, "SELECT version_num FROM logomesh_ledger_version")
+    assert [v["version_num"] for v in version] == ["0001"]
+
+
+async def test_an_unreachable_database_is_a_clear_error(tmp_path):
+    from app.ledger import LedgerUnavailable
+    from app.settings import load_settings
+
+    settings = load_settings(home=tmp_path, database_url="postgresql+asyncpg://u:pw@127.0.0.1:1/x")
+    with pytest.raises(LedgerUnavailable) as caught:
+        await open_ledger(settings)
+    assert "127.0.0.1:1" in str(caught.value) and "pw" not in str(caught.value)
