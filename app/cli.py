@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from app.cli_dbom import dbom_cli
 from app.engine import read_config_file, review_repository
 from app.gitrepo import GitError
 from app.settings import SettingsError, load_settings
@@ -87,6 +88,11 @@ def review(
     else:
         sys.stdout.write(render_text(evaluation))
     progress(f"verdict {evaluation.verdict}, CIS {evaluation.cis_score:.4f}")
+    from app.ledger.local import record_dbom  # imported late: the ledger's database stack is heavy to load
+
+    dbom_id = record_dbom(evaluation, settings, warn=progress)
+    if dbom_id is not None:
+        stderr.print(f"logomesh: dbom {dbom_id}", markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_FAIL if evaluation.verdict == "fail" else EXIT_OK)
 
 
@@ -96,6 +102,9 @@ def version() -> None:
     from importlib.metadata import version as dist_version
 
     sys.stdout.write(dist_version("logomesh") + "\n")
+
+
+cli.add_typer(dbom_cli, name="dbom")
 
 
 def main() -> None:

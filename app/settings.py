@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -56,6 +56,21 @@ class Settings(BaseSettings):
     llm_digest_chars: int = Field(default=25_000, ge=2000, le=400_000)
     # keys the prompt delimiters' nonces; unset: derived from the API key
     llm_nonce_key: SecretStr | None = None
+
+    # DBOM ledger: defaults live under ``home`` (see _ledger_defaults)
+    database_url: str = ""
+    signing_key_path: Path | None = None
+    signing_key: SecretStr | None = Field(default=None, description="PEM Ed25519 private key; wins over the path")
+    public_url: str | None = Field(default=None, description="where the App serves /dbom/{id}")
+
+    @model_validator(mode="after")
+    def _ledger_defaults(self) -> Settings:
+        # frozen model: set the home-relative defaults once, here, instead of in every caller
+        if not self.database_url:
+            object.__setattr__(self, "database_url", f"sqlite+aiosqlite:///{self.home / 'battles.db'}")
+        if self.signing_key_path is None:
+            object.__setattr__(self, "signing_key_path", self.home / "keys")
+        return self
 
 
 def load_settings(**overrides: object) -> Settings:

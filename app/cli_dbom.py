@@ -1,0 +1,148 @@
+"""``logomesh dbom``: look at, verify and export the Decision Bills of Materials in the ledger.
+
+Exit codes: 0 all good, 1 verification found a problem, 2 usage error (unknown id, unreachable database,
+bad settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from app.settings import SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from app.ledger import Ledger
+
+# The ledger (SQLAlchemy, Alembic, cryptography) is imported inside the commands: every other `logomesh`
+# command starts faster without it.
+
+EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
+T = TypeVar("T")
+
+dbom_cli = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                       help="Decision Bills of Materials: show, verify, export.")
+stderr = Console(stderr=True, highlight=False)
+
+
+class ShowFormat(StrEnum):
+    json = "json"
+    html = "html"
+
+
+class ExportFormat(StrEnum):
+    dsse = "dsse"
+    json = "json"
+
+
+def _usage(message: str) -> typer.Exit:
+    stderr.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    return typer.Exit(EXIT_USAGE)
+
+
+def _with_ledger(work: Callable[[Ledger], Awaitable[T]]) -> T:
+    from app.ledger import LedgerError, open_ledger
+
+    async def run() -> T:
+        ledger = await open_ledger(load_settings())
+        try:
+            return await work(ledger)
+        finally:
+            await ledger.close()
+
+    try:
+        return asyncio.run(run())
+    except (SettingsError, LedgerError) as exc:
+        raise _usage(str(exc)) from exc
+
+
+def _write_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+@dbom_cli.command()
+def verify(
+    record_id: Annotated[str | None, typer.Argument(metavar="ID", help="The DBOM to verify.")] = None,
+    all_records: Annotated[bool, typer.Option("--all", help="Verify every record of every log.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Recompute hashes from raw_result, check signatures, inclusion and consistency. Exit 1 if anything broke."""
+    if (record_id is None) == (not all_records):
+        raise _usage("give either a DBOM id or --all")
+    report = _with_ledger(lambda ledger: ledger.verify(None if all_records else record_id))
+    if as_json:
+        _write_json(report.to_json())
+    else:
+        for problem in report.problems:
+            sys.stdout.write(f"BROKEN {problem}\n")
+        status = "OK" if report.ok else "FAILED"
+        sys.stdout.write(f"{status}: {report.records_checked} record(s) in {report.logs} log(s), "
+                         f"{report.tree_heads_checked} signed tree head(s), {len(report.problems)} problem(s)\n")
+    raise typer.Exit(EXIT_OK if report.ok else EXIT_BROKEN)
+
+
+async def _record_and_proof(ledger: Ledger, record_id: str) -> tuple[Any, dict[str, Any]]:
+    from app.ledger import RecordNotFound
+
+    record = await ledger.get(record_id)
+    if record is None:
+        raise RecordNotFound(record_id)
+    return record, await ledger.proof(record_id)
+
+
+@dbom_cli.command()
+def show(
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="The DBOM to show.")],
+    output: Annotated[ShowFormat, typer.Option("--format", help="json or html.")] = ShowFormat.json,
+) -> None:
+    """Print a DBOM with its inclusion proof and signed tree head."""
+    from app.ledger import render_dbom_html, render_dbom_json
+
+    record, proof = _with_ledger(lambda ledger: _record_and_proof(ledger, record_id))
+    if output is ShowFormat.html:
+        sys.stdout.write(render_dbom_html(record, proof) + "\n")
+    else:
+        _write_json(render_dbom_json(record, proof))
+
+
+@dbom_cli.command()
+def export(
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="The DBOM to export.")],
+    output: Annotated[ExportFormat, typer.Option("--format", help="dsse (in-toto Statement v1) or json.")]
+    = ExportFormat.dsse,
+) -> None:
+    """Export a DBOM as an in-toto Statement v1 in a DSSE envelope signed with the ledger's key."""
+    from app.ledger import render_dbom_json
+    from app.ledger.export import dsse_envelope
+
+    async def work(ledger: Ledger) -> dict[str, Any]:
+        record, proof = await _record_and_proof(ledger, record_id)
+        if output is ExportFormat.json:
+            return render_dbom_json(record, proof)
+        return dsse_envelope(record, ledger.keyring.active)
+
+    _write_json(_with_ledger(work))
+
+
+@dbom_cli.command()
+def keys() -> None:
+    """List the public keys that may have signed a DBOM (what the App serves at /.well-known/logomesh/keys)."""
+
+    async def work(ledger: Ledger) -> list[dict[str, str]]:
+        return ledger.public_keys()
+
+    _write_json({"keys": _with_ledger(work)})
+
+
+@dbom_cli.command("rotate-key")
+def rotate_key() -> None:
+    """Make a fresh signing key the active one; old public keys stay listed so old records still verify."""
+    key_id = _with_ledger(lambda ledger: ledger.rotate_key())
+    sys.stdout.write(key_id + "\n")
