@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from app.cli_audit import audit as audit_command
 from app.engine import read_config_file, review_repository
 from app.gitrepo import GitError
 from app.settings import SettingsError, load_settings
@@ -29,7 +30,7 @@ cli = typer.Typer(add_completion=False, no_args_is_help=True, help="LogoMesh: pu
 stderr = Console(stderr=True, highlight=False)
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     json = "json"
     markdown = "markdown"
     text = "text"
@@ -87,6 +88,9 @@ def review(
         sys.stdout.write(render_text(evaluation))
     progress(f"verdict {evaluation.verdict}, CIS {evaluation.cis_score:.4f}")
     raise typer.Exit(EXIT_FAIL if evaluation.verdict == "fail" else EXIT_OK)
+
+
+cli.command("audit")(audit_command)
 
 
 @cli.command()
