@@ -56,6 +56,9 @@ SOURCE_SUFFIXES = (".py",)
 URL = re.compile(r"^(?:https?|ssh|git|file)://[^\s]+$")
 SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:[^\s]+$")
 NOT_A_COMMIT = "(working tree)"
+# Only the ordinary transports; ``ext::`` (runs a command) and anything unknown are refused.
+ALLOWED_PROTOCOLS = ("-c", "protocol.allow=never", *(arg for p in ("https", "http", "ssh", "git", "file")
+                                                      for arg in ("-c", f"protocol.{p}.allow=always")))
 
 
 class AuditInputError(ValueError):
@@ -86,12 +89,12 @@ def display_name(source: str) -> str:
 
 
 def clone(url: str, dest: Path, timeout: int = CLONE_TIMEOUT) -> GitRepo:
-    """A bare clone of ``url`` into ``dest``: no checkout, no hooks, no templates, no ``ext::`` transport."""
+    """A bare clone of ``url`` into ``dest``: no checkout, no hooks, no templates, only ordinary transports."""
     if url.startswith("-"):
         raise SourceError(url, "not a repository URL")
-    env = {**os.environ, **SAFE_GIT_ENV, "GIT_PROTOCOL_FROM_USER": "0"}
-    argv = ["git", *SAFE_GIT_CONFIG, "-c", "protocol.ext.allow=never", "clone", "--bare", "--quiet",
-            "--template=", "--", url, str(dest)]
+    env = {**os.environ, **SAFE_GIT_ENV}
+    argv = ["git", *SAFE_GIT_CONFIG, *ALLOWED_PROTOCOLS, "clone", "--bare", "--quiet", "--template=", "--", url,
+            str(dest)]
     try:
         proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:

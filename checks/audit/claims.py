@@ -60,7 +60,7 @@ def extract_claims(document: ReportDocument) -> list[Claim]:
         key = (kind, value)
         if key not in seen:
             seen.add(key)
-            claims.append(Claim(kind=kind, value=value, page=page, quote=_quote(sentence)))  # type: ignore[arg-type]
+            claims.append(Claim(kind=kind, value=value, page=page, quote=_quote(sentence)))
 
     for page in document.pages:
         for sentence in sentences(page.text):

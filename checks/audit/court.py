@@ -161,7 +161,7 @@ async def run_audit(snapshot: RepoSnapshot, report: ReportDocument | None, rubri
                                                       pages=len(report.pages), images=len(report.images)),
         score=round_score(score),
         unit_score=round_score(unit),
-        verdict=verdict,  # type: ignore[arg-type]
+        verdict=verdict,
         verdict_reasons=tuple(reasons),
         fact_scores={k: None if v is None else round_score(v) for k, v in fact_scores.items()},
         evidence=evidence,

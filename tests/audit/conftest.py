@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.audit.fixtures import build_report, build_repo
+from tests.audit.fixtures import build_repo, build_report
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ from pathlib import Path
 GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_AUTHOR_NAME": "Fixture Author",
+    "GIT_AUTHOR_EMAIL": "author@example.com",
     "GIT_COMMITTER_NAME": "Fixture Committer",
     "GIT_COMMITTER_EMAIL": "committer@example.com",
 }
