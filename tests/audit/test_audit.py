@@ -114,3 +114,20 @@ async def test_report_text_cannot_inject_markdown(repo: Path, tmp_path: Path):
     markdown = (await audit_repository(str(repo), settings=SETTINGS, report_path=hostile)).markdown
     assert "](https://" not in markdown and "@octocat" not in markdown and "<img" not in markdown
     assert "![" not in markdown
+
+
+def test_the_schema_extension_rejects_bad_levels_and_audit_settings(tmp_path: Path):
+    from rubric import RubricError, load_rubric
+
+    document = json.loads((ROOT / "rubric" / "auditor.json").read_text())
+    document["criteria"][0]["levels"]["6"] = "beyond the scale"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    with pytest.raises(RubricError, match=r"criteria\.0\.levels"):
+        load_rubric(bad)
+    document = json.loads((ROOT / "rubric" / "auditor.json").read_text())
+    document["audit"]["unknown"] = 1
+    bad.write_text(json.dumps(document))
+    with pytest.raises(RubricError, match="audit"):
+        load_rubric(bad)
+    load_rubric()  # the default PR rubric, without levels or an audit section, still loads
