@@ -32,6 +32,7 @@ from app.settings import Settings
 from checks.audit import (
     AuditParts,
     AuditResult,
+    DiagramClassifier,
     HistoryCommit,
     ReportDocument,
     ReportImage,
@@ -297,20 +298,38 @@ class AuditOutcome:
 
 
 def audit_parts(settings: Settings) -> AuditParts:
-    """Offline judges and, for now, no vision provider: the Anthropic vision adapter is not written yet."""
-    reason = "no vision provider configured"
-    if settings.llm_provider == "anthropic":
-        reason = "the Anthropic vision adapter is not available in this version"
-    return AuditParts(classifier=None, classifier_missing=reason)
+    """Offline judges; the Anthropic vision classifier when the provider is ``anthropic`` and a key is set."""
+    if settings.llm_provider != "anthropic":
+        return AuditParts(classifier_missing="no vision provider configured")
+    # These settings arrive with the Anthropic judges; until then the audit says why images stay unanalysed.
+    api_key = getattr(settings, "llm_api_key", None)
+    if api_key is None:
+        return AuditParts(classifier_missing="the anthropic provider has no API key (LOGOMESH_LLM_API_KEY)")
+    import anthropic
+
+    from app.vision_anthropic import AnthropicDiagramClassifier
+
+    client = anthropic.AsyncAnthropic(
+        api_key=api_key.get_secret_value() if hasattr(api_key, "get_secret_value") else str(api_key),
+        base_url=getattr(settings, "llm_base_url", None), timeout=getattr(settings, "llm_timeout_seconds", 60.0),
+        max_retries=getattr(settings, "llm_max_retries", 2))
+    return AuditParts(classifier=AnthropicDiagramClassifier(client, getattr(settings, "llm_model",
+                                                                              "claude-sonnet-4-6")))
 
 
 async def audit_repository(source: str, *, settings: Settings, report_path: Path | None = None,
-                           rubric_path: Path | None = None) -> AuditOutcome:
-    """Read the repository and the report, run the audit court, render the Markdown report."""
+                           rubric_path: Path | None = None,
+                           classifier: DiagramClassifier | None = None) -> AuditOutcome:
+    """Read the repository and the report, run the audit court, render the Markdown report.
+
+    ``classifier`` overrides the vision provider the settings would choose.
+    """
     rubric = load_audit_rubric(rubric_path)
     report = read_report(report_path) if report_path is not None else None
     with open_snapshot(source, rubric.forensics.max_commits) as snapshot:
         parts = audit_parts(settings)
+        if classifier is not None:
+            parts.classifier = classifier
         if snapshot.skipped:
             parts.notices.append(f"{len(snapshot.skipped)} path(s) were not read: "
                                  + "; ".join(snapshot.skipped[:10]) + (" …" if len(snapshot.skipped) > 10 else ""))

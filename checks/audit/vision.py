@@ -15,6 +15,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from checks.audit.ast_facts import ArchitectureFacts
 from checks.audit.models import ReportDocument, ReportImage
+from checks.errors import DetectiveError
 from checks.models import Evidence, Location, Model
 
 ID = "vision"
@@ -90,8 +91,15 @@ class VisionInspector:
             return items
         structure = structure_of(facts)
         for image in report.images:
-            answer = await self.classifier.classify(image, structure)
             where = Location(path=report.name, line=image.page)
+            try:
+                answer = await self.classifier.classify(image, structure)
+            except DetectiveError as exc:  # one unreadable image or a provider outage never fails the audit
+                items.append(Evidence(id=f"{ID}.diagram:{image.sha256[:12]}", detective=ID,
+                                      kind="diagram-not-analysed", severity="low", location=where,
+                                      summary=f"{image.name} was not analysed: {exc.message}",
+                                      facts={"reason": exc.message, "report": True, "unmeasured": True}))
+                continue
             facts_out = {"image": image.name, "sha256": image.sha256, "kind": answer.kind,
                          "matches_code": answer.matches_code, "description": answer.description,
                          "model": self.classifier.model_id, "report": True}
