@@ -219,12 +219,24 @@ def open_snapshot(source: str, max_commits: int) -> Iterator[RepoSnapshot]:
     root = Path(source)
     if not root.is_dir():
         raise SourceError(source, "no such directory (and not a git URL)")
-    try:
-        repo = GitRepo.open(root)
-    except GitError:
+    repo = _git_root(root)
+    if repo is None:
         yield snapshot_from_directory(root, name)
         return
     yield snapshot_from_git(repo, name, max_commits)
+
+
+def _git_root(root: Path) -> GitRepo | None:
+    """``root`` as a git repository when it is one itself (its top level, or a bare repository); a directory
+    inside someone else's work tree is just a directory, never its enclosing repository."""
+    try:
+        repo = GitRepo.open(root)
+        if repo.git("rev-parse", "--is-bare-repository").strip() == "true":
+            return repo
+        top = repo.git("rev-parse", "--show-toplevel").strip()
+    except GitError:
+        return None
+    return repo if Path(top).resolve() == root.resolve() else None
 
 
 def read_report(path: Path, max_bytes: int = MAX_PDF_BYTES) -> ReportDocument:

@@ -131,3 +131,12 @@ def test_the_schema_extension_rejects_bad_levels_and_audit_settings(tmp_path: Pa
     with pytest.raises(RubricError, match="audit"):
         load_rubric(bad)
     load_rubric()  # the default PR rubric, without levels or an audit section, still loads
+
+
+def test_the_settings_choose_the_vision_provider_or_say_why_there_is_none():
+    from app.audit import audit_parts
+
+    offline = audit_parts(load_settings(llm_provider="offline"))
+    assert offline.classifier is None and offline.classifier_missing == "no vision provider configured"
+    keyless = audit_parts(load_settings(llm_provider="anthropic", llm_api_key=None))
+    assert keyless.classifier is None and "API key" in keyless.classifier_missing

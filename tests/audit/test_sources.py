@@ -107,3 +107,13 @@ def test_unreadable_reports_are_clear_errors(tmp_path: Path):
     big = build_report(tmp_path / "big.pdf")
     with pytest.raises(ReportError, match="larger than"):
         read_report(big, max_bytes=100)
+
+
+def test_a_directory_inside_a_repository_is_audited_alone(repo: Path):
+    with open_snapshot(str(repo / "src"), max_commits=250) as snap:
+        assert snap.name == "src" and snap.commits == ()
+        assert "graph.py" in snap.paths and "README.md" not in snap.paths
+    bare = repo.parent / "bare.git"
+    git(repo.parent, "clone", "-q", "--bare", str(repo), str(bare))
+    with open_snapshot(str(bare), max_commits=250) as snap:
+        assert len(snap.commits) == 5 and "src/graph.py" in snap.paths
