@@ -59,3 +59,18 @@ async def test_a_full_audit_with_vision_measures_the_diagram_criterion(repo: Pat
     assert any(e.kind == "diagram-classified" for e in matched.result.evidence)
     assert failed.result.fact_scores["diagram_analysis"] is None  # an outage is not a verdict on the diagram
     assert any(e.kind == "diagram-not-analysed" and "not analysed" in e.summary for e in failed.result.evidence)
+
+
+async def test_the_anthropic_settings_wire_the_classifier(repo: Path, report: Path):
+    from app.settings import Settings
+
+    if "llm_api_key" not in Settings.model_fields:
+        pytest.skip("the Anthropic provider settings (LOGOMESH_LLM_*) are not in this build")
+    with serve() as fake:
+        settings = load_settings(llm_provider="anthropic", llm_api_key="test-key", llm_base_url=fake.url,
+                                 llm_max_retries=0)
+        fake.answer_tool({"kind": "flowchart", "matches_code": None, "description": "boxes"})
+        outcome = await audit_repository(str(repo), settings=settings, report_path=report)
+    assert fake.requests and fake.requests[0]["model"] == settings.llm_model
+    classified = next(e for e in outcome.result.evidence if e.kind == "diagram-classified")
+    assert classified.facts["kind"] == "flowchart"
