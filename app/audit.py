@@ -219,11 +219,11 @@ def open_snapshot(source: str, max_commits: int) -> Iterator[RepoSnapshot]:
     root = Path(source)
     if not root.is_dir():
         raise SourceError(source, "no such directory (and not a git URL)")
-    repo = _git_root(root)
-    if repo is None:
+    local = _git_root(root)
+    if local is None:
         yield snapshot_from_directory(root, name)
         return
-    yield snapshot_from_git(repo, name, max_commits)
+    yield snapshot_from_git(local, name, max_commits)
 
 
 def _git_root(root: Path) -> GitRepo | None:

@@ -87,13 +87,6 @@ def rule_audit_criterion(rubric: Rubric, brief: Brief, criterion: Criterion,
                            rules_applied=tuple(applied), overruled=tuple(sorted(overruled)), dissent=dissent)
 
 
-async def _hear(judge: Judge, brief: Brief, rubric: Rubric) -> list[JudicialOpinion] | JudgeError:
-    try:
-        return await judge.deliberate(brief, rubric)
-    except JudgeError as exc:
-        return exc
-
-
 def _ordered(evidence: Sequence[Evidence]) -> tuple[Evidence, ...]:
     rank = {name: i for i, name in enumerate(DETECTIVE_ORDER)}
     unique = {e.id: e for e in evidence}  # one fact, one entry
@@ -124,13 +117,20 @@ async def run_audit(snapshot: RepoSnapshot, report: ReportDocument | None, rubri
                   components={k: None if v is None else round_score(cis.opinion_to_unit(v))
                               for k, v in fact_scores.items()})
 
-    answers = await asyncio.gather(*(_hear(j, brief, rubric) for j in parts.judges))
+    answers = await asyncio.gather(*(j.deliberate(brief, rubric) for j in parts.judges), return_exceptions=True)
     opinions: list[JudicialOpinion] = []
+    records: list[Evidence] = []
     for judge, answer in zip(parts.judges, answers, strict=True):
         if isinstance(answer, JudgeError):
             notices.append(f"{answer}; the court ruled without {judge.persona}")
-        else:
+        elif isinstance(answer, BaseException):
+            raise answer  # only a judge's own failure is survivable; anything else is a bug to see
+        elif isinstance(answer, list):
             opinions.extend(answer)
+        else:  # a judge that also reports what it did (e.g. a model judge's usage and fallbacks)
+            opinions.extend(answer.opinions)
+            notices.extend(answer.notices)
+            records.extend(answer.evidence)
     ordered = tuple(sorted(opinions, key=lambda o: (o.criterion_id, o.judge)))
     by_criterion: dict[str, list[JudicialOpinion]] = {}
     for op in ordered:
@@ -164,7 +164,7 @@ async def run_audit(snapshot: RepoSnapshot, report: ReportDocument | None, rubri
         verdict=verdict,
         verdict_reasons=tuple(reasons),
         fact_scores={k: None if v is None else round_score(v) for k, v in fact_scores.items()},
-        evidence=evidence,
+        evidence=evidence + tuple(sorted(records, key=lambda e: e.id)),
         opinions=ordered,
         rulings=rulings,
         claims=tuple(claims),

@@ -140,3 +140,24 @@ def test_the_settings_choose_the_vision_provider_or_say_why_there_is_none():
     assert offline.classifier is None and offline.classifier_missing == "no vision provider configured"
     keyless = audit_parts(load_settings(llm_provider="anthropic", llm_api_key=None))
     assert keyless.classifier is None and "API key" in keyless.classifier_missing
+
+
+async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: Path):
+    from app.audit import open_snapshot
+    from checks.audit import AuditParts, run_audit
+    from checks.audit.judges import AuditDefense, AuditTechLead
+    from checks.errors import JudgeError
+
+    class Absent:
+        persona = "prosecutor"
+
+        async def deliberate(self, brief, rubric):
+            raise JudgeError("prosecutor", "no answer")
+
+    rubric = load_audit_rubric(None)
+    with open_snapshot(str(repo), rubric.forensics.max_commits) as snapshot:
+        result = await run_audit(snapshot, None, rubric,
+                                 AuditParts(judges=[Absent(), AuditDefense(), AuditTechLead()]))
+    assert {o.judge for o in result.opinions} == {"defense", "tech_lead"}
+    assert any("judge prosecutor failed: no answer" in n for n in result.notices)
+    assert all(r.opinions_considered == 2 for r in result.rulings)
