@@ -81,28 +81,34 @@ def is_remote(source: str) -> bool:
     return bool(URL.match(source) or SCP_LIKE.match(source))
 
 
+def redact(source: str) -> str:
+    """The URL without user or token (``https://user:token@host/...`` → ``https://host/...``)."""
+    return re.sub(r"^([a-z]+://)[^/@]*@", r"\1", source)
+
+
 def display_name(source: str) -> str:
     """A stable, path-free name for the report: the URL without credentials, or the directory's name."""
     if is_remote(source):
-        no_auth = re.sub(r"^([a-z]+://)[^/@]*@", r"\1", source)
+        no_auth = redact(source)
         return no_auth.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1].rsplit(":", 1)[-1] or no_auth
     return Path(source).resolve().name or "repository"
 
 
 def clone(url: str, dest: Path, timeout: int = CLONE_TIMEOUT) -> GitRepo:
     """A bare clone of ``url`` into ``dest``: no checkout, no hooks, no templates, only ordinary transports."""
+    shown = redact(url)
     if url.startswith("-"):
-        raise SourceError(url, "not a repository URL")
+        raise SourceError(shown, "not a repository URL")
     env = {**os.environ, **SAFE_GIT_ENV}
     argv = ["git", *SAFE_GIT_CONFIG, *ALLOWED_PROTOCOLS, "clone", "--bare", "--quiet", "--template=", "--", url,
             str(dest)]
     try:
         proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
-        raise SourceError(url, f"git clone timed out after {timeout}s") from exc
+        raise SourceError(shown, f"git clone timed out after {timeout}s") from exc
     if proc.returncode != 0:
-        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise SourceError(url, "git clone failed: " + (detail[-1] if detail else "no detail"))
+        detail = proc.stderr.decode("utf-8", "replace").replace(url, shown).strip().splitlines()
+        raise SourceError(shown, "git clone failed: " + (detail[-1] if detail else "no detail"))
     return GitRepo(dest)
 
 

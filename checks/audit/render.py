@@ -17,6 +17,7 @@ MARKER = "<!-- logomesh:audit -->"
 VERDICT_ICON = {"pass": "✅", "neutral": "⚠️", "fail": "❌"}
 MAX_CITED = 12
 MAX_CLAIMS = 60
+QUOTE_CHARS = 160
 REMEDIATE_BELOW = 4.0
 
 
@@ -145,16 +146,18 @@ def render_audit(result: AuditResult, rubric: Rubric) -> str:
 
     if result.report is not None:
         lines += ["## Report cross-reference", "",
-                  "| Status | Claim | Kind | Page | Finding |", "| --- | --- | --- | ---: | --- |"]
+                  "| Status | Claim | Kind | Page | The report says | Finding |",
+                  "| --- | --- | --- | ---: | --- | --- |"]
         order = {"hallucination": 0, "unverified": 1, "verified": 2}
         claims = sorted(result.claims, key=lambda c: (order[c.status], c.claim.page, c.claim.kind, c.claim.value))
         for check in claims[:MAX_CLAIMS]:
             lines.append(f"| {check.status} | `{escape_md(check.claim.value, 120)}` | {check.claim.kind} | "
-                         f"{check.claim.page} | {escape_md(check.detail)} |")
+                         f"{check.claim.page} | {escape_md(check.claim.quote, QUOTE_CHARS)} | "
+                         f"{escape_md(check.detail)} |")
         if len(claims) > MAX_CLAIMS:
-            lines.append(f"| | … and {len(claims) - MAX_CLAIMS} more | | | |")
+            lines.append(f"| | … and {len(claims) - MAX_CLAIMS} more | | | | |")
         if not claims:
-            lines.append("| — | no checkable claim found | | | |")
+            lines.append("| — | no checkable claim found | | | | |")
         lines.append("")
 
     notable = [e for e in result.evidence if e.severity != "info"]

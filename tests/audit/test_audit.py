@@ -112,8 +112,9 @@ async def test_report_text_cannot_inject_markdown(repo: Path, tmp_path: Path):
         "See [click](https://evil.example) and src/x.py @octocat <img src=x> | cell ![i](http://e/p.png).",),
         with_image=False)
     markdown = (await audit_repository(str(repo), settings=SETTINGS, report_path=hostile)).markdown
-    assert "](https://" not in markdown and "@octocat" not in markdown and "<img" not in markdown
-    assert "![" not in markdown
+    assert "](" not in markdown.replace("\\](", "") and "<img" not in markdown.replace("\\<", "")
+    assert "@octocat" not in markdown and "![" not in markdown and "https://" not in markdown
+    assert "@\u200boctocat" in markdown  # the hostile sentence did reach the report, inert
 
 
 def test_the_schema_extension_rejects_bad_levels_and_audit_settings(tmp_path: Path):
@@ -161,3 +162,20 @@ async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: 
     assert {o.judge for o in result.opinions} == {"defense", "tech_lead"}
     assert any("judge prosecutor failed: no answer" in n for n in result.notices)
     assert all(r.opinions_considered == 2 for r in result.rulings)
+
+
+async def test_repository_content_cannot_inject_markdown(tmp_path: Path):
+    from tests.audit.fixtures import git
+
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    git(hostile, "init", "-q", "-b", "main")
+    target = hostile / "src" / "[x](https:evil.example)<img src=y>.py"
+    target.parent.mkdir()
+    target.write_text("import os\nos.system('ls')\n")
+    git(hostile, "add", "-A")
+    git(hostile, "commit", "-q", "-m", "@octocat ![p](http://e/p.png)")
+    markdown = (await audit_repository(str(hostile), settings=SETTINGS)).markdown
+    assert "src/\\[x\\]\\(https\u200b:evil.example\\)\\<img src=y\\>.py:2" in markdown
+    assert "](" not in markdown.replace("\\](", "") and "<img" not in markdown.replace("\\<", "")
+    assert "@octocat" not in markdown and "![" not in markdown

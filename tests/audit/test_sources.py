@@ -117,3 +117,12 @@ def test_a_directory_inside_a_repository_is_audited_alone(repo: Path):
     git(repo.parent, "clone", "-q", "--bare", str(repo), str(bare))
     with open_snapshot(str(bare), max_commits=250) as snap:
         assert len(snap.commits) == 5 and "src/graph.py" in snap.paths
+
+
+def test_clone_errors_never_show_the_token(tmp_path: Path):
+    from app.audit import clone
+
+    with pytest.raises(SourceError) as caught:
+        clone(f"http://user:s3cret-token@127.0.0.1:9/{tmp_path.name}.git", tmp_path / "c.git", timeout=30)
+    assert "s3cret-token" not in str(caught.value)
+    assert "127.0.0.1:9" in str(caught.value)
