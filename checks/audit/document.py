@@ -17,10 +17,16 @@ from checks.audit.models import ReportDocument
 CHUNK_WORDS = 120
 OVERLAP_WORDS = 20
 TOKEN = re.compile(r"[a-z0-9_]+(?:[-./][a-z0-9_]+)*")
+STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "has", "have", "how", "in", "is",
+    "it", "its", "of", "on", "or", "rather", "than", "that", "the", "their", "there", "this", "to", "was", "what",
+    "when", "where", "which", "with",
+})
+MIN_PASSAGE_WORDS = 5
 
 
 def tokens(text: str) -> list[str]:
-    return TOKEN.findall(text.lower())
+    return [t for t in TOKEN.findall(text.lower()) if t not in STOPWORDS]
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,24 @@ class DocumentIndex:
                 scored.append((score, i))
         scored.sort(key=lambda pair: (-pair[0], pair[1]))
         return [self.chunks[i] for _score, i in scored[:k]]
+
+    def passage(self, text: str, k: int = 3) -> tuple[int, str] | None:
+        """The sentence among the ``k`` best chunks that shares the most (IDF-weighted) terms with ``text``."""
+        from checks.audit.claims import sentences
+
+        wanted = set(tokens(text))
+        best: tuple[float, int, int, str] | None = None
+        for rank, chunk in enumerate(self.query(text, k=k)):
+            candidates = sentences(chunk.text)
+            # headings ("Architecture.") match well and say nothing: prefer real sentences when there are any
+            candidates = [c for c in candidates if len(c.split()) >= MIN_PASSAGE_WORDS] or candidates
+            for sentence in candidates:
+                score = sum(self._idf.get(t, 0.0) for t in wanted & set(tokens(sentence)))
+                if best is None or score > best[0]:
+                    best = (score, rank, chunk.page, sentence)
+        if best is None or best[0] == 0:
+            return None
+        return best[2], best[3]
 
     def contains(self, phrase: str) -> list[Chunk]:
         """Chunks holding ``phrase`` (case-insensitive, white space normalised), in document order."""

@@ -46,6 +46,9 @@ def _criterion_section(criterion: Criterion, ruling: CriterionRuling, opinions: 
                        evidence: dict[str, Evidence], fact: float | None) -> list[str]:
     lines = [f"### {escape_md(criterion.title)} — {ruling.score:.2f}/5", "",
              f"*{escape_md(criterion.question, 600)}*", ""]
+    passage = evidence.get(f"report.passage:{criterion.id}")
+    if passage is not None and passage.location is not None:
+        lines += [f"The report on this (p. {passage.location.line}): “{escape_md(passage.summary, 300)}”", ""]
     level = _level(criterion, ruling.score) if fact is not None else ""
     if fact is None and criterion.levels:
         lines += ["Level reached: not established — the facts did not measure this criterion.", ""]

@@ -25,6 +25,7 @@ DEFAULT_THEORY_TERMS = ("dialectic", "fan-out", "fan-in", "reducer", "metacognit
                         "deterministic", "state")
 DEFAULT_MIN_WORDS = 300
 DEFAULT_MIN_TERMS = 4
+MAX_PASSAGE = 300
 STATUS_KIND = {"verified": "claim-verified", "hallucination": "hallucination", "unverified": "claim-unverified"}
 STATUS_SEVERITY: dict[str, Severity] = {"verified": "info", "hallucination": "medium", "unverified": "low"}
 
@@ -88,4 +89,19 @@ def investigate_report(snapshot: RepoSnapshot, report: ReportDocument | None, fa
                          facts={"report": False})], []
     index = DocumentIndex(report)
     checks = cross_reference(extract_claims(report), snapshot.paths, facts, code_evidence)
-    return [depth_evidence(report, index, rubric), *claim_evidence(report, checks)], checks
+    return [depth_evidence(report, index, rubric), *passage_evidence(report, index, rubric),
+            *claim_evidence(report, checks)], checks
+
+
+def passage_evidence(report: ReportDocument, index: DocumentIndex, rubric: Rubric) -> list[Evidence]:
+    """For each criterion, the report's sentence that speaks most to it: context for the judges, never scored."""
+    items: list[Evidence] = []
+    for criterion in rubric.criteria:
+        found = index.passage(f"{criterion.title} {criterion.question}")
+        if found is None:
+            continue
+        page, sentence = found
+        items.append(Evidence(id=f"{ID}.passage:{criterion.id}", detective=ID, kind="report-passage",
+                              summary=sentence[:MAX_PASSAGE], location=report_location(report, page),
+                              facts={"criterion": criterion.id, "page": page, "report": True, "neutral": True}))
+    return items

@@ -73,3 +73,10 @@ def test_document_index_chunks_pages_and_ranks_by_terms():
     assert best and best[0].page == 2 and "reducer" in best[0].text
     assert index.query("nothing-matches-this") == []
     assert index.contains("DIALECTIC of")[0].page == 1
+
+
+def test_a_passage_is_the_sentence_that_speaks_to_the_question():
+    index = DocumentIndex(doc("Architecture. The graph fans out to three judges. Unrelated words here today.",
+                              "Nothing about it."))
+    assert index.passage("How does the graph fan out to judges?") == (1, "The graph fans out to three judges.")
+    assert index.passage("zebra") is None
