@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -260,8 +261,6 @@ def read_report(path: Path, max_bytes: int = MAX_PDF_BYTES) -> ReportDocument:
     if not data.startswith(b"%PDF-"):
         raise ReportError(str(path), "not a PDF file")
     try:
-        import io
-
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise ReportError(str(path), "the PDF is encrypted")
