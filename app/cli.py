@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from app.cli_audit import audit as audit_command
 from app.cli_dbom import dbom_cli
 from app.engine import read_config_file, review_repository
 from app.gitrepo import GitError
@@ -94,6 +95,9 @@ def review(
     if dbom_id is not None:
         stderr.print(f"logomesh: dbom {dbom_id}", markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_FAIL if evaluation.verdict == "fail" else EXIT_OK)
+
+
+cli.command("audit")(audit_command)
 
 
 @cli.command()

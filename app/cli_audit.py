@@ -1,0 +1,62 @@
+"""``logomesh audit REPO [--report report.pdf] [--rubric rubric/NAME.json] [--out audit.md]``.
+
+Audits a whole repository (a local path or a git URL, cloned into a temp dir) and optionally its PDF report
+against a rubric (``rubric/auditor.json`` by default) and writes the Markdown audit report to ``--out`` or
+stdout. Exit codes: 0 pass or neutral, 1 fail, 2 usage or input error (unreadable repository, PDF or rubric).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from app.audit import AuditInputError, audit_repository
+from app.gitrepo import GitError
+from app.settings import SettingsError, load_settings
+from rubric import RubricError
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+stderr = Console(stderr=True, highlight=False)
+
+
+class AuditFormat(StrEnum):
+    markdown = "markdown"
+    json = "json"
+
+
+def audit(
+    repo: Annotated[str, typer.Argument(help="A local repository path or a git URL.")],
+    report: Annotated[Path | None, typer.Option("--report", help="The PDF report that describes the work.")] = None,
+    rubric: Annotated[Path | None, typer.Option("--rubric", help="The rubric (default: the bundled auditor.json).")]
+    = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report here instead of stdout.")] = None,
+    output: Annotated[AuditFormat, typer.Option("--format", help="markdown or json.")] = AuditFormat.markdown,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+) -> None:
+    """Audit a whole repository (and its PDF report) against a rubric: a Markdown courtroom report."""
+    try:
+        settings = load_settings()
+        outcome = asyncio.run(audit_repository(repo, settings=settings, report_path=report, rubric_path=rubric))
+    except (SettingsError, AuditInputError, GitError, RubricError) as exc:
+        stderr.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from exc
+    result = outcome.result
+    text = outcome.markdown if output is AuditFormat.markdown else result.model_dump_json(indent=2) + "\n"
+    if out is not None:
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            stderr.print(f"[bold red]error:[/] cannot write {out}: {exc.strerror}", markup=True, soft_wrap=True)
+            raise typer.Exit(EXIT_USAGE) from exc
+    else:
+        sys.stdout.write(text)
+    if not quiet:
+        stderr.print(f"[dim]logomesh:[/] audit {result.verdict}, {result.score:.2f}/5 over "
+                     f"{len(result.rulings)} criteria", markup=True, soft_wrap=True)
+    raise typer.Exit(EXIT_FAIL if result.verdict == "fail" else EXIT_OK)

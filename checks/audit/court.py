@@ -1,0 +1,172 @@
+"""The audit court: a whole repository (and its report) judged against any rubric, as one fixed DAG.
+
+    detectives (history, architecture, safety, report, vision) → judges in parallel → Chief Justice
+
+The Chief Justice applies the same named rules as on a pull request (:mod:`checks.chief_justice`:
+``rule_of_evidence``, ``rule_of_functionality``, ``rule_of_security``, ``dissent_for``) to every criterion of
+the rubric, with the facts' score from :mod:`checks.audit.docket`. The overall score is the mean ruling; its
+unit value meets the rubric's verdict thresholds. Same inputs, same rubric, same judges → the same bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from checks import cis
+from checks.audit.architecture import architecture_evidence, safety_evidence
+from checks.audit.ast_facts import collect
+from checks.audit.docket import audit_docket, bears_on, fact_score
+from checks.audit.history import investigate_history
+from checks.audit.judges import audit_judges
+from checks.audit.models import AuditResult, ClaimCheck, ReportDocument, ReportRef, RepoSnapshot
+from checks.audit.report_analyst import investigate_report
+from checks.audit.vision import DiagramClassifier, VisionInspector
+from checks.chief_justice import dissent_for, rule_of_evidence, rule_of_functionality, rule_of_security
+from checks.errors import JudgeError
+from checks.judges.base import confirmed_security_flaw
+from checks.models import (
+    Brief,
+    Case,
+    Commit,
+    CriterionRuling,
+    Evidence,
+    JudicialOpinion,
+    RedAnalysis,
+    RubricRef,
+    round_score,
+)
+from checks.protocols import Judge
+from rubric import Criterion, Rubric
+
+DETECTIVE_ORDER = ("git", "ast", "report", "vision")
+
+
+@dataclass
+class AuditParts:
+    """What an audit may use beyond the repository: the bench, and a vision provider when there is one."""
+
+    judges: Sequence[Judge] = field(default_factory=audit_judges)
+    classifier: DiagramClassifier | None = None
+    classifier_missing: str = "no vision provider configured"
+    notices: list[str] = field(default_factory=list)
+
+
+def _case(snapshot: RepoSnapshot) -> Case:
+    """The audit as a :class:`Case`, so judges written for the PR court can read it: nothing changed, all is head."""
+    return Case(
+        repo=snapshot.name, base_sha=snapshot.head_sha, head_sha=snapshot.head_sha, diff="", files=(),
+        commits=tuple(Commit(sha=c.sha, author_name=c.author_name, author_email=c.author_email, message=c.message,
+                             files_changed=c.files_changed, insertions=c.insertions, deletions=c.deletions)
+                      for c in snapshot.commits),
+        head_paths=snapshot.paths,
+    )
+
+
+def rule_audit_criterion(rubric: Rubric, brief: Brief, criterion: Criterion,
+                         opinions: Sequence[JudicialOpinion]) -> CriterionRuling:
+    d = audit_docket(brief, criterion)
+    if not opinions:
+        return CriterionRuling(criterion_id=criterion.id, score=round_score(d.fact_score or 3.0),
+                               opinions_considered=0, rules_applied=("no-opinions: facts only",))
+    applied: list[str] = []
+    scores, overruled = rule_of_evidence(opinions, d.fact_score, rubric.chief_justice.evidence_tolerance)
+    if overruled:
+        applied.append("evidence")
+    score = rule_of_functionality(rubric, criterion, scores)
+    if len({rubric.chief_justice.weight(criterion.id, j) for j in scores}) > 1:
+        applied.append("functionality")
+    score, capped = rule_of_security(rubric, criterion, brief, score)
+    if capped:
+        applied.append("security")
+    dissent = dissent_for(rubric, criterion, opinions)
+    if dissent:
+        applied.append("dissent")
+    return CriterionRuling(criterion_id=criterion.id, score=round_score(score), opinions_considered=len(opinions),
+                           rules_applied=tuple(applied), overruled=tuple(sorted(overruled)), dissent=dissent)
+
+
+def _ordered(evidence: Sequence[Evidence]) -> tuple[Evidence, ...]:
+    rank = {name: i for i, name in enumerate(DETECTIVE_ORDER)}
+    unique = {e.id: e for e in evidence}  # one fact, one entry
+    return tuple(sorted(unique.values(), key=lambda e: (rank.get(e.detective, len(rank)), e.id)))
+
+
+async def collect_evidence(snapshot: RepoSnapshot, report: ReportDocument | None, rubric: Rubric,
+                           parts: AuditParts) -> tuple[tuple[Evidence, ...], list[ClaimCheck]]:
+    sources = {f.path: f.text for f in snapshot.sources}
+    facts = collect(sources)
+    code = [*architecture_evidence(facts), *safety_evidence(sources, rubric)]
+    report_items, claims = investigate_report(snapshot, report, facts, code, rubric)
+    vision = await VisionInspector(parts.classifier, parts.classifier_missing).inspect(report, facts)
+    everything = [*investigate_history(snapshot, rubric), *code, *report_items, *vision]
+    return _ordered(everything), claims
+
+
+async def run_audit(snapshot: RepoSnapshot, report: ReportDocument | None, rubric: Rubric,
+                    parts: AuditParts | None = None) -> AuditResult:
+    """Audit one repository (and optionally its report) against ``rubric``."""
+    parts = parts or AuditParts()
+    notices = list(parts.notices)
+    if report is not None:
+        notices.extend(report.notices)
+    evidence, claims = await collect_evidence(snapshot, report, rubric, parts)
+    fact_scores = {c.id: fact_score(tuple(e for e in evidence if bears_on(c, e))) for c in rubric.criteria}
+    brief = Brief(case=_case(snapshot), evidence=evidence, tests=None, semantic=None, red=RedAnalysis(),
+                  components={k: None if v is None else round_score(cis.opinion_to_unit(v))
+                              for k, v in fact_scores.items()})
+
+    answers = await asyncio.gather(*(j.deliberate(brief, rubric) for j in parts.judges), return_exceptions=True)
+    opinions: list[JudicialOpinion] = []
+    records: list[Evidence] = []
+    for judge, answer in zip(parts.judges, answers, strict=True):
+        if isinstance(answer, JudgeError):
+            notices.append(f"{answer}; the court ruled without {judge.persona}")
+        elif isinstance(answer, BaseException):
+            raise answer  # only a judge's own failure is survivable; anything else is a bug to see
+        elif isinstance(answer, list):
+            opinions.extend(answer)
+        else:  # a judge that also reports what it did (e.g. a model judge's usage and fallbacks)
+            opinions.extend(answer.opinions)
+            notices.extend(answer.notices)
+            records.extend(answer.evidence)
+    ordered = tuple(sorted(opinions, key=lambda o: (o.criterion_id, o.judge)))
+    by_criterion: dict[str, list[JudicialOpinion]] = {}
+    for op in ordered:
+        by_criterion.setdefault(op.criterion_id, []).append(op)
+    rulings = tuple(rule_audit_criterion(rubric, brief, c, by_criterion.get(c.id, [])) for c in rubric.criteria)
+
+    score = sum(r.score for r in rulings) / len(rulings)
+    unit = cis.opinion_to_unit(score)
+    reasons: list[str] = []
+    if confirmed_security_flaw(brief) and unit > rubric.chief_justice.security_cap.cis_max:
+        unit = rubric.chief_justice.security_cap.cis_max
+        reasons.append(f"Rule of Security: a critical unsafe construct caps the audit at {unit:.2f}")
+    verdict = cis.verdict_for(rubric, unit)
+    reasons.insert(0, f"Audit score {score:.2f}/5 ({unit:.4f}) against pass ≥ {rubric.verdict.pass_:.2f}, "
+                      f"fail < {rubric.verdict.fail:.2f}")
+    kills = sorted({f"{op.judge} on {op.criterion_id}" for op in ordered if op.verdict == "KILL"})
+    if kills:
+        if rubric.chief_justice.rejection_first:
+            verdict = "fail"
+            reasons.append("Rejection-first policy: KILL from " + ", ".join(kills))
+        else:
+            reasons.append("KILL recorded (rejection-first is off): " + ", ".join(kills))
+    return AuditResult(
+        repo=snapshot.name,
+        head_sha=snapshot.head_sha,
+        rubric=RubricRef(name=rubric.name, version=rubric.version, sha256=rubric.sha256),
+        report=None if report is None else ReportRef(name=report.name, sha256=report.sha256,
+                                                      pages=len(report.pages), images=len(report.images)),
+        score=round_score(score),
+        unit_score=round_score(unit),
+        verdict=verdict,
+        verdict_reasons=tuple(reasons),
+        fact_scores={k: None if v is None else round_score(v) for k, v in fact_scores.items()},
+        evidence=evidence + tuple(sorted(records, key=lambda e: e.id)),
+        opinions=ordered,
+        rulings=rulings,
+        claims=tuple(claims),
+        notices=tuple(notices),
+    )

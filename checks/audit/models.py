@@ -1,0 +1,131 @@
+"""The audit's data: a whole repository as read at one commit, a PDF report as extracted, and the result.
+
+The edge (``app/audit.py``) builds :class:`RepoSnapshot` and :class:`ReportDocument`; everything after that
+is pure. Image bytes travel with the report so a vision provider can look at them, but never serialise.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import Field
+
+from checks.models import (
+    CriterionRuling,
+    Evidence,
+    JudicialOpinion,
+    Location,
+    Model,
+    RubricRef,
+    Verdict,
+)
+
+ClaimKind = Literal["path", "component", "feature"]
+ClaimStatus = Literal["verified", "hallucination", "unverified"]
+
+
+class SourceFile(Model):
+    """One text file of the repository (only files under the size cap are carried)."""
+
+    path: str
+    text: str
+
+
+class HistoryCommit(Model):
+    sha: str
+    author_name: str
+    author_email: str
+    timestamp: int = Field(description="author time, seconds since the epoch")
+    message: str
+    files_changed: int = 0
+    insertions: int = 0
+    deletions: int = 0
+
+    @property
+    def subject(self) -> str:
+        lines = self.message.strip().splitlines()
+        return lines[0].strip() if lines else ""
+
+
+class RepoSnapshot(Model):
+    """The whole repository at ``head_sha``: every path, the readable sources, and the history (newest first)."""
+
+    name: str
+    head_sha: str
+    paths: tuple[str, ...]
+    sources: tuple[SourceFile, ...] = ()
+    commits: tuple[HistoryCommit, ...] = ()
+    history_truncated: bool = False
+    skipped: tuple[str, ...] = Field(default=(), description="paths left out: symlinks, binary or oversized files")
+
+
+class ReportPage(Model):
+    number: int
+    text: str
+
+
+class ReportImage(Model):
+    page: int
+    name: str
+    format: str
+    width: int | None = None
+    height: int | None = None
+    size: int
+    sha256: str
+    data: bytes = Field(default=b"", exclude=True, repr=False)
+
+
+class ReportDocument(Model):
+    """A PDF report as extracted: its text per page and its embedded images."""
+
+    name: str
+    sha256: str
+    pages: tuple[ReportPage, ...]
+    images: tuple[ReportImage, ...] = ()
+    notices: tuple[str, ...] = ()
+
+
+class Claim(Model):
+    """Something the report asserts about the repository, with where it says so."""
+
+    kind: ClaimKind
+    value: str
+    page: int
+    quote: str
+
+
+class ClaimCheck(Model):
+    claim: Claim
+    status: ClaimStatus
+    detail: str
+    location: Location | None = None
+
+
+class ReportRef(Model):
+    name: str
+    sha256: str
+    pages: int
+    images: int
+
+
+class AuditResult(Model):
+    """The audit court's ruling on one repository (and its report) under one rubric."""
+
+    repo: str
+    head_sha: str
+    rubric: RubricRef
+    report: ReportRef | None
+    score: float = Field(description="mean of the criterion rulings, 1–5")
+    unit_score: float = Field(description="the same on [0, 1]")
+    verdict: Verdict
+    verdict_reasons: tuple[str, ...]
+    fact_scores: dict[str, float | None]
+    evidence: tuple[Evidence, ...]
+    opinions: tuple[JudicialOpinion, ...]
+    rulings: tuple[CriterionRuling, ...]
+    claims: tuple[ClaimCheck, ...]
+    notices: tuple[str, ...]
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,67 @@
+"""`logomesh audit` as a user runs it: the report on stdout or in --out, identical bytes across runs, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.audit.fixtures import git
+
+ROOT = Path(__file__).resolve().parents[2]
+OFFLINE = {"LOGOMESH_LLM_PROVIDER": "offline", "LOGOMESH_SANDBOX": "off", "LOGOMESH_EMBEDDING": "off",
+           "LOGOMESH_RED_TEAM": "off"}
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "app.cli", "audit", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=300)
+
+
+def test_two_runs_write_identical_bytes_and_exit_0(repo: Path, report: Path, tmp_path: Path):
+    first = run(str(repo), "--report", str(report), "--out", str(tmp_path / "one.md"), cwd=tmp_path)
+    second = run(str(repo), "--report", str(report), "--out", str(tmp_path / "two.md"), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    assert first.stdout == ""  # the report went to --out
+    assert (tmp_path / "one.md").read_bytes() == (tmp_path / "two.md").read_bytes()
+    assert "audit pass" in first.stderr
+
+
+def test_markdown_on_stdout_and_json_format(repo: Path, report: Path, tmp_path: Path):
+    markdown = run(str(repo), "--report", str(report), "-q", cwd=tmp_path)
+    assert markdown.returncode == 0, markdown.stderr
+    assert markdown.stdout.startswith("<!-- logomesh:audit -->") and markdown.stderr == ""
+    as_json = run(str(repo), "--format", "json", "-q", cwd=tmp_path)
+    data = json.loads(as_json.stdout)
+    assert data["rubric"]["name"] == "logomesh-auditor" and len(data["rulings"]) == 10
+
+
+def test_a_failing_audit_exits_1(tmp_path: Path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    git(bad, "init", "-q", "-b", "main")
+    (bad / "run.py").write_text("import subprocess\n\ndef go(cmd):\n    subprocess.run(cmd, shell=True)\n")
+    git(bad, "add", "-A")
+    git(bad, "commit", "-q", "-m", "x")
+    result = run(str(bad), cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "CWE-78" in result.stdout and "run.py:4" in result.stdout
+
+
+def test_input_errors_exit_2_with_a_clear_message(repo: Path, tmp_path: Path):
+    missing = run(str(tmp_path / "nope"), cwd=tmp_path)
+    assert missing.returncode == 2 and "no such directory" in missing.stderr
+    not_pdf = tmp_path / "r.pdf"
+    not_pdf.write_text("plain text")
+    bad_report = run(str(repo), "--report", str(not_pdf), cwd=tmp_path)
+    assert bad_report.returncode == 2 and "not a PDF" in bad_report.stderr
+    rubric = tmp_path / "rubric.json"
+    rubric.write_text(json.dumps({"name": "broken"}))
+    bad_rubric = run(str(repo), "--rubric", str(rubric), cwd=tmp_path)
+    assert bad_rubric.returncode == 2 and "invalid field" in bad_rubric.stderr
+    usage = run(cwd=tmp_path)
+    assert usage.returncode == 2
