@@ -74,10 +74,14 @@ class Attack:
 
 
 def merge(hypotheses: list[Hypothesis]) -> list[Hypothesis]:
-    """Fold duplicates (same kind, file and line) from several sources into one, keeping every origin."""
-    merged: dict[tuple[str, str, int], Hypothesis] = {}
-    for hyp in hypotheses:
-        slot = (hyp.kind, hyp.path, hyp.line)
+    """Fold duplicates from several sources into one, keeping every origin.
+
+    Duplicates are the same kind in the same function (or, outside functions, on the same line): scanners
+    point at different lines of one flaw (bandit at the SQL string, the taint pass at ``execute``).
+    """
+    merged: dict[tuple[str, str, str], Hypothesis] = {}
+    for hyp in sorted(hypotheses, key=lambda h: (h.path, h.line, h.kind, h.origins)):
+        slot = (hyp.kind, hyp.path, hyp.target.qualname if hyp.target else f"line {hyp.line}")
         seen = merged.get(slot)
         if seen is None:
             merged[slot] = hyp
