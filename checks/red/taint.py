@@ -58,6 +58,13 @@ MUTATORS = frozenset({"append", "extend", "update", "add", "pop", "setdefault", 
 MIN_SECRET_LENGTH = 8
 
 
+def _varied(text: str) -> bool:
+    """Secrets mix character classes; labels such as ``"password"`` or ``"api_key"`` do not."""
+    classes = [any(c.islower() for c in text), any(c.isupper() for c in text), any(c.isdigit() for c in text),
+               any(not c.isalnum() and c not in "_-." for c in text)]
+    return sum(classes) >= 2
+
+
 def dotted(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -399,12 +406,21 @@ class TaintPass:
                 text = value.value
                 named = SECRET_NAME.search(name.split(".")[-1]) is not None
                 looks_real = len(text) >= MIN_SECRET_LENGTH and " " not in text and not PLACEHOLDER.search(text) \
-                    and not text.startswith(("http://", "https://", "/"))
+                    and not text.startswith(("http://", "https://", "/")) and _varied(text)
                 if (named and looks_real) or KNOWN_TOKEN.match(text):
                     found.append(Hypothesis(kind="hardcoded-secret", path=self.path, line=value.lineno, sink=name,
                                             detail=f"{name or 'a literal'} holds a hard-coded credential "
                                             f"({len(text)} characters)", target=None))
-        return found
+        lines = {h.line for h in found}
+        for node in ast.walk(tree):
+            # A literal with a well-known token shape is a secret wherever it sits (dict values, arguments…).
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.lineno not in lines \
+                    and KNOWN_TOKEN.match(node.value):
+                lines.add(node.lineno)
+                found.append(Hypothesis(kind="hardcoded-secret", path=self.path, line=node.lineno, sink="literal",
+                                        detail=f"a literal with the shape of a {node.value[:4]}… credential",
+                                        target=None))
+        return sorted(found, key=lambda h: h.line)
 
 
 def enclosing_target(path: str, source: str, line: int) -> Target | None:
