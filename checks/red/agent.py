@@ -193,7 +193,7 @@ class MCTSRedTeam:
         return RedAnalysis(
             attack_successful=any(f.confirmed for f in findings),
             vulnerability_count=len(findings),
-            max_severity=worst,  # type: ignore[arg-type]
+            max_severity=worst,
             findings=tuple(findings),
             ran=True,
             reason=reason,

@@ -134,7 +134,8 @@ class MCTSPlanner:
     def select(self, root: Node) -> tuple[Node, tuple[str, ...]] | None:
         """Walk down by UCB1 until a node may widen; expand it. None when the whole tree is closed."""
         while True:
-            node, decisions = root, []
+            node: Node = root
+            decisions: list[str] = []
             while True:
                 open_children = [c for c in node.children if not self._refresh_closed(c)]
                 if node.untried and len(open_children) < self.branches:

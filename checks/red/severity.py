@@ -64,7 +64,7 @@ def rate(rubric: Rubric, hyp: Hypothesis, *, confirmed: bool, payload: str | Non
     return RedFinding(
         id=hyp.key,
         title=f"{TITLES.get(hyp.kind, hyp.kind)} ({verdict}): {hyp.detail}",
-        severity=severity,  # type: ignore[arg-type]
+        severity=severity,
         confirmed=confirmed and rule.confirmed is not None,
         confidence=confidence,
         cwe=rule.cwe,

@@ -317,10 +317,12 @@ class TaintPass:
             elif not guarded_paths and (name in OPEN_SINKS or (
                     isinstance(call.func, ast.Attribute) and call.func.attr in PATH_METHODS
                     and flow.sources(call.func.value))):
-                carrier = first if name in OPEN_SINKS else call.func.value
+                method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+                carrier = call.func.value if isinstance(call.func, ast.Attribute) and name not in OPEN_SINKS \
+                    else first
                 tainted = _ordered(flow.sources(carrier), target.params)
                 if tainted:
-                    found.append(self._hyp("path-traversal", call, name or f".{call.func.attr}",
+                    found.append(self._hyp("path-traversal", call, name or f".{method}",
                                            f"file path built from {', '.join(tainted)} without a containment check",
                                            target, tainted))
             if self.network_modules and any(name == m or name.startswith(m + ".") for m in self.network_modules):
