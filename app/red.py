@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -53,17 +54,23 @@ class BanditSource:
 
     name: str = "bandit"
     _config: Any = field(default=None, init=False, repr=False)
+    _manager: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        from bandit.core import config as bandit_config
+        with warnings.catch_warnings():
+            # stevedore, under bandit, warns about an argument bandit still passes when its plugins load
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from bandit.core import config as bandit_config
+            from bandit.core import manager as bandit_manager
 
         self._config = bandit_config.BanditConfig()
+        self._manager = bandit_manager
         logging.getLogger("bandit").setLevel(logging.ERROR)
 
     def candidates(self, path: str, source: str) -> list[Hypothesis]:
-        from bandit.core import manager as bandit_manager
-
-        manager = bandit_manager.BanditManager(self._config, "file", quiet=True, ignore_nosec=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            manager = self._manager.BanditManager(self._config, "file", quiet=True, ignore_nosec=True)
         # _parse_file is bandit's per-file entry point; it takes a byte stream, so nothing touches the disk.
         manager._parse_file(path, io.BytesIO(source.encode("utf-8", "surrogatepass")), [path])
         found: list[Hypothesis] = []

@@ -49,7 +49,7 @@ class Hypothesis:
 
     @property
     def probed(self) -> bool:
-        return self.kind in PROBED_KINDS and self.target is not None
+        return self.kind in PROBED_KINDS and self.target is not None and bool(self.target.params)
 
     @property
     def traced(self) -> bool:

@@ -111,3 +111,12 @@ def test_a_timeout_confirms_exhaustion_only_after_a_benign_call_completed():
     assert judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=after_baseline, timed_out=True)).confirmed
     only_import = lines(nonce, {"phase": "import", "ok": True})
     assert not judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=only_import, timed_out=True)).confirmed
+
+
+async def test_a_sink_in_a_function_without_parameters_is_not_probed(attack):
+    from app.red import BanditSource
+
+    source = '"""Main."""\nimport sys\n\n\ndef main():\n    return eval(sys.argv[1])\n'
+    analysis, agent, sandbox = await attack({"shop/cli.py": source}, sources=[BanditSource()])
+    assert [(f.severity, f.confirmed, f.cwe) for f in analysis.findings] == [("low", False, "CWE-95")]
+    assert sandbox.probes == [] and agent.last_search is None
