@@ -33,6 +33,7 @@ MAX_SOURCE_CHARS = 400_000
 ARG_PRIOR_TAINTED = 1.0
 ARG_PRIOR_OTHER = 0.2
 MAX_TREE_ROWS = 200
+MAX_TRACE_ROWS = 200
 
 
 class CandidateSource(Protocol):
@@ -179,7 +180,7 @@ class MCTSRedTeam:
             search_log.update(ran=True, steps=result.steps, iterations=result.iterations,
                               stop_reason=result.stop_reason, tree=result.tree()[:MAX_TREE_ROWS],
                               trace=[{"step": s.number, "decisions": list(s.decisions), "reward": round(s.reward, 4),
-                                      "probe": s.evaluated} for s in result.trace],
+                                      "probe": s.evaluated} for s in result.trace[:MAX_TRACE_ROWS]],
                               probes=[{"attack": r.attack.key, "confirmed": r.outcome.confirmed,
                                        "reward": r.outcome.reward, "effect": r.outcome.effect}
                                       for r in space.records.values()],

@@ -28,7 +28,7 @@ _out = sys.stdout
 
 def emit(phase, **data):
     data["phase"] = phase
-    _out.write(MARK + " " + json.dumps(data, default=repr) + "\n")
+    _out.write("\n" + MARK + " " + json.dumps(data, default=repr) + "\n")
     _out.flush()
 
 

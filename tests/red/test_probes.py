@@ -120,3 +120,10 @@ async def test_a_sink_in_a_function_without_parameters_is_not_probed(attack):
     analysis, agent, sandbox = await attack({"shop/cli.py": source}, sources=[BanditSource()])
     assert [(f.severity, f.confirmed, f.cwe) for f in analysis.findings] == [("low", False, "CWE-95")]
     assert sandbox.probes == [] and agent.last_search is None
+
+
+async def test_output_without_a_newline_does_not_hide_the_markers(attack):
+    source = ('"""Noisy."""\nimport os\nimport sys\n\n\ndef run(cmd):\n    sys.stdout.write("no newline")\n'
+              '    os.system("echo " + cmd)\n')
+    analysis, _agent, _sandbox = await attack({"shop/noisy.py": source})
+    assert [(f.severity, f.confirmed) for f in analysis.findings] == [("critical", True)]
