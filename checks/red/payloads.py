@@ -61,7 +61,7 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
     "resource-exhaustion": (
         Family("deep-list", "a list nested 100 000 levels deep", 1.0),
         Family("deep-dict", "a dict nested 100 000 levels deep", 0.8),
-        Family("long-string", "a 50 MB string", 0.5),
+        Family("long-string", "a string of a million characters", 0.5),
     ),
 }
 

@@ -89,7 +89,8 @@ def judge_probe(attack: Attack, nonce: str, result: ProbeResult) -> ProbeOutcome
     if baseline is None:
         return ProbeOutcome(False, REWARD_UNREACHED, "the target did not complete a benign call")
     if attack_data is None:
-        if kind == "resource-exhaustion" and (result.timed_out or result.oom_killed):
+        # Only an attack that started counts: building the payload must not be what ran out of memory.
+        if kind == "resource-exhaustion" and "payload" in phases and (result.timed_out or result.oom_killed):
             how = "was killed for memory" if result.oom_killed else "ran past the time limit"
             return ProbeOutcome(True, REWARD_CONFIRMED, f"a benign call completed; the payload {how}")
         return ProbeOutcome(False, REWARD_DEVIATION, "the probe died during the attack "

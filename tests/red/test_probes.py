@@ -108,7 +108,11 @@ def test_a_timeout_confirms_exhaustion_only_after_a_benign_call_completed():
                      argument="a", family="deep-list")
     nonce = probe_nonce(2, exhaust)
     after_baseline = lines(nonce, {"phase": "import", "ok": True}, {"phase": "baseline", "ok": True})
-    assert judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=after_baseline, timed_out=True)).confirmed
+    assert not judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=after_baseline, oom_killed=True)) \
+        .confirmed  # the payload itself may have been what ran out of memory
+    started = lines(nonce, {"phase": "import", "ok": True}, {"phase": "baseline", "ok": True},
+                    {"phase": "payload", "ok": True})
+    assert judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=started, timed_out=True)).confirmed
     only_import = lines(nonce, {"phase": "import", "ok": True})
     assert not judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=only_import, timed_out=True)).confirmed
 
