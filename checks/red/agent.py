@@ -161,7 +161,9 @@ class MCTSRedTeam:
         probed = [h for h in hypotheses if h.probed]
         seed = case_seed(case, rubric)
         space: RedSearchSpace | None = None
-        search_log: dict[str, Any] = {"seed": seed, "hypotheses": len(hypotheses), "probeable": len(probed)}
+        # The seed is logged as hex: canonical JSON (RFC 8785) only carries integers up to 2**53 exactly.
+        search_log: dict[str, Any] = {"seed": f"{seed:016x}", "hypotheses": len(hypotheses),
+                                      "probeable": len(probed)}
         if sandbox is None:
             reason = (f"no sandbox: static analysis only, {len(probed)} exploitable hypotheses could not be "
                       "confirmed")

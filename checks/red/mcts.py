@@ -183,5 +183,10 @@ class MCTSPlanner:
                               evaluated=outcome.evaluated))
         else:
             stop = "steps" if steps >= self.max_steps else "exhausted"
+        pending = list(root.children)
+        while pending:  # settle the closed flags so the logged tree says what is finished
+            node = pending.pop()
+            self._refresh_closed(node)
+            pending.extend(node.children)
         return SearchResult(root=root, steps=steps, iterations=iterations, stop_reason=stop, trace=trace,
                             elapsed_seconds=self.clock() - start)

@@ -128,3 +128,13 @@ async def test_bandit_seeds_are_merged_with_the_taint_pass(rubric):
 async def test_nosec_does_not_hide_a_sink_from_bandit():
     source = "def f(x):\n    return eval(x)  # nosec\n"
     assert [h.kind for h in BanditSource().candidates("m.py", source)] == ["code-injection"]
+
+
+async def test_the_analysis_is_canonical_json_for_the_dbom(attack):
+    rfc8785 = pytest.importorskip("rfc8785")
+    analysis, _agent, _sandbox = await attack(dict(VULNERABLE.values()))
+    payload = analysis.model_dump(mode="json", exclude={"runtime_seconds"})
+    assert rfc8785.dumps(payload)  # raises on integers beyond 2**53, NaN, …
+    assert isinstance(analysis.search["seed"], str) and len(analysis.search["seed"]) == 16
+    tree = analysis.search["tree"]
+    assert all(row["closed"] for row in tree if row["path"].startswith("code-injection"))
