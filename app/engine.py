@@ -82,10 +82,15 @@ async def attach_red_team(stack: contextlib.AsyncExitStack, repo: GitRepo, prepa
     if settings.red_team == "off":
         parts.red_team_missing = "the red agent is turned off (LOGOMESH_RED_TEAM=off)"
         return
-    from app.red import ReportingRedTeam, scanner_sources
+    from app.red import RedTeamUnavailable, ReportingRedTeam, scanner_sources
     from checks.red import MCTSRedTeam
 
-    sources, notice = scanner_sources(required=settings.red_team == "on")
+    try:
+        sources, notice = scanner_sources(required=settings.red_team == "on")
+    except RedTeamUnavailable as exc:  # LogoMesh's own gap: the review goes on and says why red did not run
+        parts.red_team_missing = str(exc)
+        say(f"notice: {exc}")
+        return
     if notice:
         say(f"notice: {notice}")
     parts.red_team = ReportingRedTeam(MCTSRedTeam(sources=sources), say)
