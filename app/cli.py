@@ -19,6 +19,7 @@ from app.cli_audit import audit as audit_command
 from app.cli_dbom import dbom_cli
 from app.engine import read_config_file, review_repository
 from app.gitrepo import GitError
+from app.red import write_sarif
 from app.settings import SettingsError, load_settings
 from checks.diff import DiffError
 from checks.errors import ConfigError
@@ -55,6 +56,8 @@ def review(
     config: Annotated[Path | None, typer.Option("--config", help="Use this .logomesh.yml instead of the base's.")]
     = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+    sarif: Annotated[Path | None, typer.Option("--sarif", help="Also write the red-team findings as SARIF 2.1.0.")]
+    = None,
 ) -> None:
     """Review BASE...HEAD of a local repository exactly as the App reviews a pull request."""
     if body is not None and body_file is not None:
@@ -82,6 +85,11 @@ def review(
     except (GitError, ConfigError, RubricError, DiffError) as exc:
         raise _fail_usage(str(exc)) from exc
 
+    if sarif is not None:
+        try:
+            write_sarif(sarif, evaluation)
+        except OSError as exc:
+            raise _fail_usage(f"cannot write {sarif}: {exc.strerror}") from exc
     if output is OutputFormat.json:
         sys.stdout.write(evaluation.pretty_json() + "\n")
     elif output is OutputFormat.markdown:

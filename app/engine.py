@@ -78,8 +78,25 @@ async def attach_embedder(stack: contextlib.AsyncExitStack, repo: GitRepo, prepa
 
 async def attach_red_team(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                           settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
-    """The MCTS Red Agent."""
-    parts.red_team_missing = "the red agent is not available in this build"
+    """The MCTS Red Agent: on in ``auto`` and ``on``; without a sandbox it analyses statically and says so."""
+    if settings.red_team == "off":
+        parts.red_team_missing = "the red agent is turned off (LOGOMESH_RED_TEAM=off)"
+        return
+    from app.red import RedTeamUnavailable, ReportingRedTeam, scanner_sources
+    from checks.red import MCTSRedTeam
+
+    try:
+        sources, notice = scanner_sources(required=settings.red_team == "on")
+    except RedTeamUnavailable as exc:  # LogoMesh's own gap: the review goes on and says why red did not run
+        parts.red_team_missing = str(exc)
+        say(f"notice: {exc}")
+        return
+    if notice:
+        say(f"notice: {notice}")
+    parts.red_team = ReportingRedTeam(MCTSRedTeam(sources=sources), say)
+    if parts.sandbox is None:
+        say("notice: red agent: no sandbox, so findings stay unconfirmed static findings "
+            f"({parts.sandbox_missing})")
 
 
 async def attach_judges(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,

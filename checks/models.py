@@ -208,6 +208,8 @@ class RedAnalysis(Model):
     findings: tuple[RedFinding, ...] = ()
     ran: bool = False
     reason: str | None = None
+    search: dict[str, Any] | None = Field(default=None, description="the search log: seed, tree, trace, probes")
+    runtime_seconds: float | None = Field(default=None, description="wall time of the attack; never scored")
 
 
 class DetectiveReport(Model):

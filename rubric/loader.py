@@ -100,12 +100,32 @@ class RedMultipliers(_Frozen):
     medium: float
 
 
+class RedKindRule(_Frozen):
+    """How one attack class is rated: confirmed by a sandbox probe, or only found statically."""
+
+    cwe: str
+    confirmed: Severity | None
+    unconfirmed: Literal["high", "medium", "low"]
+    confidence: float
+
+
+class RedUntraced(_Frozen):
+    """A candidate only a pattern scanner saw, with no traced path from untrusted input."""
+
+    severity: Literal["medium", "low"]
+    confidence: float
+
+
 class RedRules(_Frozen):
     multipliers: RedMultipliers
     max_steps: int
     max_time_seconds: float
     mcts_branches: int
     exploration_weight: float
+    probe_timeout_seconds: float
+    severity_table: dict[str, RedKindRule]
+    untraced: RedUntraced
+    confirmed_confidence: float
 
 
 class VerdictRules(_Frozen):

@@ -48,4 +48,9 @@ class RedTeam:
             )
             for finding in analysis.findings
         ]
+        if analysis.search is not None:
+            evidence.append(Evidence(
+                id=f"{ID}.search", detective=ID, kind="red-search",
+                summary=analysis.reason or "red agent search", facts=dict(analysis.search),
+            ))
         return DetectiveReport(detective=ID, red=analysis, evidence=tuple(evidence))

@@ -75,8 +75,8 @@ def tests_added(brief: Brief) -> list[str]:
 
 
 def confirmed_security_flaw(brief: Brief) -> bool:
-    """A flaw no judge may argue away: a confirmed red finding, or a critical construct the change adds."""
-    if any(f.confirmed for f in brief.red.findings):
+    """A flaw no judge may argue away: a confirmed high/critical red finding, or a critical construct added."""
+    if any(f.confirmed and SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["high"] for f in brief.red.findings):
         return True
     return any(is_security(e) and e.severity == "critical" for e in brief.evidence)
 

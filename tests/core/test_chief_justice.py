@@ -108,3 +108,15 @@ def test_rules_with_fewer_judges_and_none():
     nobody = judge_case(RUBRIC, brief(components=facts), [])
     assert nobody.logic_judged is None
     assert nobody.logic_score == pytest.approx((0.8 + 0.85) / 2)
+
+
+def test_a_confirmed_medium_finding_is_penalised_but_does_not_cap():
+    finding = RedFinding(id="r", title="unbounded recursion", severity="medium", confirmed=True, confidence=0.9,
+                         cwe="CWE-674")
+    red = RedAnalysis(attack_successful=True, vulnerability_count=1, max_severity="medium", findings=(finding,),
+                      ran=True)
+    facts = {"rationale": 0.9, "architecture": 0.8, "testing": 0.85}
+    j = judge_case(RUBRIC, brief(red=red, components=facts), _all(5))
+    assert j.red_penalty == pytest.approx(0.15)
+    assert j.cis_score == pytest.approx(j.cis_raw * 0.85)
+    assert not any("Rule of Security" in r for r in j.verdict_reasons)

@@ -1,0 +1,223 @@
+"""The MCTS Red Agent: seeds attack hypotheses from static analysis, then searches for exploits that a
+sandbox probe confirms.
+
+:class:`MCTSRedTeam` implements :class:`checks.protocols.RedTeam`. It never runs code itself: every probe goes
+through ``sandbox.run_probe`` (the locked-down container, network off). Without a sandbox it still runs the
+static passes and reports their findings unconfirmed, and says so in ``reason``.
+
+The seed of the search comes from the case (head sha, diff, rubric), so a review is reproducible: the same
+change gives the same tree, the same probes and the same findings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from checks.detectives.doc_analyst import is_test_path
+from checks.models import SEVERITY_ORDER, Case, RedAnalysis, RedFinding
+from checks.protocols import Sandbox
+from checks.red.hypotheses import Attack, Hypothesis, merge
+from checks.red.mcts import MCTSPlanner, Rollout, SearchResult, State
+from checks.red.payloads import describe, families
+from checks.red.probes import REWARD_UNREACHED, ProbeOutcome, build_probe, judge_probe, probe_nonce
+from checks.red.severity import rate
+from checks.red.taint import TaintPass
+from rubric import Rubric
+
+MAX_SOURCE_CHARS = 400_000
+ARG_PRIOR_TAINTED = 1.0
+ARG_PRIOR_OTHER = 0.2
+MAX_TREE_ROWS = 200
+MAX_TRACE_ROWS = 200
+
+
+class CandidateSource(Protocol):
+    """A static scanner that proposes hypotheses for one file's source (e.g. bandit, run by the caller)."""
+
+    name: str
+
+    def candidates(self, path: str, source: str) -> list[Hypothesis]: ...
+
+
+def case_seed(case: Case, rubric: Rubric) -> int:
+    digest = hashlib.sha256(f"{case.head_sha}|{case.diff_sha256}|{rubric.sha256}".encode()).hexdigest()
+    return int(digest[:16], 16)
+
+
+def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSource] = ()) -> list[Hypothesis]:
+    """Every hypothesis on the lines the change adds to its (non-test) Python files."""
+    network = rubric.constraints.network.modules if rubric.constraints.network.prohibited else ()
+    found: list[Hypothesis] = []
+    for changed in case.files:
+        if (changed.status == "removed" or changed.is_binary or changed.is_symlink or changed.content is None
+                or not changed.path.endswith(".py") or is_test_path(changed.path)
+                or len(changed.content) > MAX_SOURCE_CHARS):
+            continue
+        added = None if changed.status == "added" else set(changed.added_lines)
+        found += TaintPass(changed.path, changed.content, added, network).run()
+        for source in sources:
+            found += [h for h in source.candidates(changed.path, changed.content) if added is None or h.line in added]
+    return merge(found)
+
+
+@dataclass
+class ProbeRecord:
+    attack: Attack
+    outcome: ProbeOutcome
+
+
+@dataclass
+class RedSearchSpace:
+    """root → hypothesis → argument → payload family; a leaf is one probe in the sandbox."""
+
+    hypotheses: list[Hypothesis]
+    sandbox: Sandbox
+    seed: int
+    probe_timeout_seconds: float
+    records: dict[str, ProbeRecord] = field(default_factory=dict)
+    confirmed: dict[str, ProbeRecord] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.by_key = {h.key: h for h in self.hypotheses}
+
+    def _hypothesis_prior(self, hyp: Hypothesis) -> float:
+        weight = {"critical": 1.0, "high": 0.8, "medium": 0.6, "low": 0.4}
+        top = {"command-injection": "critical", "code-injection": "critical", "deserialization": "critical",
+               "sql-injection": "high", "path-traversal": "high"}.get(hyp.kind, "medium")
+        return weight[top] * (1.0 if hyp.tainted else 0.5)
+
+    def _arguments(self, hyp: Hypothesis) -> list[tuple[str, float]]:
+        params = hyp.target.params if hyp.target else ()
+        return [(f"arg={p}", ARG_PRIOR_TAINTED if p in hyp.tainted else ARG_PRIOR_OTHER) for p in params]
+
+    def actions(self, state: State) -> Sequence[tuple[str, float]]:
+        if not state:
+            return [(h.key, self._hypothesis_prior(h)) for h in self.hypotheses]
+        hyp = self.by_key[state[0]]
+        if len(state) == 1:
+            return self._arguments(hyp)
+        return [(f"family={f.name}", f.prior) for f in families(hyp.kind)]
+
+    def is_terminal(self, state: State) -> bool:
+        return len(state) == 3
+
+    def is_closed(self, state: State) -> bool:
+        return bool(state) and state[0] in self.confirmed
+
+    def _attack(self, state: State) -> Attack:
+        return Attack(self.by_key[state[0]], state[1].removeprefix("arg="), state[2].removeprefix("family="))
+
+    def _completions(self, state: State) -> list[tuple[State, float]]:
+        args = [state[1]] if len(state) > 1 else [a for a, _ in self.actions(state[:1])]
+        arg_prior = dict(self.actions(state[:1]))
+        fams = [state[2]] if len(state) > 2 else [f for f, _ in self.actions((*state[:1], args[0]))]
+        fam_prior = dict(self.actions((*state[:1], args[0])))
+        return [((state[0], a, f), arg_prior.get(a, 1.0) * fam_prior.get(f, 1.0)) for a in args for f in fams]
+
+    async def rollout(self, state: State, rng: random.Random, time_left: float) -> Rollout:
+        completions = self._completions(state)
+        untested = [(s, w) for s, w in completions if self._attack(s).key not in self.records]
+        if not untested:
+            best = max((self.records[self._attack(s).key].outcome.reward for s, _ in completions),
+                       default=REWARD_UNREACHED)
+            return Rollout(reward=best, evaluated=False)
+        chosen = rng.choices([s for s, _ in untested], weights=[w for _, w in untested], k=1)[0]
+        attack = self._attack(chosen)
+        outcome = await self._probe(attack, max(0.5, min(self.probe_timeout_seconds, time_left)))
+        record = ProbeRecord(attack=attack, outcome=outcome)
+        self.records[attack.key] = record
+        if outcome.confirmed:
+            self.confirmed.setdefault(attack.hypothesis.key, record)
+        return Rollout(reward=outcome.reward, evaluated=True)
+
+    async def _probe(self, attack: Attack, timeout: float) -> ProbeOutcome:
+        nonce = probe_nonce(self.seed, attack)
+        try:
+            result = await self.sandbox.run_probe(build_probe(attack, nonce), timeout)
+        except Exception as exc:  # a sandbox failure is recorded with its cause and costs this probe only
+            message = f"sandbox error: {type(exc).__name__}: {exc}"
+            self.errors.append(message)
+            return ProbeOutcome(False, REWARD_UNREACHED, message)
+        return judge_probe(attack, nonce, result)
+
+
+@dataclass
+class MCTSRedTeam:
+    """The Red Agent. ``sources`` add scanner candidates (bandit) to the agent's own taint pass."""
+
+    sources: Sequence[CandidateSource] = ()
+    clock: Callable[[], float] = time.monotonic
+    last_search: SearchResult | None = field(default=None, init=False)
+
+    async def attack(self, case: Case, rubric: Rubric, sandbox: Sandbox | None) -> RedAnalysis:
+        started = self.clock()
+        hypotheses = collect_hypotheses(case, rubric, self.sources)
+        probed = [h for h in hypotheses if h.probed]
+        seed = case_seed(case, rubric)
+        space: RedSearchSpace | None = None
+        # The seed is logged as hex: canonical JSON (RFC 8785) only carries integers up to 2**53 exactly.
+        search_log: dict[str, Any] = {"seed": f"{seed:016x}", "hypotheses": len(hypotheses),
+                                      "probeable": len(probed)}
+        if sandbox is None:
+            reason = (f"no sandbox: static analysis only, {len(probed)} exploitable hypotheses could not be "
+                      "confirmed")
+            search_log["ran"] = False
+        elif not probed:
+            reason = "nothing to probe: no hypothesis with a callable target in the change"
+            search_log["ran"] = False
+        else:
+            red = rubric.red
+            space = RedSearchSpace(probed, sandbox, seed, red.probe_timeout_seconds)
+            planner = MCTSPlanner(space, seed=seed, max_steps=red.max_steps, max_time_seconds=red.max_time_seconds,
+                                  branches=red.mcts_branches, exploration_weight=red.exploration_weight,
+                                  clock=self.clock)
+            result = await planner.run()
+            self.last_search = result
+            search_log.update(ran=True, steps=result.steps, iterations=result.iterations,
+                              stop_reason=result.stop_reason, tree=result.tree()[:MAX_TREE_ROWS],
+                              trace=[{"step": s.number, "decisions": list(s.decisions), "reward": round(s.reward, 4),
+                                      "probe": s.evaluated} for s in result.trace[:MAX_TRACE_ROWS]],
+                              probes=[{"attack": r.attack.key, "confirmed": r.outcome.confirmed,
+                                       "reward": r.outcome.reward, "effect": r.outcome.effect}
+                                      for r in space.records.values()],
+                              sandbox_errors=space.errors)
+            reason = (f"MCTS ran {result.steps} probe(s) in {result.iterations} iteration(s) (stopped: "
+                      f"{result.stop_reason}); confirmed {len(space.confirmed)} of {len(probed)} exploitable "
+                      "hypotheses")
+        findings = [self._finding(rubric, h, space, sandbox is not None) for h in hypotheses]
+        findings.sort(key=lambda f: (-SEVERITY_ORDER[f.severity], f.id))
+        worst = findings[0].severity if findings else "none"
+        return RedAnalysis(
+            attack_successful=any(f.confirmed for f in findings),
+            vulnerability_count=len(findings),
+            max_severity=worst,
+            findings=tuple(findings),
+            ran=True,
+            reason=reason,
+            search=search_log,
+            runtime_seconds=round(self.clock() - started, 3),
+        )
+
+    @staticmethod
+    def _finding(rubric: Rubric, hyp: Hypothesis, space: RedSearchSpace | None, sandboxed: bool) -> RedFinding:
+        if not hyp.probed:
+            return rate(rubric, hyp, confirmed=False, payload=None,
+                        effect="static finding: the construct itself is the evidence; no probe can confirm it")
+        record = space.confirmed.get(hyp.key) if space else None
+        if record is not None:
+            payload = (f"argument '{record.attack.argument}' ← {record.attack.family}: "
+                       f"{describe(hyp.kind, record.attack.family)}")
+            return rate(rubric, hyp, confirmed=True, payload=payload, effect=record.outcome.effect)
+        if not sandboxed:
+            effect = "not confirmed: no sandbox was available to run probes"
+        else:
+            tried = [r for r in (space.records.values() if space else ()) if r.attack.hypothesis.key == hyp.key]
+            effect = (f"not confirmed by {len(tried)} probes; last: {tried[-1].outcome.effect}" if tried
+                      else "not confirmed: the search budget ran out before this hypothesis was probed")
+        return rate(rubric, hyp, confirmed=False, payload=None, effect=effect)

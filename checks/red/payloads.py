@@ -1,0 +1,74 @@
+"""Payload families the probes deliver, per attack class, and the oracle each one is judged by.
+
+The payload itself is built *inside* the probe (so crafted pickles and deep structures are real objects); here
+each family has a name, a one-line description for the evidence, and the oracle that confirms it:
+
+================  ==========================================  =============================================
+kind              families                                    oracle
+================  ==========================================  =============================================
+command-inj.      semicolon, subshell, backtick, quote-break  a canary file the injected command creates
+code-injection    expression, getattr-system, statement       a canary file the injected code writes
+deserialization   pickle-bytes, pickle-base64, pickle-stream, a canary file the crafted object's
+                  yaml-tag                                    ``__reduce__`` / YAML tag writes on load
+sql-injection     quote, double-quote, unbalanced             the DB raises a *syntax* error for the payload
+                                                              and not for a benign value
+path-traversal    dotdot, absolute                            a secret file outside the base is read (its
+                                                              nonce comes back) or overwritten
+resource-exh.     deep-list, deep-dict, long-string           RecursionError / MemoryError, a timeout or an
+                                                              OOM kill after a benign call completed
+================  ==========================================  =============================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    prior: float
+
+
+FAMILIES: dict[str, tuple[Family, ...]] = {
+    "command-injection": (
+        Family("semicolon", "shell metacharacter ';' then a command that writes a canary file", 1.0),
+        Family("subshell", "$(…) command substitution that writes a canary file", 0.9),
+        Family("quote-break", "closes a quoted argument, then ';' and a canary command", 0.8),
+        Family("backtick", "`…` command substitution that writes a canary file", 0.7),
+    ),
+    "code-injection": (
+        Family("expression", "__import__('pathlib').Path(canary).write_text(nonce)", 1.0),
+        Family("getattr-system", "getattr(__import__('os'), 'system')('echo nonce > canary')", 0.8),
+        Family("statement", "import pathlib; pathlib.Path(canary).write_text(nonce)", 0.6),
+    ),
+    "deserialization": (
+        Family("pickle-bytes", "a pickle whose __reduce__ runs exec() to write a canary file", 1.0),
+        Family("pickle-base64", "the same crafted pickle, base64-encoded", 0.8),
+        Family("pickle-stream", "the same crafted pickle as a binary file object", 0.7),
+        Family("yaml-tag", "!!python/object/apply:exec tag that writes a canary file", 0.6),
+    ),
+    "sql-injection": (
+        Family("quote", "a single quote that breaks out of a SQL string literal", 1.0),
+        Family("double-quote", "a double quote that breaks out of a quoted identifier or literal", 0.7),
+        Family("unbalanced", "quotes and a parenthesis that break any SQL context", 0.6),
+    ),
+    "path-traversal": (
+        Family("dotdot", "../ segments up to the root, then the path of a secret file", 1.0),
+        Family("absolute", "the absolute path of a secret file (os.path.join drops the base)", 0.8),
+    ),
+    "resource-exhaustion": (
+        Family("deep-list", "a list nested 100 000 levels deep", 1.0),
+        Family("deep-dict", "a dict nested 100 000 levels deep", 0.8),
+        Family("long-string", "a string of a million characters", 0.5),
+    ),
+}
+
+
+def families(kind: str) -> tuple[Family, ...]:
+    return FAMILIES.get(kind, ())
+
+
+def describe(kind: str, family: str) -> str:
+    return next((f.description for f in families(kind) if f.name == family), family)

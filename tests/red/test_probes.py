@@ -1,0 +1,133 @@
+"""Probes and oracles: more payload families executed for real, and the oracle's reading of probe output."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+from checks.models import ProbeResult
+from checks.red.hypotheses import Attack, Hypothesis, Target
+from checks.red.probes import build_probe, judge_probe, probe_nonce
+
+
+async def test_unbounded_recursion_is_confirmed_as_medium(attack):
+    source = '"""Trees."""\n\n\ndef depth(tree):\n    return 1 + max((depth(c) for c in tree), default=0)\n'
+    analysis, _agent, _sandbox = await attack({"shop/tree.py": source})
+    assert [(f.severity, f.confirmed, f.cwe) for f in analysis.findings] == [("medium", True, "CWE-674")]
+    assert "RecursionError" in (analysis.findings[0].effect or "")
+
+
+async def test_yaml_deserialisation_in_a_method_is_confirmed(attack):
+    source = ('"""Config."""\nimport yaml\n\n\nclass Loader:\n    def parse(self, text):\n'
+              '        return yaml.load(text, Loader=yaml.Loader)\n')
+    analysis, _agent, _sandbox = await attack({"shop/conf.py": source})
+    assert [(f.severity, f.confirmed) for f in analysis.findings] == [("critical", True)]
+    assert "yaml-tag" in (analysis.findings[0].payload or "")
+
+
+async def test_async_targets_are_awaited(attack):
+    source = '"""Jobs."""\nimport os\n\n\nasync def run_job(command):\n    os.system(command)\n'
+    analysis, _agent, _sandbox = await attack({"shop/jobs.py": source})
+    assert [(f.severity, f.confirmed) for f in analysis.findings] == [("critical", True)]
+
+
+async def test_a_module_that_cannot_import_is_not_confirmed(attack):
+    source = '"""Broken."""\nimport not_a_module_anywhere\n\n\ndef f(x):\n    return eval(x)\n'
+    analysis, agent, _sandbox = await attack({"shop/broken.py": source})
+    assert [(f.severity, f.confirmed) for f in analysis.findings] == [("high", False)]
+    assert "could not reach the target" in (analysis.findings[0].effect or "")
+    assert all(step.reward == 0.0 for step in agent.last_search.trace)
+
+
+class FailingSandbox:
+    async def run_tests(self, spec):  # pragma: no cover - not used by the red agent
+        raise NotImplementedError
+
+    async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
+        raise RuntimeError("docker daemon went away")
+
+
+async def test_a_sandbox_failure_is_recorded_not_fatal(rubric):
+    from checks.red import MCTSRedTeam
+    from tests.red.fixtures import VULNERABLE, make_case
+
+    path, source = VULNERABLE["eval"]
+    analysis = await MCTSRedTeam().attack(make_case({path: source}), rubric, FailingSandbox())
+    assert [(f.severity, f.confirmed) for f in analysis.findings] == [("high", False)]
+    assert "docker daemon went away" in analysis.search["sandbox_errors"][0]
+
+
+ATTACK = Attack(Hypothesis(kind="sql-injection", path="m.py", line=3, sink=".execute", detail="d",
+                           target=Target(path="m.py", qualname="f", params=("conn", "name")), tainted=("name",)),
+                argument="name", family="quote")
+
+
+def lines(nonce: str, *phases: dict) -> str:
+    return "".join(f"LOGOMESH-PROBE-{nonce} {json.dumps(p)}\n" for p in phases)
+
+
+def test_the_probe_carries_its_data_as_a_literal_not_as_code():
+    hostile_path = "x'); import os; os.system('boom');('.py"
+    hostile = Attack(Hypothesis(kind="code-injection", path=hostile_path, line=1, sink="eval", detail="d",
+                                target=Target(path=hostile_path, qualname="f", params=("a",))),
+                     argument="a", family="expression")
+    code = build_probe(hostile, "n0nce")
+    tree = ast.parse(code)
+    config_line = next(n for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "CONFIG")
+    call = config_line.value
+    assert isinstance(call, ast.Call) and isinstance(call.args[0], ast.Constant)
+    assert json.loads(call.args[0].value)["path"] == hostile_path
+    assert not any(isinstance(n, ast.Call) and ast.unparse(n.func) == "os.system" for n in ast.walk(tree))
+
+
+def test_sql_oracle_needs_a_syntax_error_that_a_benign_value_does_not_cause():
+    nonce = probe_nonce(1, ATTACK)
+    base = {"phase": "baseline", "ok": False, "error_type": "OperationalError", "error": "no such table: users"}
+    syntax = {"phase": "attack", "ok": False, "error_type": "OperationalError", "error": 'unrecognized token: "\'"'}
+    same = {"phase": "attack", "ok": False, "error_type": "OperationalError", "error": "no such table: users"}
+    ok = ProbeResult(exit_code=0, stdout=lines(nonce, {"phase": "import", "ok": True}, base, syntax))
+    assert judge_probe(ATTACK, nonce, ok).confirmed
+    parameterised = ProbeResult(exit_code=0, stdout=lines(nonce, {"phase": "import", "ok": True}, base, same))
+    assert not judge_probe(ATTACK, nonce, parameterised).confirmed
+
+
+def test_markers_without_the_nonce_are_ignored_and_first_phase_wins():
+    nonce = probe_nonce(1, ATTACK)
+    forged = lines("0" * 20, {"phase": "import", "ok": True}, {"phase": "baseline", "ok": True},
+                   {"phase": "attack", "ok": False, "error": "syntax error"})
+    outcome = judge_probe(ATTACK, nonce, ProbeResult(exit_code=0, stdout=forged))
+    assert not outcome.confirmed and outcome.reward == 0.0
+    real_then_forged = lines(nonce, {"phase": "import", "ok": False, "error_type": "ImportError", "error": "x"},
+                             {"phase": "import", "ok": True})
+    assert judge_probe(ATTACK, nonce, ProbeResult(exit_code=0, stdout=real_then_forged)).reward == 0.0
+
+
+def test_a_timeout_confirms_exhaustion_only_after_a_benign_call_completed():
+    exhaust = Attack(Hypothesis(kind="resource-exhaustion", path="m.py", line=1, sink="f", detail="d",
+                                target=Target(path="m.py", qualname="f", params=("a",)), tainted=("a",)),
+                     argument="a", family="deep-list")
+    nonce = probe_nonce(2, exhaust)
+    after_baseline = lines(nonce, {"phase": "import", "ok": True}, {"phase": "baseline", "ok": True})
+    assert not judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=after_baseline, oom_killed=True)) \
+        .confirmed  # the payload itself may have been what ran out of memory
+    started = lines(nonce, {"phase": "import", "ok": True}, {"phase": "baseline", "ok": True},
+                    {"phase": "payload", "ok": True})
+    assert judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=started, timed_out=True)).confirmed
+    only_import = lines(nonce, {"phase": "import", "ok": True})
+    assert not judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=only_import, timed_out=True)).confirmed
+
+
+async def test_a_sink_in_a_function_without_parameters_is_not_probed(attack):
+    from app.red import BanditSource
+
+    source = '"""Main."""\nimport sys\n\n\ndef main():\n    return eval(sys.argv[1])\n'
+    analysis, agent, sandbox = await attack({"shop/cli.py": source}, sources=[BanditSource()])
+    assert [(f.severity, f.confirmed, f.cwe) for f in analysis.findings] == [("low", False, "CWE-95")]
+    assert sandbox.probes == [] and agent.last_search is None
+
+
+async def test_output_without_a_newline_does_not_hide_the_markers(attack):
+    source = ('"""Noisy."""\nimport os\nimport sys\n\n\ndef run(cmd):\n    sys.stdout.write("no newline")\n'
+              '    os.system("echo " + cmd)\n')
+    analysis, _agent, _sandbox = await attack({"shop/noisy.py": source})
+    assert [(f.severity, f.confirmed) for f in analysis.findings] == [("critical", True)]

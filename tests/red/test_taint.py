@@ -1,0 +1,79 @@
+"""The taint pass: which sinks untrusted input reaches, and which look-alikes it leaves alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks.red.taint import TaintPass, enclosing_target
+
+
+def kinds(source: str, network: tuple[str, ...] = ()) -> list[tuple[str, str | None, tuple[str, ...]]]:
+    return [(h.kind, h.target.qualname if h.target else None, h.tainted)
+            for h in TaintPass("m.py", source, network_modules=network).run()]
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("import os\ndef f(a, b):\n    os.system('ls ' + b)\n", [("command-injection", "f", ("b",))]),
+    ("import subprocess as sp\ndef f(a):\n    cmd = 'x %s' % a\n    sp.Popen(cmd, shell=True)\n",
+     [("command-injection", "f", ("a",))]),
+    ("from subprocess import check_output\ndef f(a):\n    check_output(a, shell=True)\n",
+     [("command-injection", "f", ("a",))]),
+    ("import yaml\ndef f(doc):\n    return yaml.load(doc, Loader=yaml.Loader)\n",
+     [("deserialization", "f", ("doc",))]),
+    ("class Api:\n    def run(self, code):\n        exec(code)\n", [("code-injection", "Api.run", ("code",))]),
+    ("def f(cur, table):\n    cur.execute('SELECT * FROM {}'.format(table))\n", [("sql-injection", "f", ("table",))]),
+    ("from pathlib import Path\ndef f(name):\n    return (Path('data') / name).read_text()\n",
+     [("path-traversal", "f", ("name",))]),
+    ("import random\ndef reset_token():\n    return str(random.getrandbits(64))\n",
+     [("weak-randomness", "reset_token", ())]),
+    ("def walk(tree):\n    return [walk(c) for c in tree]\n", [("resource-exhaustion", "walk", ("tree",))]),
+    ("import threading\nHITS = {}\ndef hit(k):\n    HITS[k] = HITS.get(k, 0) + 1\n",
+     [("unlocked-shared-state", "hit", ())]),
+    ("import sys\ndef main():\n    eval(sys.argv[1])\n", []),  # a source, but no parameter a probe can drive
+])
+def test_sinks_reached_by_untrusted_input(source, expected):
+    assert kinds(source) == expected
+
+
+@pytest.mark.parametrize("source", [
+    "import subprocess, shlex\ndef f(a):\n    subprocess.run('ls ' + shlex.quote(a), shell=True)\n",
+    "import subprocess\ndef f(a):\n    subprocess.run(['ls', a], shell=False)\n",
+    "import os\ndef f(a):\n    os.system('ls /tmp')\n",
+    "import yaml\ndef f(doc):\n    return yaml.load(doc, Loader=yaml.SafeLoader)\n",
+    "def f():\n    return eval('1 + 1')\n",
+    "def f(cur, n):\n    cur.execute('SELECT * FROM t WHERE n = ?', (n,))\n",
+    "def f(cur, n):\n    cur.execute('SELECT * FROM t WHERE n = %d' % int(n))\n",
+    "import os\ndef f(name):\n    return open(os.path.join('d', os.path.basename(name))).read()\n",
+    "import random\ndef shuffle_deck(cards):\n    random.shuffle(cards)\n",
+    "def walk(tree, depth):\n    return [walk(c, depth - 1) for c in tree] if depth else []\n",
+    "import threading\nLOCK = threading.Lock()\nHITS = {}\ndef hit(k):\n    with LOCK:\n        HITS[k] = 1\n",
+    "PASSWORD_FIELD = 'password'\nTOKEN_URL = 'https://example.com/token'\n",
+    "import os\nAPI_KEY = os.environ['API_KEY']\n",
+])
+def test_clean_look_alikes_are_left_alone(source):
+    assert kinds(source) == []
+
+
+def test_hard_coded_secrets_by_name_or_by_shape():
+    found = TaintPass("m.py", "api_key = 'Zx81kq02mmNc'\nheaders = {'x': 'AKIAABCDEFGHIJKLMNOP'}\n").run()
+    assert [(h.kind, h.line) for h in found] == [("hardcoded-secret", 1), ("hardcoded-secret", 2)]
+
+
+def test_network_use_only_when_the_rubric_forbids_it():
+    source = "import requests\ndef f(url):\n    return requests.get(url, timeout=5)\n"
+    assert kinds(source) == []
+    assert kinds(source, network=("requests",)) == [("network-use", "f", ())]
+
+
+def test_only_added_lines_and_syntax_errors():
+    source = "import os\ndef f(a):\n    os.system(a)\n"
+    assert TaintPass("m.py", source, added_lines=[1, 2]).run() == []
+    assert len(TaintPass("m.py", source, added_lines=[3]).run()) == 1
+    assert TaintPass("m.py", "def f(:\n").run() == []
+
+
+def test_enclosing_target_for_a_scanner_line():
+    source = "x = 1\nclass A:\n    def m(self, p, q=1):\n        return p\n"
+    target = enclosing_target("m.py", source, 4)
+    assert target is not None and (target.qualname, target.params, target.is_method) == ("A.m", ("p", "q"), True)
+    assert enclosing_target("m.py", source, 1) is None
