@@ -97,6 +97,12 @@ def version() -> None:
     sys.stdout.write(dist_version("logomesh") + "\n")
 
 
+from app.cli_app import serve, worker  # noqa: E402 - the App's commands live in their own module
+
+cli.command()(serve)
+cli.command()(worker)
+
+
 def main() -> None:
     cli()
 

@@ -128,4 +128,4 @@ def read_config_file(path: Path) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-__all__ = ["PreparedReview", "court_parts", "prepare", "read_config_file", "review_repository", "RepoConfig"]
+__all__ = ["PreparedReview", "RepoConfig", "court_parts", "prepare", "read_config_file", "review_repository"]

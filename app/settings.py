@@ -1,7 +1,9 @@
 """The one place LogoMesh reads its environment: ``LOGOMESH_*`` variables and an optional ``.env`` file.
 
 Build it once at start-up (``Settings()``) and pass it explicitly. A missing or malformed value fails right
-there with a message naming the variable.
+there with a message naming the variable. The App's own settings (``app_id``, the private key, the webhook
+secret) are optional for ``logomesh review`` and required by ``logomesh serve`` / ``logomesh worker``:
+:func:`require_app_settings` checks them at start-up of those commands.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -43,6 +45,58 @@ class Settings(BaseSettings):
     # judges
     llm_provider: Literal["offline", "anthropic"] = "offline"
 
+    # --- the GitHub App (serve / worker) ---
+    app_id: int | None = Field(default=None, ge=1)
+    private_key: SecretStr | None = Field(default=None, description="the App's private key, PEM text")
+    private_key_path: Path | None = None
+    webhook_secret: SecretStr | None = None
+    github_api_url: str = Field(default="https://api.github.com", pattern=r"^https?://[^\s]+$")
+    github_web_url: str = Field(default="https://github.com", pattern=r"^https?://[^\s]+$")
+    github_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    public_url: str = Field(default="http://127.0.0.1:8000", pattern=r"^https?://[^\s]+$")
+    check_name: str = Field(default="LogoMesh", min_length=1, max_length=100)
+
+    # --- infrastructure ---
+    redis_url: str = Field(default="redis://127.0.0.1:6379/0", pattern=r"^rediss?://")
+    redis_prefix: str = Field(default="logomesh:", min_length=1, max_length=64)
+    queue_name: str = Field(default="logomesh:queue", min_length=1, max_length=128)
+    database_url: str = "sqlite+aiosqlite:///.logomesh/ledger.db"
+
+    # --- behaviour ---
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    concurrency: int = Field(default=2, ge=1, le=64)
+    job_timeout_seconds: int = Field(default=900, ge=10, le=7200)
+    max_tries: int = Field(default=5, ge=1, le=20)
+    review_drafts: bool = False
+    max_body_bytes: int = Field(default=25 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
+    delivery_ttl_days: int = Field(default=30, ge=30, le=365)
+    clone_depth: int = Field(default=50, ge=1, le=10_000)
+    clone_max_bytes: int = Field(default=500 * 1024 * 1024, ge=1024)
+    clone_max_files: int = Field(default=50_000, ge=1)
+
+    @field_validator("github_api_url", "github_web_url", "public_url")
+    @classmethod
+    def _strip_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    def private_key_pem(self) -> str:
+        """The App's private key, from ``LOGOMESH_PRIVATE_KEY`` or the file ``LOGOMESH_PRIVATE_KEY_PATH``."""
+        if self.private_key is not None:
+            text = self.private_key.get_secret_value().replace("\\n", "\n")
+            variable = "LOGOMESH_PRIVATE_KEY"
+        elif self.private_key_path is not None:
+            variable = "LOGOMESH_PRIVATE_KEY_PATH"
+            try:
+                text = self.private_key_path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise SettingsError(variable, f"cannot read {self.private_key_path}: {exc.strerror}") from exc
+        else:
+            raise SettingsError("LOGOMESH_PRIVATE_KEY", "not set (nor LOGOMESH_PRIVATE_KEY_PATH)")
+        if "-----BEGIN" not in text or "PRIVATE KEY-----" not in text:
+            raise SettingsError(variable, "not a PEM private key")
+        return text
+
 
 def load_settings(**overrides: object) -> Settings:
     try:
@@ -51,3 +105,22 @@ def load_settings(**overrides: object) -> Settings:
         first = exc.errors()[0]
         name = "LOGOMESH_" + "_".join(str(p) for p in first["loc"]).upper()
         raise SettingsError(name, first["msg"]) from exc
+
+
+def require_app_settings(settings: Settings, *, worker: bool) -> None:
+    """Fail at start-up of ``serve``/``worker`` when a setting the App needs is missing or malformed."""
+    if settings.webhook_secret is None and not worker:
+        raise SettingsError("LOGOMESH_WEBHOOK_SECRET", "not set")
+    if settings.webhook_secret is not None and not settings.webhook_secret.get_secret_value():
+        raise SettingsError("LOGOMESH_WEBHOOK_SECRET", "must not be empty")
+    if worker:
+        if settings.app_id is None:
+            raise SettingsError("LOGOMESH_APP_ID", "not set")
+        settings.private_key_pem()
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        try:
+            load_pem_private_key(settings.private_key_pem().encode(), password=None)
+        except (ValueError, TypeError) as exc:
+            variable = "LOGOMESH_PRIVATE_KEY" if settings.private_key else "LOGOMESH_PRIVATE_KEY_PATH"
+            raise SettingsError(variable, "the PEM key cannot be loaded") from exc

@@ -15,6 +15,7 @@ MAX_EVIDENCE_ROWS = 40
 MAX_CELL = 300
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
+_SCHEME = re.compile(r"(?i)\b(https?|ftp|file|javascript|data|mailto):")
 VERDICT_ICON = {"pass": "✅", "neutral": "⚠️", "fail": "❌"}
 
 
@@ -25,7 +26,7 @@ def escape_md(text: str, limit: int = MAX_CELL) -> str:
         text = text[: limit - 1] + "…"
     text = _MD_SPECIAL.sub(r"\\\1", text)
     text = text.replace("@", "@\u200b")
-    text = re.sub(r"(?i)(https?|ftp|file|javascript|data):", r"\1\u200b:", text)
+    text = _SCHEME.sub(lambda m: m.group(1) + "\u200b:", text)
     return text
 
 
@@ -63,7 +64,8 @@ def render_markdown(e: Evaluation, dbom_url: str | None = None) -> str:
     ]
     if e.notices:
         lines += ["", "### Notices", *[f"- {escape_md(n, 500)}" for n in e.notices]]
-    lines += ["", "### Judges", "", "| Criterion | Judge | Score | Verdict | Argument |", "| --- | --- | ---: | --- | --- |"]
+    lines += ["", "### Judges", "", "| Criterion | Judge | Score | Verdict | Argument |",
+              "| --- | --- | ---: | --- | --- |"]
     for op in e.opinions:
         lines.append(f"| {escape_md(op.criterion_id)} | {escape_md(op.judge)} | {op.score}/5 | {op.verdict} | "
                      f"{escape_md(op.argument)} |")
