@@ -73,7 +73,7 @@ class GitHubApp:
     """Everything the worker asks of GitHub, for any installation. Create one per process (lifecycle hook)."""
 
     settings: Settings
-    max_retries: int = 2
+    max_retries: int = 1
     _tokens: dict[int, _Token] = field(default_factory=dict)
     _token_locks: dict[int, asyncio.Lock] = field(default_factory=dict)
     _write_locks: dict[int, asyncio.Lock] = field(default_factory=dict)

@@ -167,7 +167,7 @@ async def readyz(request: Request) -> Response:
     return _answer(200, status="ready")
 
 
-def create_app(settings: Settings) -> Starlette:
+def create_app(settings: Settings, *, env_path: Path = Path(".env")) -> Starlette:
     from app.manifest import manifest_routes
 
     @contextlib.asynccontextmanager
@@ -183,6 +183,6 @@ def create_app(settings: Settings) -> Starlette:
         Route("/webhook", webhook, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
-        *manifest_routes(settings),
+        *manifest_routes(settings, env_path),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

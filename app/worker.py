@@ -161,7 +161,12 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
             await publisher.react(req.installation_id, req.repo, req.comment_id, "rocket")
         pr = await github.request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{pr_number}")
     except GitHubRetryable as exc:
+        bound.warning("GitHub is unavailable; retrying", status=exc.status, retry_after=exc.retry_after)
         raise Retry(defer=exc.retry_after) from exc
+    except GitHubError as exc:
+        # Nothing was started on GitHub yet: there is no check run to complete.
+        bound.warning("cannot start the review", error=str(exc))
+        return f"failed before the check run: {exc}"
     if pr.get("state") != "open":
         bound.info("pull request is not open")
         return "ignored: pull request is not open"

@@ -68,7 +68,8 @@ def git(cwd: Path, *args: str) -> str:
 
 
 @dataclass
-class TestRepo:
+class ShopRepo:
+    work: Path
     bare: Path
     base: str
     head: str
@@ -91,7 +92,7 @@ HEAD_FILES = {
 }
 
 
-def make_repo(root: Path) -> TestRepo:
+def make_repo(root: Path) -> ShopRepo:
     work = root / "work"
     work.mkdir(parents=True)
     git(work, "init", "-q", "-b", "main")
@@ -117,7 +118,7 @@ def make_repo(root: Path) -> TestRepo:
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
     git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
     git(bare, "config", "http.receivepack", "false")
-    return TestRepo(bare=bare, base=base, head=head, head2=head2)
+    return ShopRepo(work=work, bare=bare, base=base, head=head, head2=head2)
 
 
 @pytest.fixture(scope="session")
@@ -131,12 +132,12 @@ def app_key() -> tuple[str, str]:
 
 
 @pytest.fixture(scope="session")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> TestRepo:
+def repo(tmp_path_factory: pytest.TempPathFactory) -> ShopRepo:
     return make_repo(tmp_path_factory.mktemp("gitrepos"))
 
 
 @pytest.fixture
-def github(repo: TestRepo, app_key: tuple[str, str]) -> Iterator[FakeGitHub]:
+def github(repo: ShopRepo, app_key: tuple[str, str]) -> Iterator[FakeGitHub]:
     fake = FakeGitHub(app_id=123, public_key_pem=app_key[1], repos_root=repo.bare.parent.parent)
     fake.add_pull(REPO, PR, head=repo.head, base=repo.base, title="Add percentage discount codes to the cart",
                   body="Customers can enter a discount code worth a percentage of the cart total.")
@@ -156,7 +157,7 @@ def settings(github: FakeGitHub, app_key: tuple[str, str], tmp_path: Path) -> Se
         public_url="https://logomesh.test", redis_url=REDIS_URL, redis_prefix=prefix, queue_name=prefix + "queue",
         database_url=f"sqlite+aiosqlite:///{tmp_path}/ready.db", home=tmp_path / "home",
         sandbox="off", embedding="off", red_team="off", llm_provider="offline",
-        max_tries=3, job_timeout_seconds=120,
+        max_tries=3, job_timeout_seconds=120, concurrency=1, max_body_bytes=256 * 1024,
     )
 
 
@@ -165,7 +166,7 @@ class Harness:
     settings: Settings
     url: str
     github: FakeGitHub
-    repo: TestRepo
+    repo: ShopRepo
     dbom: SqliteDbom
     redis: aioredis.Redis
     job_ids: list[str] = field(default_factory=list)
@@ -218,12 +219,12 @@ def pr_payload(name: str, *, head: str, base: str, number: int = PR, **pr_fields
 
 
 @pytest.fixture
-async def harness(settings: Settings, github: FakeGitHub, repo: TestRepo, tmp_path: Path
+async def harness(settings: Settings, github: FakeGitHub, repo: ShopRepo, tmp_path: Path
                   ) -> AsyncIterator[Harness]:
     dbom = await SqliteDbom.open(tmp_path / "dbom.db")
     redis = aioredis.from_url(REDIS_URL)
     try:
-        with ServerThread(create_app(settings)) as url:
+        with ServerThread(create_app(settings, env_path=tmp_path / ".env")) as url:
             h = Harness(settings, url, github, repo, dbom, redis)
             yield h
     finally:

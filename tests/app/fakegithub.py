@@ -121,6 +121,7 @@ class FakeGitHub:
     permissions: dict[tuple[str, str], str] = field(default_factory=dict)
     manifest_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
     git_requests: list[dict[str, Any]] = field(default_factory=list)
+    on_first_git_request: Any = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     # --- test API ------------------------------------------------------------------------------------------
@@ -365,6 +366,9 @@ class FakeGitHub:
         if token not in self.tokens:
             return Response("Authentication failed", status_code=401,
                             headers={"WWW-Authenticate": 'Basic realm="GitHub"'})
+        if self.on_first_git_request is not None:
+            hook, self.on_first_git_request = self.on_first_git_request, None
+            await asyncio.to_thread(hook)
         body = await request.body()
         env = {
             "GIT_PROJECT_ROOT": str(self.repos_root), "GIT_HTTP_EXPORT_ALL": "1",
