@@ -43,7 +43,7 @@ def clip(text: str, limit: int = MAX_SUMMARY) -> str:
     return text[: limit - len(note)] + note
 
 
-def annotations(evaluation: Evaluation, changed: dict[str, set[int]]) -> list[dict[str, Any]]:
+def changed_line_annotations(evaluation: Evaluation, changed: dict[str, set[int]]) -> list[dict[str, Any]]:
     """Annotations only where the change added lines; PR text is untrusted, so it is only ever plain text."""
     out: list[dict[str, Any]] = []
     for ev in evaluation.evidence:
@@ -103,7 +103,7 @@ class Publisher:
                      changed: dict[str, set[int]]) -> None:
         title = f"CIS {evaluation.cis_score:.2f} — {evaluation.verdict}"
         summary = clip(render_markdown(evaluation, dbom_url))
-        notes = annotations(evaluation, changed)
+        notes = changed_line_annotations(evaluation, changed)
         batches: Sequence[list[dict[str, Any]]] = [notes[i:i + MAX_ANNOTATIONS_PER_REQUEST]
                                                    for i in range(0, len(notes), MAX_ANNOTATIONS_PER_REQUEST)] or [[]]
         path = f"/repos/{t.repo}/check-runs/{check_run_id}"

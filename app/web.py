@@ -133,9 +133,9 @@ async def webhook(request: Request) -> Response:
                        kind=outcome.kind, ms=round((time.perf_counter() - started) * 1000, 2))
             return _answer(202, status="queued" if job is not None else "already queued", job_id=delivery)
         if isinstance(outcome, InstallationNote):
-            await redis.hset(keys.installation(outcome.installation_id), mapping={
-                "account": outcome.account, "action": outcome.action,
-                "repos_added": ",".join(outcome.repos_added), "repos_removed": ",".join(outcome.repos_removed)})
+            note = {"account": outcome.account, "action": outcome.action,
+                    "repos_added": ",".join(outcome.repos_added), "repos_removed": ",".join(outcome.repos_removed)}
+            await redis.hset(keys.installation(outcome.installation_id), mapping=note)  # type: ignore[misc]
             bound.info("installation recorded", installation_id=outcome.installation_id, account=outcome.account)
             return _answer(202, status="recorded")
         assert isinstance(outcome, Ignored)
