@@ -122,6 +122,7 @@ class FakeGitHub:
     manifest_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
     git_requests: list[dict[str, Any]] = field(default_factory=list)
     on_first_git_request: Any = None
+    ghes_calls: int = 0
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     # --- test API ------------------------------------------------------------------------------------------
@@ -148,6 +149,9 @@ class FakeGitHub:
 
     async def dispatch(self, request: Request) -> Response:
         path = request.url.path
+        if path.startswith("/api/v3/"):  # GitHub Enterprise Server serves the REST API under /api/v3
+            path = path[len("/api/v3"):]
+            self.ghes_calls += 1
         if ".git/" in path:
             return await self.git(request)
         for op in self.operations:

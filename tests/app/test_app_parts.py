@@ -127,6 +127,14 @@ async def test_annotations_are_batched_fifty_per_request(harness: Harness) -> No
     assert all(a["path"] == "shop/discount.py" for a in h.github.check_runs[run_id]["annotations"])
 
 
+async def test_ghes_base_url_keeps_its_api_prefix(settings: Settings, github: FakeGitHub) -> None:
+    ghes = settings.model_copy(update={"github_api_url": f"{github.url}/api/v3"})  # type: ignore[attr-defined]
+    gh = GitHubApp(ghes)
+    await gh.installation_token(INSTALLATION)
+    pr = await gh.request(INSTALLATION, "GET", f"/repos/{REPO}/pulls/{PR}")
+    assert pr["number"] == PR and github.ghes_calls == 2
+
+
 def test_summary_is_clipped_to_githubs_limit() -> None:
     text = "x" * (MAX_SUMMARY + 10)
     clipped = clip(text)
