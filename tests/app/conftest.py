@@ -82,6 +82,7 @@ BASE_FILES = {
     "tests/test_cart.py": "from shop.cart import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
     ".logomesh.yml": "version: 1\nthresholds: {pass: 0.5, fail: 0.2}\n",
 }
+WEAK_CONFIG = "version: 1\nthresholds: {pass: 0.01, fail: 0.0}\n"
 HEAD_FILES = {
     "shop/discount.py": ("def apply_discount(total, percent):\n"
                          "    \"\"\"Apply a percentage discount code to the cart total.\"\"\"\n"
@@ -111,6 +112,8 @@ def make_repo(root: Path) -> ShopRepo:
     head = git(work, "rev-parse", "HEAD")
     (work / "shop/discount.py").write_text(HEAD_FILES["shop/discount.py"].replace("eval(str(percent))",
                                                                                   "float(percent)"))
+    # the PR also tries to weaken its own review: the config must come from the base
+    (work / ".logomesh.yml").write_text(WEAK_CONFIG)
     git(work, "commit", "-q", "-am", "Parse the percentage safely")
     head2 = git(work, "rev-parse", "HEAD")
     bare = root / "repos" / "octo" / "shop.git"

@@ -19,8 +19,9 @@ from app.github import GitHubApp, GitHubNotFound
 from app.manifest import load_manifest
 from app.publish import MAX_SUMMARY, Publisher, Target, clip
 from app.settings import Settings, SettingsError, load_settings, require_app_settings
+from app.workspace import CloneSpec, CloneTooLarge, WorkspaceError, _git_env, checkout
 from checks.models import Evidence, Location
-from tests.app.conftest import INSTALLATION, PR, REPO, Harness
+from tests.app.conftest import INSTALLATION, PR, REPO, Harness, ShopRepo
 from tests.app.fakegithub import FakeGitHub
 
 DOC_SECRET = "It's a Secret to Everybody"
@@ -162,3 +163,28 @@ async def test_setup_manifest_flow_writes_the_env(harness: Harness, tmp_path: Pa
     assert "LOGOMESH_APP_ID=777\n" in env and "LOGOMESH_WEBHOOK_SECRET=whsec\n" in env
     assert oct((tmp_path / ".env").stat().st_mode & 0o777) == "0o600"
     assert len(h.github.posted("apps/create-from-manifest")) == 1
+
+
+async def test_clone_is_real_authenticated_and_capped(settings: Settings, github: FakeGitHub, repo: ShopRepo) -> None:
+    token = await GitHubApp(settings).installation_token(INSTALLATION)
+    url = f"{github.url}/octo/shop.git"  # type: ignore[attr-defined]
+    spec = CloneSpec(url=url, head_sha=repo.head, base_sha=repo.base, token=token)
+    async with checkout(spec, settings) as cloned:
+        assert cloned.resolve(repo.head) == repo.head and cloned.resolve(repo.base) == repo.base
+        root = cloned.path
+        assert not (root / "shop").exists()  # nothing of the PR is written to disk
+    assert not root.exists()
+    with pytest.raises(CloneTooLarge):
+        async with checkout(spec, settings.model_copy(update={"clone_max_files": 2})):
+            pass
+    with pytest.raises(WorkspaceError):
+        async with checkout(CloneSpec(url, repo.head, repo.base, "ghs_wrong"), settings):
+            pass
+    with pytest.raises(WorkspaceError, match="credentials"):
+        async with checkout(CloneSpec(url.replace("http://", f"http://x-access-token:{token}@"), repo.head,
+                                      repo.base, token), settings):
+            pass
+    env = _git_env("secret-token")
+    config = {env[f"GIT_CONFIG_KEY_{i}"]: env[f"GIT_CONFIG_VALUE_{i}"] for i in range(int(env["GIT_CONFIG_COUNT"]))}
+    assert env["GIT_LFS_SKIP_SMUDGE"] == "1" and config["core.hooksPath"] == "/dev/null"
+    assert config["http.extraheader"].startswith("Authorization: Basic ")

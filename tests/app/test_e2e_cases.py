@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 
 import httpx
+import pytest
 
 from app.queue import Keys
 from checks.render import MARKER
-from tests.app.conftest import INSTALLATION, PR, REPO, Harness, fixture_payload, pr_payload
+from tests.app.conftest import BASE_FILES, INSTALLATION, PR, REPO, Harness, fixture_payload, pr_payload
 
 
 def _comments(h: Harness) -> list[dict]:
@@ -66,7 +68,10 @@ async def test_synchronize_supersedes_an_in_flight_review(harness: Harness) -> N
     assert new[0]["output"]["title"].startswith("CIS ")
     comments = _comments(h)
     assert len(comments) == 1 and h.repo.head2[:12] in comments[0]["body"]
-    assert len(await h.dbom.records()) == 1  # the superseded review wrote no DBOM
+    records = await h.dbom.records()
+    assert len(records) == 1  # the superseded review wrote no DBOM
+    base_config = BASE_FILES[".logomesh.yml"].encode()
+    assert records[0]["entanglement"]["config_sha256"] == hashlib.sha256(base_config).hexdigest()
 
 
 async def test_recheck_by_a_reader_is_refused_and_by_a_writer_runs(harness: Harness) -> None:
@@ -246,3 +251,30 @@ async def test_comment_marker_only_matches_bot_comments(harness: Harness) -> Non
     await h.run_worker()
     assert h.github.comments[1]["edits"] == 0
     assert len(_comments(h)) == 2
+
+
+async def test_a_review_waits_for_the_per_pr_lock(harness: Harness) -> None:
+    from arq import Retry
+    from redis.asyncio.lock import Lock
+
+    from app.github import GitHubApp
+    from app.publish import Publisher
+    from app.routing import ReviewRequest
+    from app.worker import review_pull_request
+
+    h = harness
+    arq_redis = h.redis
+    lock = Lock(arq_redis, Keys(h.settings.redis_prefix).lock(REPO, PR), timeout=30)
+    assert await lock.acquire(blocking=False)
+    github = GitHubApp(h.settings)
+    ctx = {"settings": h.settings, "github": github, "redis": arq_redis, "job_try": 1,
+           "publisher": Publisher(github, h.settings.check_name), "dbom": h.dbom}
+    request = ReviewRequest("review", "lock-test", INSTALLATION, REPO, PR, h.repo.head, "test")
+    try:
+        with pytest.raises(Retry):
+            await review_pull_request(ctx, request.to_dict())
+    finally:
+        await lock.release()
+    assert h.github.check_runs_for(h.repo.head) == []
+    assert (await review_pull_request(ctx, request.to_dict())).split()[0] in {"pass", "neutral", "fail"}
+    assert h.github.check_runs_for(h.repo.head)[0]["status"] == "completed"
