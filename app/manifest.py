@@ -30,7 +30,7 @@ ORG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 
 def load_manifest(settings: Settings, path: Path = MANIFEST_FILE) -> dict[str, Any]:
     manifest: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
-    base = settings.public_url
+    base = settings.public_url or f"http://{settings.host}:{settings.port}"
     manifest["hook_attributes"] = {**manifest.get("hook_attributes", {}), "url": f"{base}/webhook"}
     manifest["redirect_url"] = f"{base}/setup/callback"
     manifest["setup_url"] = f"{base}/setup"
@@ -45,7 +45,7 @@ def env_lines(data: dict[str, Any], settings: Settings) -> str:
         f'LOGOMESH_PRIVATE_KEY="{pem}"\n',
         f"LOGOMESH_WEBHOOK_SECRET={data['webhook_secret']}\n",
         f"LOGOMESH_GITHUB_API_URL={settings.github_api_url}\n",
-        f"LOGOMESH_PUBLIC_URL={settings.public_url}\n",
+        f"LOGOMESH_PUBLIC_URL={settings.public_url or ''}\n",
     ])
 
 

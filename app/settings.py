@@ -1,9 +1,7 @@
 """The one place LogoMesh reads its environment: ``LOGOMESH_*`` variables and an optional ``.env`` file.
 
 Build it once at start-up (``Settings()``) and pass it explicitly. A missing or malformed value fails right
-there with a message naming the variable. The App's own settings (``app_id``, the private key, the webhook
-secret) are optional for ``logomesh review`` and required by ``logomesh serve`` / ``logomesh worker``:
-:func:`require_app_settings` checks them at start-up of those commands.
+there with a message naming the variable.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -30,22 +28,7 @@ class Settings(BaseSettings):
     home: Path = Field(default=Path(".logomesh"))
     rubric_path: Path | None = None
 
-    # sandbox
-    sandbox: Literal["auto", "docker", "off"] = "auto"
-    sandbox_image: str = "logomesh-sandbox:latest"
-    sandbox_timeout_seconds: int = Field(default=300, ge=1, le=3600)
-
-    # rationale (R)
-    embedding: Literal["auto", "on", "off"] = "auto"
-    embedding_model_path: Path | None = None
-
-    # red agent
-    red_team: Literal["auto", "on", "off"] = "auto"
-
-    # judges
-    llm_provider: Literal["offline", "anthropic"] = "offline"
-
-    # --- the GitHub App (serve / worker) ---
+    # --- the GitHub App (serve / worker); DBOM links use public_url below ---
     app_id: int | None = Field(default=None, ge=1)
     private_key: SecretStr | None = Field(default=None, description="the App's private key, PEM text")
     private_key_path: Path | None = None
@@ -53,16 +36,10 @@ class Settings(BaseSettings):
     github_api_url: str = Field(default="https://api.github.com", pattern=r"^https?://[^\s]+$")
     github_web_url: str = Field(default="https://github.com", pattern=r"^https?://[^\s]+$")
     github_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
-    public_url: str = Field(default="http://127.0.0.1:8000", pattern=r"^https?://[^\s]+$")
     check_name: str = Field(default="LogoMesh", min_length=1, max_length=100)
-
-    # --- infrastructure ---
     redis_url: str = Field(default="redis://127.0.0.1:6379/0", pattern=r"^rediss?://")
     redis_prefix: str = Field(default="logomesh:", min_length=1, max_length=64)
     queue_name: str = Field(default="logomesh:queue", min_length=1, max_length=128)
-    database_url: str = "sqlite+aiosqlite:///.logomesh/ledger.db"
-
-    # --- behaviour ---
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     concurrency: int = Field(default=2, ge=1, le=64)
@@ -75,10 +52,16 @@ class Settings(BaseSettings):
     clone_max_bytes: int = Field(default=500 * 1024 * 1024, ge=1024)
     clone_max_files: int = Field(default=50_000, ge=1)
 
-    @field_validator("github_api_url", "github_web_url", "public_url")
-    @classmethod
-    def _strip_slash(cls, value: str) -> str:
-        return value.rstrip("/")
+    @model_validator(mode="after")
+    def _app_urls(self) -> Settings:
+        # one spelling of each base URL, so that f"{base}/path" never doubles a slash
+        for name in ("github_api_url", "github_web_url", "public_url"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                if not value.startswith(("http://", "https://")):
+                    raise ValueError(f"{name} must be an http(s) URL")
+                object.__setattr__(self, name, value.rstrip("/"))
+        return self
 
     def private_key_pem(self) -> str:
         """The App's private key, from ``LOGOMESH_PRIVATE_KEY`` or the file ``LOGOMESH_PRIVATE_KEY_PATH``."""
@@ -97,6 +80,36 @@ class Settings(BaseSettings):
             raise SettingsError(variable, "not a PEM private key")
         return text
 
+    # sandbox
+    sandbox: Literal["auto", "docker", "off"] = "auto"
+    sandbox_image: str = "logomesh-sandbox:latest"
+    sandbox_timeout_seconds: int = Field(default=300, ge=1, le=3600)
+
+    # rationale (R)
+    embedding: Literal["auto", "on", "off"] = "auto"
+    embedding_model_path: Path | None = None
+
+    # red agent
+    red_team: Literal["auto", "on", "off"] = "auto"
+
+    # judges
+    llm_provider: Literal["offline", "anthropic"] = "offline"
+
+    # DBOM ledger: defaults live under ``home`` (see _ledger_defaults)
+    database_url: str = ""
+    signing_key_path: Path | None = None
+    signing_key: SecretStr | None = Field(default=None, description="PEM Ed25519 private key; wins over the path")
+    public_url: str | None = Field(default=None, description="where the App serves /dbom/{id}")
+
+    @model_validator(mode="after")
+    def _ledger_defaults(self) -> Settings:
+        # frozen model: set the home-relative defaults once, here, instead of in every caller
+        if not self.database_url:
+            object.__setattr__(self, "database_url", f"sqlite+aiosqlite:///{self.home / 'battles.db'}")
+        if self.signing_key_path is None:
+            object.__setattr__(self, "signing_key_path", self.home / "keys")
+        return self
+
 
 def load_settings(**overrides: object) -> Settings:
     try:
@@ -113,14 +126,16 @@ def require_app_settings(settings: Settings, *, worker: bool) -> None:
         raise SettingsError("LOGOMESH_WEBHOOK_SECRET", "not set")
     if settings.webhook_secret is not None and not settings.webhook_secret.get_secret_value():
         raise SettingsError("LOGOMESH_WEBHOOK_SECRET", "must not be empty")
+    if not settings.public_url:
+        raise SettingsError("LOGOMESH_PUBLIC_URL", "not set (the URL where GitHub and people reach this service)")
     if worker:
         if settings.app_id is None:
             raise SettingsError("LOGOMESH_APP_ID", "not set")
-        settings.private_key_pem()
         from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+        pem = settings.private_key_pem()
         try:
-            load_pem_private_key(settings.private_key_pem().encode(), password=None)
+            load_pem_private_key(pem.encode(), password=None)
         except (ValueError, TypeError) as exc:
             variable = "LOGOMESH_PRIVATE_KEY" if settings.private_key else "LOGOMESH_PRIVATE_KEY_PATH"
             raise SettingsError(variable, "the PEM key cannot be loaded") from exc

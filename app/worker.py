@@ -61,10 +61,9 @@ async def default_dbom_writer(settings: Settings) -> DbomWriter | None:
     class LedgerWriter:
         async def append(self, evaluation: Evaluation, *, installation_id: int,
                          entanglement: Mapping[str, Any]) -> str:
-            known = set(getattr(Entanglement, "model_fields", {})) or set(entanglement)
+            # what only the worker knows (sandbox image digest, tool versions…) overrides the evaluation's view
             record = await ledger.append(evaluation, installation_id=installation_id,
-                                         entanglement=Entanglement(**{k: v for k, v in entanglement.items()
-                                                                      if k in known}))
+                                         entanglement=Entanglement.from_evaluation(evaluation, **entanglement))
             return str(record.id)
 
         async def close(self) -> None:
@@ -80,6 +79,7 @@ class Superseded(Exception):
 
 
 def entanglement(evaluation: Evaluation, pr: Mapping[str, Any]) -> dict[str, Any]:
+    """The DBOM's entangled inputs as the worker saw them: the PR's identity and the exact commits reviewed."""
     return {
         "repo": evaluation.inputs.repo, "pr_number": evaluation.inputs.pr_number,
         "base_sha": evaluation.inputs.base, "head_sha": evaluation.inputs.head,
@@ -192,7 +192,7 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
             if dbom is not None:
                 record_id = await dbom.append(evaluation, installation_id=req.installation_id,
                                               entanglement=entanglement(evaluation, pr))
-                dbom_url = f"{settings.public_url}/dbom/{record_id}"
+                dbom_url = f"{settings.public_url}/dbom/{record_id}" if settings.public_url else None
             await publisher.finish(target, check_run_id, evaluation, dbom_url, changed)
             await publisher.upsert_comment(target, render_markdown(evaluation, dbom_url))
             bound.info("reviewed", verdict=evaluation.verdict, cis=evaluation.cis_score, dbom=dbom_url)

@@ -69,6 +69,11 @@ def test_settings_errors_name_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_
     with pytest.raises(SettingsError) as err:
         require_app_settings(load_settings(), worker=False)
     assert err.value.variable == "LOGOMESH_WEBHOOK_SECRET"
+    monkeypatch.setenv("LOGOMESH_WEBHOOK_SECRET", "s")
+    with pytest.raises(SettingsError) as err:
+        require_app_settings(load_settings(), worker=True)
+    assert err.value.variable == "LOGOMESH_PUBLIC_URL"
+    monkeypatch.setenv("LOGOMESH_PUBLIC_URL", "https://logomesh.example.com")
     with pytest.raises(SettingsError) as err:
         require_app_settings(load_settings(), worker=True)
     assert err.value.variable == "LOGOMESH_PRIVATE_KEY"
@@ -88,6 +93,7 @@ def test_serve_and_worker_refuse_to_start_without_their_settings(monkeypatch: py
     monkeypatch.chdir(tmp_path)
     for name in ("LOGOMESH_WEBHOOK_SECRET", "LOGOMESH_APP_ID", "LOGOMESH_PRIVATE_KEY", "LOGOMESH_PRIVATE_KEY_PATH"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LOGOMESH_PUBLIC_URL", "https://logomesh.example.com")
     runner = CliRunner()
     serve = runner.invoke(cli, ["serve"])
     assert serve.exit_code == 2 and "LOGOMESH_WEBHOOK_SECRET" in serve.output
