@@ -27,8 +27,10 @@ from app.routing import ReviewRequest
 from app.settings import Settings
 from app.workspace import CloneSpec, WorkspaceError, checkout
 from checks.court import review
+from checks.errors import ConfigError
 from checks.models import Evaluation
 from checks.render import render_markdown
+from rubric import RubricError
 
 log = structlog.get_logger("logomesh.worker")
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
@@ -213,6 +215,11 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
             await _give_up(publisher, target, check_run_id, f"The repository could not be cloned: {exc.reason}",
                            bound)
             return f"failed: clone: {exc.reason}"
+        except (ConfigError, RubricError) as exc:
+            await _give_up(publisher, target, check_run_id,
+                           f"The base branch's `.logomesh.yml` (or the rubric it overrides) is invalid: {exc}", bound,
+                           ours=False)
+            return f"failed: configuration: {exc}"
         except TimeoutError:
             await _give_up(publisher, target, check_run_id,
                            f"The review did not finish within {settings.job_timeout_seconds}s.", bound)
@@ -232,14 +239,15 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
 
 
 async def _give_up(publisher: Publisher, target: Target, check_run_id: int | None, message: str,
-                   bound: Any) -> None:
+                   bound: Any, *, ours: bool = True) -> None:
     bound.warning("review failed", reason=message)
     if check_run_id is None:
         return
+    advice = ("This is a problem of LogoMesh, not of the pull request: comment `/recheck` to try again."
+              if ours else "Fix the configuration on the base branch, then comment `/recheck`.")
     try:
         await publisher.finish_neutral(target, check_run_id, "LogoMesh could not review this change",
-                                       f"{message}\n\nThis is a problem of LogoMesh, not of the pull request: "
-                                       "comment `/recheck` to try again.")
+                                       f"{message}\n\n{advice}")
     except GitHubError as exc:
         bound.error("could not complete the check run", error=str(exc))
 

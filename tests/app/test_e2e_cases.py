@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from datetime import timedelta
 
 import httpx
@@ -11,7 +12,7 @@ import pytest
 
 from app.queue import Keys
 from checks.render import MARKER
-from tests.app.conftest import BASE_FILES, INSTALLATION, PR, REPO, Harness, fixture_payload, pr_payload
+from tests.app.conftest import BASE_FILES, INSTALLATION, PR, REPO, Harness, fixture_payload, git, pr_payload
 
 
 def _comments(h: Harness) -> list[dict]:
@@ -278,3 +279,30 @@ async def test_a_review_waits_for_the_per_pr_lock(harness: Harness) -> None:
     assert h.github.check_runs_for(h.repo.head) == []
     assert (await review_pull_request(ctx, request.to_dict())).split()[0] in {"pass", "neutral", "fail"}
     assert h.github.check_runs_for(h.repo.head)[0]["status"] == "completed"
+
+
+async def test_an_invalid_base_config_completes_the_run_with_the_reason(harness: Harness, tmp_path) -> None:
+    h = harness
+    work = tmp_path / "badconf"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / ".logomesh.yml").write_text("version: 1\nthresholds: {pass: 7}\n")
+    (work / "a.py").write_text("x = 1\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "base")
+    base = git(work, "rev-parse", "HEAD")
+    (work / "a.py").write_text("x = 2\n")
+    git(work, "commit", "-q", "-am", "head")
+    head = git(work, "rev-parse", "HEAD")
+    bare = h.repo.bare.parent / "badconf.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
+    h.github.add_pull("octo/badconf", PR, head=head, base=base, title="t", body="b")
+    payload = pr_payload("opened.payload.json", head=head, base=base)
+    payload["repository"]["full_name"] = "octo/badconf"
+    await h.post("pull_request", payload)
+    await h.run_worker()
+    run = h.github.check_runs_for(head)[0]
+    assert run["status"] == "completed" and run["conclusion"] == "neutral"
+    assert "invalid field 'thresholds.pass'" in run["output"]["summary"]
+    assert "Fix the configuration on the base branch" in run["output"]["summary"]
