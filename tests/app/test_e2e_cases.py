@@ -9,6 +9,8 @@ from datetime import timedelta
 
 import httpx
 import pytest
+import structlog
+import structlog.testing
 
 from app.queue import Keys
 from checks.render import MARKER
@@ -85,7 +87,10 @@ async def test_recheck_by_a_reader_is_refused_and_by_a_writer_runs(harness: Harn
     assert len(h.github.check_runs_for(h.repo.head)) == 1
 
     assert (await h.post("issue_comment", _recheck_payload("reader", 501))).status_code == 202
-    await h.run_worker()
+    with structlog.testing.capture_logs() as logs:
+        await h.run_worker()
+    refusals = [e for e in logs if e["event"].startswith("/recheck refused")]
+    assert len(refusals) == 1 and refusals[0]["requester"] == "reader" and refusals[0]["pr"] == PR
     assert [r["content"] for r in h.github.reactions if r["comment_id"] == 501] == ["confused"]
     assert len(h.github.check_runs_for(h.repo.head)) == 1
 
@@ -139,8 +144,10 @@ async def test_replayed_delivery_is_dropped(harness: Harness) -> None:
     assert first.status_code == 202 and again.status_code == 200 and again.json()["status"] == "duplicate"
     ttl = await h.redis.ttl(Keys(h.settings.redis_prefix).delivery("replayed-1"))
     assert ttl >= timedelta(days=30).total_seconds() - 60
-    await h.run_worker()
+    worker = await h.run_worker()
     assert len(h.github.check_runs_for(h.repo.head)) == 1
+    assert worker.jobs_complete == 1 and worker.jobs_failed == 0
+    assert worker.health_check_key == Keys(h.settings.redis_prefix).health()
 
 
 async def test_signatures_bodies_and_headers_are_checked(harness: Harness) -> None:
