@@ -6,6 +6,7 @@ Routes::
     GET  /healthz           the process answers
     GET  /readyz            Redis and the database answer
     GET  /setup             the GitHub App manifest flow (see app.manifest)
+    GET  /dbom/{id}[.html]  the signed audit records, when the ledger is built in (see app.dbom_routes)
 
 Status codes of ``/webhook``: 202 accepted (queued, recorded or ignored with a reason), 200 ping or replayed
 delivery, 400 malformed headers/JSON, 401 bad or missing signature, 413 body above the cap, 503 Redis down.
@@ -159,7 +160,9 @@ async def readyz(request: Request) -> Response:
     except (RedisError, OSError) as exc:
         problems["redis"] = str(exc) or type(exc).__name__
     try:
-        await asyncio.wait_for(ping_database(request.app.state.settings.database_url), 5.0)
+        ledger = getattr(request.app.state, "ledger", None)
+        check = ledger.ping() if ledger is not None else ping_database(request.app.state.settings.database_url)
+        await asyncio.wait_for(check, 5.0)
     except Exception as exc:
         problems["database"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if problems:
@@ -168,6 +171,7 @@ async def readyz(request: Request) -> Response:
 
 
 def create_app(settings: Settings, *, env_path: Path = Path(".env")) -> Starlette:
+    from app.dbom_routes import dbom_routes, open_ledger_if_built
     from app.manifest import manifest_routes
 
     @contextlib.asynccontextmanager
@@ -175,14 +179,22 @@ def create_app(settings: Settings, *, env_path: Path = Path(".env")) -> Starlett
         app.state.settings = settings
         app.state.redis = await create_pool(redis_settings(settings), default_queue_name=settings.queue_name)
         try:
+            app.state.ledger = await open_ledger_if_built(settings)
+        except Exception as exc:
+            log.error("the DBOM ledger cannot be opened", error=str(exc))
+            app.state.ledger = None
+        try:
             yield
         finally:
             await app.state.redis.aclose()
+            if app.state.ledger is not None:
+                await app.state.ledger.close()
 
     routes = [
         Route("/webhook", webhook, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         *manifest_routes(settings, env_path),
+        *dbom_routes(),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
