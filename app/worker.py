@@ -53,9 +53,7 @@ DbomFactory = Callable[[Settings], Awaitable[DbomWriter | None]]
 async def default_dbom_writer(settings: Settings) -> DbomWriter | None:
     """The ledger when it is part of this build; None otherwise (the report then says no DBOM was written)."""
     try:
-        from checks.dbom import Entanglement  # type: ignore[import-not-found,unused-ignore]
-
-        from app.ledger import open_ledger  # type: ignore[import-not-found,unused-ignore]
+        from app.ledger import Entanglement, open_ledger  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return None
     ledger = await open_ledger(settings)
