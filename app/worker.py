@@ -72,6 +72,12 @@ async def default_dbom_writer(settings: Settings) -> DbomWriter | None:
     return LedgerWriter()
 
 
+def review_deadline(job_timeout: int) -> float:
+    """Seconds the clone and the court may take: arq's own timeout must never be the one that fires, or the
+    check run would stay in_progress."""
+    return float(max(5, job_timeout - min(TIMEOUT_MARGIN_SECONDS, job_timeout // 4)))
+
+
 class Superseded(Exception):
     def __init__(self, newer: str) -> None:
         self.newer = newer
@@ -184,7 +190,7 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
             check_run_id = await publisher.start_check_run(target, external_id(pr_number, req.delivery_id))
             if req.kind != "recheck" and (newer := await _latest(redis, keys, req, pr_number, head)):
                 raise Superseded(newer)
-            async with asyncio.timeout(max(10, settings.job_timeout_seconds - TIMEOUT_MARGIN_SECONDS)):
+            async with asyncio.timeout(review_deadline(settings.job_timeout_seconds)):
                 evaluation, changed = await run_court(ctx, settings, req, target, pr)
             if req.kind != "recheck" and (newer := await _latest(redis, keys, req, pr_number, head)):
                 raise Superseded(newer)

@@ -78,9 +78,12 @@ async def _git(cwd: str, env: dict[str, str], *args: str, timeout: float = FETCH
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError as exc:
-        proc.kill()
-        await proc.wait()
         raise WorkspaceError(f"git {args[0]} timed out after {timeout:.0f}s") from exc
+    finally:
+        # also on cancellation (the job's deadline): never leave git writing into a directory being removed
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.shield(proc.wait())
     if proc.returncode != 0:
         detail = err.decode("utf-8", "replace").strip().splitlines()
         raise WorkspaceError(f"git {args[0]} failed: {detail[-1] if detail else 'no detail'}")

@@ -313,3 +313,16 @@ async def test_an_invalid_base_config_completes_the_run_with_the_reason(harness:
     assert run["status"] == "completed" and run["conclusion"] == "neutral"
     assert "invalid field 'thresholds.pass'" in run["output"]["summary"]
     assert "Fix the configuration on the base branch" in run["output"]["summary"]
+
+
+async def test_a_review_past_its_deadline_completes_the_run(harness: Harness) -> None:
+    import time
+
+    h = harness
+    h.settings = h.settings.model_copy(update={"job_timeout_seconds": 10})
+    h.github.on_first_git_request = lambda: time.sleep(9)  # a git server that stalls past the deadline (8 s)
+    await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
+    await h.run_worker()
+    run = h.github.check_runs_for(h.repo.head)[0]
+    assert run["status"] == "completed" and run["conclusion"] == "neutral"
+    assert "did not finish within 10s" in run["output"]["summary"]
