@@ -117,6 +117,10 @@ def version() -> None:
 
 
 cli.add_typer(dbom_cli, name="dbom")
+from app.cli_app import serve, worker  # noqa: E402 - the App's commands live in their own module
+
+cli.command()(serve)
+cli.command()(worker)
 
 
 def main() -> None:

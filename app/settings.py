@@ -28,6 +28,58 @@ class Settings(BaseSettings):
     home: Path = Field(default=Path(".logomesh"))
     rubric_path: Path | None = None
 
+    # --- the GitHub App (serve / worker); DBOM links use public_url below ---
+    app_id: int | None = Field(default=None, ge=1)
+    private_key: SecretStr | None = Field(default=None, description="the App's private key, PEM text")
+    private_key_path: Path | None = None
+    webhook_secret: SecretStr | None = None
+    github_api_url: str = Field(default="https://api.github.com", pattern=r"^https?://[^\s]+$")
+    github_web_url: str = Field(default="https://github.com", pattern=r"^https?://[^\s]+$")
+    github_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    check_name: str = Field(default="LogoMesh", min_length=1, max_length=100)
+    redis_url: str = Field(default="redis://127.0.0.1:6379/0", pattern=r"^rediss?://")
+    redis_prefix: str = Field(default="logomesh:", min_length=1, max_length=64)
+    queue_name: str = Field(default="logomesh:queue", min_length=1, max_length=128)
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    concurrency: int = Field(default=2, ge=1, le=64)
+    job_timeout_seconds: int = Field(default=900, ge=10, le=7200)
+    max_tries: int = Field(default=5, ge=1, le=20)
+    review_drafts: bool = False
+    max_body_bytes: int = Field(default=25 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
+    delivery_ttl_days: int = Field(default=30, ge=30, le=365)
+    clone_depth: int = Field(default=50, ge=1, le=10_000)
+    clone_max_bytes: int = Field(default=500 * 1024 * 1024, ge=1024)
+    clone_max_files: int = Field(default=50_000, ge=1)
+
+    @model_validator(mode="after")
+    def _app_urls(self) -> Settings:
+        # one spelling of each base URL, so that f"{base}/path" never doubles a slash
+        for name in ("github_api_url", "github_web_url", "public_url"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                if not value.startswith(("http://", "https://")):
+                    raise ValueError(f"{name} must be an http(s) URL")
+                object.__setattr__(self, name, value.rstrip("/"))
+        return self
+
+    def private_key_pem(self) -> str:
+        """The App's private key, from ``LOGOMESH_PRIVATE_KEY`` or the file ``LOGOMESH_PRIVATE_KEY_PATH``."""
+        if self.private_key is not None:
+            text = self.private_key.get_secret_value().replace("\\n", "\n")
+            variable = "LOGOMESH_PRIVATE_KEY"
+        elif self.private_key_path is not None:
+            variable = "LOGOMESH_PRIVATE_KEY_PATH"
+            try:
+                text = self.private_key_path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise SettingsError(variable, f"cannot read {self.private_key_path}: {exc.strerror}") from exc
+        else:
+            raise SettingsError("LOGOMESH_PRIVATE_KEY", "not set (nor LOGOMESH_PRIVATE_KEY_PATH)")
+        if "-----BEGIN" not in text or "PRIVATE KEY-----" not in text:
+            raise SettingsError(variable, "not a PEM private key")
+        return text
+
     # sandbox
     sandbox: Literal["auto", "docker", "off"] = "auto"
     sandbox_image: str = "logomesh-sandbox:latest"
@@ -72,6 +124,21 @@ class Settings(BaseSettings):
             object.__setattr__(self, "signing_key_path", self.home / "keys")
         return self
 
+    # DBOM ledger: defaults live under ``home`` (see _ledger_defaults)
+    database_url: str = ""
+    signing_key_path: Path | None = None
+    signing_key: SecretStr | None = Field(default=None, description="PEM Ed25519 private key; wins over the path")
+    public_url: str | None = Field(default=None, description="where the App serves /dbom/{id}")
+
+    @model_validator(mode="after")
+    def _ledger_defaults(self) -> Settings:
+        # frozen model: set the home-relative defaults once, here, instead of in every caller
+        if not self.database_url:
+            object.__setattr__(self, "database_url", f"sqlite+aiosqlite:///{self.home / 'battles.db'}")
+        if self.signing_key_path is None:
+            object.__setattr__(self, "signing_key_path", self.home / "keys")
+        return self
+
 
 def load_settings(**overrides: object) -> Settings:
     try:
@@ -80,3 +147,24 @@ def load_settings(**overrides: object) -> Settings:
         first = exc.errors()[0]
         name = "LOGOMESH_" + "_".join(str(p) for p in first["loc"]).upper()
         raise SettingsError(name, first["msg"]) from exc
+
+
+def require_app_settings(settings: Settings, *, worker: bool) -> None:
+    """Fail at start-up of ``serve``/``worker`` when a setting the App needs is missing or malformed."""
+    if settings.webhook_secret is None and not worker:
+        raise SettingsError("LOGOMESH_WEBHOOK_SECRET", "not set")
+    if settings.webhook_secret is not None and not settings.webhook_secret.get_secret_value():
+        raise SettingsError("LOGOMESH_WEBHOOK_SECRET", "must not be empty")
+    if not settings.public_url:
+        raise SettingsError("LOGOMESH_PUBLIC_URL", "not set (the URL where GitHub and people reach this service)")
+    if worker:
+        if settings.app_id is None:
+            raise SettingsError("LOGOMESH_APP_ID", "not set")
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        pem = settings.private_key_pem()
+        try:
+            load_pem_private_key(pem.encode(), password=None)
+        except (ValueError, TypeError) as exc:
+            variable = "LOGOMESH_PRIVATE_KEY" if settings.private_key else "LOGOMESH_PRIVATE_KEY_PATH"
+            raise SettingsError(variable, "the PEM key cannot be loaded") from exc

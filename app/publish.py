@@ -1,0 +1,139 @@
+"""What a user sees: the check run on the head commit and one PR comment, both idempotent.
+
+The check run is found again by its ``external_id`` (``logomesh:pr=<n>:delivery=<id>``), so a retried job
+re-uses it instead of stacking a second one, and the PR number survives where GitHub leaves
+``pull_requests`` empty (forks). The comment is found by the hidden marker :data:`checks.render.MARKER` and
+edited in place on re-runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.github import GitHubApp
+from checks.models import Evaluation, Evidence
+from checks.render import MARKER, render_markdown
+
+MAX_SUMMARY = 65_535
+MAX_ANNOTATIONS_PER_REQUEST = 50
+MAX_ANNOTATIONS = 500
+CONCLUSION = {"pass": "success", "neutral": "neutral", "fail": "failure"}
+LEVEL = {"critical": "failure", "high": "failure", "medium": "warning", "low": "notice"}
+RERUN_ACTION = {"label": "Re-run with LLM", "description": "Review again with the LLM judges",
+                "identifier": "rerun-llm"}
+EXTERNAL_ID = re.compile(r"^logomesh:pr=(\d+):")
+
+
+def external_id(pr_number: int, delivery_id: str) -> str:
+    return f"logomesh:pr={pr_number}:delivery={delivery_id}"
+
+
+def pr_from_external_id(value: str | None) -> int | None:
+    match = EXTERNAL_ID.match(value or "")
+    return int(match.group(1)) if match else None
+
+
+def clip(text: str, limit: int = MAX_SUMMARY) -> str:
+    if len(text) <= limit:
+        return text
+    note = "\n\n… (truncated: the full report is in the DBOM)\n"
+    return text[: limit - len(note)] + note
+
+
+def changed_line_annotations(evaluation: Evaluation, changed: dict[str, set[int]]) -> list[dict[str, Any]]:
+    """Annotations only where the change added lines; PR text is untrusted, so it is only ever plain text."""
+    out: list[dict[str, Any]] = []
+    for ev in evaluation.evidence:
+        if ev.severity not in LEVEL or ev.location is None or ev.location.line is None:
+            continue
+        if ev.location.line not in changed.get(ev.location.path, set()):
+            continue
+        out.append(_annotation(ev))
+    return out[:MAX_ANNOTATIONS]
+
+
+def _annotation(ev: Evidence) -> dict[str, Any]:
+    assert ev.location is not None and ev.location.line is not None
+    return {
+        "path": ev.location.path,
+        "start_line": ev.location.line,
+        "end_line": ev.location.line,
+        "annotation_level": LEVEL[ev.severity],
+        "title": f"{ev.detective}: {ev.kind}"[:255],
+        "message": (ev.summary + (f" ({ev.cwe})" if ev.cwe else ""))[:4000],
+    }
+
+
+@dataclass(frozen=True)
+class Target:
+    installation_id: int
+    repo: str
+    pr_number: int
+    head_sha: str
+
+
+class Publisher:
+    def __init__(self, github: GitHubApp, check_name: str) -> None:
+        self.github = github
+        self.check_name = check_name
+
+    async def start_check_run(self, t: Target, ext_id: str) -> int:
+        """The check run for this job, created ``in_progress`` once (re-used when a retry finds it)."""
+        data = await self.github.request(t.installation_id, "GET", f"/repos/{t.repo}/commits/{t.head_sha}/check-runs",
+                                         params={"check_name": self.check_name, "filter": "all", "per_page": 100})
+        for run in data.get("check_runs", []):
+            if run.get("external_id") == ext_id:
+                return int(run["id"])
+        created = await self.github.request(t.installation_id, "POST", f"/repos/{t.repo}/check-runs", json={
+            "name": self.check_name, "head_sha": t.head_sha, "status": "in_progress", "external_id": ext_id,
+            "output": {"title": "Reviewing…", "summary": "LogoMesh is reviewing this change."},
+        })
+        return int(created["id"])
+
+    async def finish_neutral(self, t: Target, check_run_id: int, title: str, summary: str) -> None:
+        await self.github.request(t.installation_id, "PATCH", f"/repos/{t.repo}/check-runs/{check_run_id}", json={
+            "status": "completed", "conclusion": "neutral",
+            "output": {"title": title[:255], "summary": clip(summary)},
+        })
+
+    async def finish(self, t: Target, check_run_id: int, evaluation: Evaluation, dbom_url: str | None,
+                     changed: dict[str, set[int]]) -> None:
+        title = f"CIS {evaluation.cis_score:.2f} — {evaluation.verdict}"
+        summary = clip(render_markdown(evaluation, dbom_url))
+        notes = changed_line_annotations(evaluation, changed)
+        batches: Sequence[list[dict[str, Any]]] = [notes[i:i + MAX_ANNOTATIONS_PER_REQUEST]
+                                                   for i in range(0, len(notes), MAX_ANNOTATIONS_PER_REQUEST)] or [[]]
+        path = f"/repos/{t.repo}/check-runs/{check_run_id}"
+        # Extra annotation batches go first: once completed, the run should not change under the reader's eyes.
+        for batch in batches[1:]:
+            await self.github.request(t.installation_id, "PATCH", path, json={
+                "output": {"title": title, "summary": summary, "annotations": batch}})
+        body: dict[str, Any] = {
+            "status": "completed", "conclusion": CONCLUSION[evaluation.verdict],
+            "output": {"title": title, "summary": summary, "annotations": batches[0]},
+            "actions": [RERUN_ACTION],
+        }
+        if dbom_url:
+            body["details_url"] = dbom_url
+        await self.github.request(t.installation_id, "PATCH", path, json=body)
+
+    async def upsert_comment(self, t: Target, body: str) -> int:
+        """Edit our marked comment on the PR, or create it. Returns the comment id."""
+        body = clip(body)
+        async for comment in self.github.paginate(t.installation_id,
+                                                  f"/repos/{t.repo}/issues/{t.pr_number}/comments"):
+            user = comment.get("user") or {}
+            if MARKER in (comment.get("body") or "") and user.get("type") == "Bot":
+                await self.github.request(t.installation_id, "PATCH",
+                                          f"/repos/{t.repo}/issues/comments/{comment['id']}", json={"body": body})
+                return int(comment["id"])
+        created = await self.github.request(t.installation_id, "POST",
+                                            f"/repos/{t.repo}/issues/{t.pr_number}/comments", json={"body": body})
+        return int(created["id"])
+
+    async def react(self, installation_id: int, repo: str, comment_id: int, content: str) -> None:
+        await self.github.request(installation_id, "POST", f"/repos/{repo}/issues/comments/{comment_id}/reactions",
+                                  json={"content": content})

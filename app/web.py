@@ -1,0 +1,200 @@
+"""The webhook receiver (Starlette on uvicorn): verify, parse, route, enqueue, answer 202. No review work here.
+
+Routes::
+
+    POST /webhook           X-Hub-Signature-256 checked on the raw bytes (constant time, gidgethub)
+    GET  /healthz           the process answers
+    GET  /readyz            Redis and the database answer
+    GET  /setup             the GitHub App manifest flow (see app.manifest)
+    GET  /dbom/{id}[.html]  the signed audit records, when the ledger is built in (see app.dbom_routes)
+
+Status codes of ``/webhook``: 202 accepted (queued, recorded or ignored with a reason), 200 ping or replayed
+delivery, 400 malformed headers/JSON, 401 bad or missing signature, 413 body above the cap, 503 Redis down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import structlog
+from arq import create_pool
+from arq.connections import ArqRedis
+from gidgethub import ValidationFailure
+from gidgethub.sansio import validate_event
+from redis.exceptions import RedisError
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from app.queue import Keys, enqueue_review, redis_settings
+from app.routing import Ignored, InstallationNote, ReviewRequest, route
+from app.settings import Settings
+
+log = structlog.get_logger("logomesh.web")
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def _read_capped(request: Request, cap: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        raise BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _answer(code: int, **body: Any) -> JSONResponse:
+    return JSONResponse(body, status_code=code)
+
+
+async def ping_database(url: str, timeout: float = 3.0) -> None:
+    """Open and close one connection (SQLite file or PostgreSQL); raises when the database does not answer."""
+    if url.startswith("sqlite"):
+        import aiosqlite
+
+        path = url.split(":///", 1)[1] if ":///" in url else ":memory:"
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        async with aiosqlite.connect(path, timeout=timeout) as db:
+            await db.execute("SELECT 1")
+        return
+    if url.startswith("postgresql"):
+        import asyncpg
+
+        dsn = "postgresql://" + url.split("://", 1)[1]
+        conn = await asyncpg.connect(dsn, timeout=timeout)
+        try:
+            await conn.execute("SELECT 1")
+        finally:
+            await conn.close()
+        return
+    raise ValueError(f"unsupported database URL scheme: {url.split(':', 1)[0]}")
+
+
+async def webhook(request: Request) -> Response:
+    settings: Settings = request.app.state.settings
+    redis: ArqRedis = request.app.state.redis
+    started = time.perf_counter()
+    try:
+        body = await _read_capped(request, settings.max_body_bytes)
+    except BodyTooLarge:
+        return _answer(413, error=f"body larger than {settings.max_body_bytes} bytes")
+    except ClientDisconnect:
+        return _answer(400, error="client disconnected")
+    signature = request.headers.get("x-hub-signature-256")
+    if not signature:
+        return _answer(401, error="missing X-Hub-Signature-256")
+    secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
+    try:
+        validate_event(body, signature=signature, secret=secret)
+    except ValidationFailure:
+        return _answer(401, error="bad signature")
+    event = request.headers.get("x-github-event", "")
+    delivery = request.headers.get("x-github-delivery", "")
+    if not event or not delivery or len(delivery) > 100 or not delivery.replace("-", "").isalnum():
+        return _answer(400, error="missing or malformed X-GitHub-Event / X-GitHub-Delivery")
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return _answer(400, error="body is not JSON")
+    if not isinstance(payload, dict):
+        return _answer(400, error="body is not a JSON object")
+    bound = log.bind(delivery_id=delivery, event=event, action=payload.get("action"))
+    if event == "ping":
+        bound.info("ping", zen=payload.get("zen"))
+        return _answer(200, status="pong")
+
+    keys = Keys(settings.redis_prefix)
+    try:
+        fresh = await redis.set(keys.delivery(delivery), event, nx=True,
+                                ex=timedelta(days=settings.delivery_ttl_days))
+        if not fresh:
+            bound.info("replayed delivery ignored")
+            return _answer(200, status="duplicate", delivery=delivery)
+        outcome = route(event, payload, delivery, review_drafts=settings.review_drafts)
+        if isinstance(outcome, ReviewRequest):
+            job = await enqueue_review(redis, settings, outcome)
+            bound.info("queued", repo=outcome.repo, pr=outcome.pr_number, head_sha=outcome.head_sha,
+                       kind=outcome.kind, ms=round((time.perf_counter() - started) * 1000, 2))
+            return _answer(202, status="queued" if job is not None else "already queued", job_id=delivery)
+        if isinstance(outcome, InstallationNote):
+            note = {"account": outcome.account, "action": outcome.action,
+                    "repos_added": ",".join(outcome.repos_added), "repos_removed": ",".join(outcome.repos_removed)}
+            await redis.hset(keys.installation(outcome.installation_id), mapping=note)  # type: ignore[misc]
+            bound.info("installation recorded", installation_id=outcome.installation_id, account=outcome.account)
+            return _answer(202, status="recorded")
+        assert isinstance(outcome, Ignored)
+        bound.info("ignored", reason=outcome.reason)
+        return _answer(202, status="ignored", reason=outcome.reason)
+    except RedisError as exc:
+        bound.error("redis unavailable", error=str(exc))
+        with contextlib.suppress(RedisError):
+            await redis.delete(keys.delivery(delivery))
+        return _answer(503, error="queue unavailable, please redeliver")
+
+
+async def healthz(request: Request) -> Response:
+    return _answer(200, status="ok")
+
+
+async def readyz(request: Request) -> Response:
+    problems: dict[str, str] = {}
+    try:
+        await request.app.state.redis.ping()
+    except (RedisError, OSError) as exc:
+        problems["redis"] = str(exc) or type(exc).__name__
+    try:
+        ledger = getattr(request.app.state, "ledger", None)
+        check = ledger.ping() if ledger is not None else ping_database(request.app.state.settings.database_url)
+        await asyncio.wait_for(check, 5.0)
+    except Exception as exc:
+        problems["database"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if problems:
+        return _answer(503, status="not ready", problems=problems)
+    return _answer(200, status="ready")
+
+
+def create_app(settings: Settings, *, env_path: Path = Path(".env")) -> Starlette:
+    from app.dbom_routes import dbom_routes, open_ledger_if_built
+    from app.manifest import manifest_routes
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.settings = settings
+        app.state.redis = await create_pool(redis_settings(settings), default_queue_name=settings.queue_name)
+        try:
+            app.state.ledger = await open_ledger_if_built(settings)
+        except Exception as exc:
+            log.error("the DBOM ledger cannot be opened", error=str(exc))
+            app.state.ledger = None
+        try:
+            yield
+        finally:
+            await app.state.redis.aclose()
+            if app.state.ledger is not None:
+                await app.state.ledger.close()
+
+    routes = [
+        Route("/webhook", webhook, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        *manifest_routes(settings, env_path),
+        *dbom_routes(),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

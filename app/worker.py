@@ -1,0 +1,287 @@
+"""The arq worker: ``review_pull_request`` turns one queued request into a completed check run and comment.
+
+At-least-once delivery, so every step is idempotent: the check run is found again by ``external_id``, the
+comment by its marker, and a per-PR Redis lock keeps two jobs of one PR from interleaving. A job for a head
+SHA that is no longer the PR's newest is **superseded**: its check run is completed ``neutral``,
+"superseded by <sha>". Whatever fails after the check run exists, it ends ``completed`` with a human message.
+GitHub 5xx and rate limits are retried by arq (``Retry(defer=…)``) up to ``max_tries``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+import structlog
+from arq import Retry
+from arq.connections import ArqRedis
+from redis.asyncio.lock import Lock
+
+from app.engine import court_parts, prepare
+from app.github import GitHubApp, GitHubError, GitHubNotFound, GitHubRetryable
+from app.publish import Publisher, Target, external_id, pr_from_external_id
+from app.queue import JOB_NAME, Keys, redis_settings
+from app.routing import ReviewRequest
+from app.settings import Settings
+from app.workspace import CloneSpec, WorkspaceError, checkout
+from checks.court import review
+from checks.errors import ConfigError
+from checks.models import Evaluation
+from checks.render import render_markdown
+from rubric import RubricError
+
+log = structlog.get_logger("logomesh.worker")
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+LOCK_RETRY_SECONDS = 5
+TIMEOUT_MARGIN_SECONDS = 30
+
+
+class DbomWriter(Protocol):
+    """Where the worker records a review's DBOM; answers the record id that the public URL names."""
+
+    async def append(self, evaluation: Evaluation, *, installation_id: int,
+                     entanglement: Mapping[str, Any]) -> str: ...
+
+    async def close(self) -> None: ...
+
+
+DbomFactory = Callable[[Settings], Awaitable[DbomWriter | None]]
+
+
+async def default_dbom_writer(settings: Settings) -> DbomWriter | None:
+    """The ledger when it is part of this build; None otherwise (the report then says no DBOM was written)."""
+    try:
+        from app.ledger import Entanglement, open_ledger  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    ledger = await open_ledger(settings)
+
+    class LedgerWriter:
+        async def append(self, evaluation: Evaluation, *, installation_id: int,
+                         entanglement: Mapping[str, Any]) -> str:
+            # what only the worker knows (sandbox image digest, tool versions…) overrides the evaluation's view
+            record = await ledger.append(evaluation, installation_id=installation_id,
+                                         entanglement=Entanglement.from_evaluation(evaluation, **entanglement))
+            return str(record.id)
+
+        async def close(self) -> None:
+            await ledger.close()
+
+    return LedgerWriter()
+
+
+def review_deadline(job_timeout: int) -> float:
+    """Seconds the clone and the court may take: arq's own timeout must never be the one that fires, or the
+    check run would stay in_progress."""
+    return float(max(5, job_timeout - min(TIMEOUT_MARGIN_SECONDS, job_timeout // 4)))
+
+
+class Superseded(Exception):
+    def __init__(self, newer: str) -> None:
+        self.newer = newer
+        super().__init__(newer)
+
+
+def entanglement(evaluation: Evaluation, pr: Mapping[str, Any]) -> dict[str, Any]:
+    """The DBOM's entangled inputs as the worker saw them: the PR's identity and the exact commits reviewed."""
+    return {
+        "repo": evaluation.inputs.repo, "pr_number": evaluation.inputs.pr_number,
+        "base_sha": evaluation.inputs.base, "head_sha": evaluation.inputs.head,
+        "diff_sha256": evaluation.inputs.diff_sha256, "pr_text_sha256": evaluation.inputs.intent_sha256,
+        "config_sha256": evaluation.inputs.config_sha256, "rubric_version": evaluation.rubric.version,
+        "rubric_sha256": evaluation.rubric.sha256,
+    }
+
+
+async def _resolve_pr(redis: ArqRedis, keys: Keys, req: ReviewRequest) -> int | None:
+    if req.pr_number is not None:
+        return req.pr_number
+    from_ext = pr_from_external_id(req.external_id)
+    if from_ext is not None:
+        return from_ext
+    if req.head_sha is not None:
+        value = await redis.get(keys.sha(req.repo, req.head_sha))
+        if value is not None:
+            return int(value)
+    return None
+
+
+async def _may_recheck(github: GitHubApp, req: ReviewRequest) -> bool:
+    assert req.requester is not None
+    try:
+        data = await github.request(req.installation_id, "GET",
+                                    f"/repos/{req.repo}/collaborators/{req.requester}/permission")
+    except GitHubNotFound:
+        return False
+    return data.get("permission") in WRITE_PERMISSIONS or data.get("role_name") in WRITE_PERMISSIONS
+
+
+async def _latest(redis: ArqRedis, keys: Keys, req: ReviewRequest, pr: int, head: str) -> str | None:
+    """The newer head this job is superseded by, if any."""
+    value = await redis.get(keys.latest(req.repo, pr))
+    latest = value.decode() if isinstance(value, bytes) else value
+    return latest if latest and latest != head else None
+
+
+async def run_court(ctx: dict[str, Any], settings: Settings, req: ReviewRequest, target: Target,
+                    pr: Mapping[str, Any]) -> tuple[Evaluation, dict[str, set[int]]]:
+    github: GitHubApp = ctx["github"]
+    token = await github.installation_token(req.installation_id)
+    spec = CloneSpec(url=f"{settings.github_web_url}/{req.repo}.git", head_sha=target.head_sha,
+                     base_sha=pr["base"]["sha"], token=token)
+    job_settings = settings.model_copy(update={"llm_provider": "anthropic"}) if req.with_llm else settings
+    async with checkout(spec, settings) as repo:
+        prepared = await asyncio.to_thread(
+            prepare, repo, spec.base_sha, spec.head_sha, settings=job_settings, title=pr.get("title") or "",
+            body=pr.get("body") or "", repo_name=req.repo, pr_number=target.pr_number)
+        async with court_parts(repo, prepared, job_settings) as parts:
+            evaluation = await review(prepared.case, prepared.rubric, parts)
+    changed = {f.path: set(f.added_lines) for f in prepared.case.files}
+    return evaluation, changed
+
+
+async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
+    settings: Settings = ctx["settings"]
+    github: GitHubApp = ctx["github"]
+    redis: ArqRedis = ctx["redis"]
+    publisher: Publisher = ctx["publisher"]
+    dbom: DbomWriter | None = ctx.get("dbom")
+    keys = Keys(settings.redis_prefix)
+    req = ReviewRequest.from_dict(data)
+    bound = log.bind(delivery_id=req.delivery_id, installation_id=req.installation_id, repo=req.repo,
+                     job_id=ctx.get("job_id"), kind=req.kind, job_try=ctx.get("job_try"))
+    try:
+        pr_number = await _resolve_pr(redis, keys, req)
+        if pr_number is None:
+            bound.info("no pull request known for this head", head_sha=req.head_sha)
+            return "ignored: no pull request for this head"
+        bound = bound.bind(pr=pr_number)
+        if req.kind == "recheck":
+            assert req.comment_id is not None
+            if not await _may_recheck(github, req):
+                await publisher.react(req.installation_id, req.repo, req.comment_id, "confused")
+                bound.info("/recheck refused: no write access", requester=req.requester)
+                return "refused: requester lacks write access"
+            await publisher.react(req.installation_id, req.repo, req.comment_id, "rocket")
+        pr = await github.request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{pr_number}")
+    except GitHubRetryable as exc:
+        bound.warning("GitHub is unavailable; retrying", status=exc.status, retry_after=exc.retry_after)
+        raise Retry(defer=exc.retry_after) from exc
+    except GitHubError as exc:
+        # Nothing was started on GitHub yet: there is no check run to complete.
+        bound.warning("cannot start the review", error=str(exc))
+        return f"failed before the check run: {exc}"
+    if pr.get("state") != "open":
+        bound.info("pull request is not open")
+        return "ignored: pull request is not open"
+    head = req.head_sha or pr["head"]["sha"]
+    target = Target(req.installation_id, req.repo, pr_number, head)
+    bound = bound.bind(head_sha=head)
+
+    lock = Lock(redis, keys.lock(req.repo, pr_number), timeout=settings.job_timeout_seconds + 60)
+    if not await lock.acquire(blocking=False):
+        bound.info("another review of this PR is running; deferring")
+        raise Retry(defer=LOCK_RETRY_SECONDS)
+    check_run_id: int | None = None
+    try:
+        try:
+            check_run_id = await publisher.start_check_run(target, external_id(pr_number, req.delivery_id))
+            if req.kind != "recheck" and (newer := await _latest(redis, keys, req, pr_number, head)):
+                raise Superseded(newer)
+            async with asyncio.timeout(review_deadline(settings.job_timeout_seconds)):
+                evaluation, changed = await run_court(ctx, settings, req, target, pr)
+            if req.kind != "recheck" and (newer := await _latest(redis, keys, req, pr_number, head)):
+                raise Superseded(newer)
+            dbom_url = None
+            if dbom is not None:
+                record_id = await dbom.append(evaluation, installation_id=req.installation_id,
+                                              entanglement=entanglement(evaluation, pr))
+                dbom_url = f"{settings.public_url}/dbom/{record_id}" if settings.public_url else None
+            await publisher.finish(target, check_run_id, evaluation, dbom_url, changed)
+            await publisher.upsert_comment(target, render_markdown(evaluation, dbom_url))
+            bound.info("reviewed", verdict=evaluation.verdict, cis=evaluation.cis_score, dbom=dbom_url)
+            return f"{evaluation.verdict} {evaluation.cis_score:.4f}"
+        except Superseded as exc:
+            assert check_run_id is not None
+            await publisher.finish_neutral(target, check_run_id, f"Superseded by {exc.newer[:12]}",
+                                           f"A newer commit was pushed: superseded by {exc.newer}.")
+            bound.info("superseded", newer=exc.newer)
+            return f"superseded by {exc.newer}"
+        except GitHubRetryable as exc:
+            if ctx.get("job_try", 1) < settings.max_tries:
+                bound.warning("GitHub is unavailable; retrying", status=exc.status, retry_after=exc.retry_after)
+                raise Retry(defer=exc.retry_after) from exc
+            await _give_up(publisher, target, check_run_id, f"GitHub kept failing: {exc}", bound)
+            return "failed: GitHub unavailable"
+        except WorkspaceError as exc:
+            await _give_up(publisher, target, check_run_id, f"The repository could not be cloned: {exc.reason}",
+                           bound)
+            return f"failed: clone: {exc.reason}"
+        except (ConfigError, RubricError) as exc:
+            await _give_up(publisher, target, check_run_id,
+                           f"The base branch's `.logomesh.yml` (or the rubric it overrides) is invalid: {exc}", bound,
+                           ours=False)
+            return f"failed: configuration: {exc}"
+        except TimeoutError:
+            await _give_up(publisher, target, check_run_id,
+                           f"The review did not finish within {settings.job_timeout_seconds}s.", bound)
+            return "failed: timeout"
+        except GitHubError as exc:
+            await _give_up(publisher, target, check_run_id, f"A GitHub call failed: {exc}", bound)
+            return f"failed: {exc}"
+        except Exception as exc:
+            # A failure of LogoMesh itself must never leave the run in_progress nor fail the PR.
+            bound.exception("review crashed")
+            await _give_up(publisher, target, check_run_id,
+                           f"LogoMesh failed while reviewing ({type(exc).__name__}: {exc}).", bound)
+            return f"failed: {type(exc).__name__}"
+    finally:
+        with contextlib.suppress(Exception):
+            await lock.release()
+
+
+async def _give_up(publisher: Publisher, target: Target, check_run_id: int | None, message: str,
+                   bound: Any, *, ours: bool = True) -> None:
+    bound.warning("review failed", reason=message)
+    if check_run_id is None:
+        return
+    advice = ("This is a problem of LogoMesh, not of the pull request: comment `/recheck` to try again."
+              if ours else "Fix the configuration on the base branch, then comment `/recheck`.")
+    try:
+        await publisher.finish_neutral(target, check_run_id, "LogoMesh could not review this change",
+                                       f"{message}\n\n{advice}")
+    except GitHubError as exc:
+        bound.error("could not complete the check run", error=str(exc))
+
+
+def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_writer) -> dict[str, Any]:
+    """Keyword arguments for :class:`arq.worker.Worker` (the CLI and the tests build the worker from these)."""
+
+    async def startup(ctx: dict[str, Any]) -> None:
+        ctx["settings"] = settings
+        ctx["github"] = GitHubApp(settings)
+        ctx["publisher"] = Publisher(ctx["github"], settings.check_name)
+        ctx["dbom"] = await dbom_factory(settings)
+
+    async def shutdown(ctx: dict[str, Any]) -> None:
+        if ctx.get("dbom") is not None:
+            await ctx["dbom"].close()
+
+    from arq.worker import func
+
+    return {
+        "functions": [func(review_pull_request, name=JOB_NAME, timeout=settings.job_timeout_seconds,
+                           max_tries=settings.max_tries)],
+        "queue_name": settings.queue_name,
+        "redis_settings": redis_settings(settings),
+        "on_startup": startup,
+        "on_shutdown": shutdown,
+        "max_jobs": settings.concurrency,
+        "job_timeout": settings.job_timeout_seconds,
+        "max_tries": settings.max_tries,
+        "health_check_interval": 10,
+        "health_check_key": Keys(settings.redis_prefix).health(),
+        "keep_result": 24 * 3600,
+    }

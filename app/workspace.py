@@ -1,0 +1,118 @@
+"""A throw-away clone of a pull request's head (and base) commit, fetched without trusting its content.
+
+``git init`` + ``git fetch --depth=N origin <head> <base>``: no checkout (the court reads git's object store,
+so no PR file ever lands on disk, symlinks included), hooks off, no submodules, no LFS smudge, the token
+passed as an ``http.extraheader`` through ``GIT_CONFIG_*`` environment variables, never in the URL or argv
+(both show up in process lists and logs). Size and file-count caps are checked after the fetch.
+
+Exceptions::
+
+    WorkspaceError          the clone failed or broke a cap; ``reason`` is safe to show on the PR
+    └── CloneTooLarge       above ``clone_max_bytes`` or ``clone_max_files``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from app.gitrepo import SAFE_GIT_ENV, GitError, GitRepo
+from app.settings import Settings
+
+FETCH_TIMEOUT = 300.0
+
+
+class WorkspaceError(RuntimeError):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class CloneTooLarge(WorkspaceError):
+    pass
+
+
+@dataclass(frozen=True)
+class CloneSpec:
+    url: str
+    head_sha: str
+    base_sha: str
+    token: str
+
+
+def _git_env(token: str) -> dict[str, str]:
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    config = {
+        "http.extraheader": f"Authorization: Basic {basic}",
+        "core.hooksPath": "/dev/null",
+        "core.fsmonitor": "false",
+        "fetch.recurseSubmodules": "false",
+        "submodule.recurse": "false",
+        "protocol.file.allow": "never",
+        "protocol.ext.allow": "never",
+        "credential.helper": "",
+        "filter.lfs.smudge": "",
+        "filter.lfs.process": "",
+        "filter.lfs.required": "false",
+        "transfer.fsckObjects": "true",
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(SAFE_GIT_ENV)
+    env.update({"GIT_LFS_SKIP_SMUDGE": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ASKPASS": "/bin/false",
+                "GIT_CONFIG_COUNT": str(len(config))})
+    for i, (key, value) in enumerate(config.items()):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+async def _git(cwd: str, env: dict[str, str], *args: str, timeout: float = FETCH_TIMEOUT) -> str:
+    proc = await asyncio.create_subprocess_exec("git", "-C", cwd, *args, env=env, stdin=asyncio.subprocess.DEVNULL,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError as exc:
+        raise WorkspaceError(f"git {args[0]} timed out after {timeout:.0f}s") from exc
+    finally:
+        # also on cancellation (the job's deadline): never leave git writing into a directory being removed
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.shield(proc.wait())
+    if proc.returncode != 0:
+        detail = err.decode("utf-8", "replace").strip().splitlines()
+        raise WorkspaceError(f"git {args[0]} failed: {detail[-1] if detail else 'no detail'}")
+    return out.decode("utf-8", "replace")
+
+
+@asynccontextmanager
+async def checkout(spec: CloneSpec, settings: Settings) -> AsyncIterator[GitRepo]:
+    """Fetch ``spec.head_sha`` and ``spec.base_sha`` into a temp dir; removed on exit whatever happens."""
+    if "@" in spec.url.split("//", 1)[-1].split("/", 1)[0]:
+        raise WorkspaceError("credentials must not be part of the clone URL")
+    root = tempfile.mkdtemp(prefix="logomesh-")
+    env = _git_env(spec.token)
+    try:
+        await _git(root, env, "init", "--quiet")
+        await _git(root, env, "remote", "add", "origin", spec.url)
+        await _git(root, env, "fetch", "--quiet", "--no-tags", "--no-recurse-submodules",
+                   f"--depth={settings.clone_depth}", "origin", spec.head_sha, spec.base_sha)
+        counts = await _git(root, env, "count-objects", "-v")
+        size_kib = sum(int(line.split(":")[1]) for line in counts.splitlines()
+                       if line.startswith(("size:", "size-pack:")))
+        if size_kib * 1024 > settings.clone_max_bytes:
+            raise CloneTooLarge(f"the repository is larger than {settings.clone_max_bytes} bytes")
+        listing = await _git(root, env, "ls-tree", "-r", "-z", "--name-only", spec.head_sha)
+        if listing.count("\0") > settings.clone_max_files:
+            raise CloneTooLarge(f"the head commit has more than {settings.clone_max_files} files")
+        try:
+            yield GitRepo.open(root)
+        except GitError as exc:
+            raise WorkspaceError(str(exc)) from exc
+    finally:
+        await asyncio.to_thread(shutil.rmtree, root, True)

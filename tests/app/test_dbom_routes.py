@@ -1,0 +1,50 @@
+"""The worker's DBOM through the real ledger and the public /dbom routes (run once app.ledger is built in)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import httpx
+import pytest
+from arq.worker import Worker
+
+from app.worker import default_dbom_writer, worker_options
+from tests.app.conftest import Harness, pr_payload
+
+HAS_LEDGER = importlib.util.find_spec("app.ledger") is not None
+
+
+@pytest.mark.skipif(HAS_LEDGER, reason="the ledger is built in")
+async def test_dbom_routes_say_when_the_ledger_is_missing(harness: Harness) -> None:
+    async with httpx.AsyncClient(base_url=harness.url) as client:
+        assert (await client.get("/dbom/0123456789abcdef")).status_code == 503
+        assert (await client.get("/.well-known/logomesh/keys")).status_code == 503
+        assert (await client.get("/readyz")).status_code == 200
+
+
+@pytest.mark.skipif(not HAS_LEDGER, reason="app.ledger is not part of this build yet")
+async def test_worker_writes_the_ledger_and_the_dbom_link_resolves(harness: Harness) -> None:
+    h = harness
+    await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
+    worker = Worker(**worker_options(h.settings, dbom_factory=default_dbom_writer), burst=True,
+                    handle_signals=False, poll_delay=0.05)
+    try:
+        await worker.main()
+    finally:
+        await worker.close()
+    run = h.github.check_runs_for(h.repo.head)[0]
+    assert run["details_url"].startswith("https://logomesh.test/dbom/")
+    record_id = run["details_url"].rsplit("/", 1)[1]
+    comment = next(c for c in h.github.comments.values() if c["issue_number"] == 7)
+    assert run["details_url"] in comment["body"]
+    async with httpx.AsyncClient(base_url=h.url) as client:
+        record = await client.get(f"/dbom/{record_id}")
+        assert record.status_code == 200, record.text
+        assert record.json()["id"] == record_id
+        page = await client.get(f"/dbom/{record_id}.html")
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        keys = await client.get("/.well-known/logomesh/keys")
+        assert keys.status_code == 200 and keys.json()["keys"]
+        assert (await client.get("/dbom/ffffffffffffffffffff")).status_code == 404
+        assert (await client.get("/dbom/..%2f..")).status_code == 404
+        assert (await client.get("/readyz")).status_code == 200
