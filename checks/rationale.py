@@ -54,10 +54,11 @@ IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 PYTHON_SUFFIXES = (".py", ".pyi")
 
-MD_IMAGE_RE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
-MD_LINK_RE = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+# PR text is untrusted: every repeat is bounded so that a body like "[[[[…" costs linear time, not quadratic.
+MD_IMAGE_RE = re.compile(r"!\[[^\]\n]{0,300}\]\([^)\s]{0,1000}\)")
+MD_LINK_RE = re.compile(r"\[([^\]\n]{0,300})\]\([^)\s]{0,1000}\)")
 HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-HTML_TAG_RE = re.compile(r"</?[A-Za-z][^>]*>")
+HTML_TAG_RE = re.compile(r"</?[A-Za-z][^>\n]{0,300}>")
 URL_RE = re.compile(r"https?://\S+")
 MD_NOISE_RE = re.compile(r"[`*_#>|~]+")
 
@@ -141,6 +142,14 @@ def build_intent(case: Case) -> Intent:
             sources.append("commit-messages")
             fallback = True
     return Intent(text="\n".join(parts), sources=tuple(sources), fallback_to_commits=fallback)
+
+
+def limit_words(text: str, max_words: int) -> tuple[str, bool]:
+    """The first ``max_words`` words of ``text`` (a statement of intent front-loads its purpose)."""
+    words = text.split()
+    if len(words) <= max_words:
+        return text, False
+    return " ".join(words[:max_words]), True
 
 
 def intent_windows(text: str, window_words: int) -> list[tuple[str, int]]:
@@ -438,7 +447,8 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
             reason = "everything the change adds repeats its own description"
         return _not_measured(reason, intent.sources, embedder.model_id)
 
-    windows = intent_windows(intent.text, rules.window_words)
+    intent_text, _ = limit_words(intent.text, rules.max_intent_words)
+    windows = intent_windows(intent_text, rules.window_words)
     texts = [text for text, _ in windows] + [chunk.text for chunk in code.chunks]
     vectors = await _embed(embedder, texts)
     intent_vector = mean_vector(vectors[: len(windows)], [size for _, size in windows])
@@ -476,6 +486,9 @@ def _evidence(case: Case, rubric: Rubric, intent: Intent, code: CodeText, simila
             "aggregation": f"size-weighted mean of the top {rules.top_k} chunk cosines",
             "calibration": {"raw_low": rules.calibration.raw_low, "raw_high": rules.calibration.raw_high},
             "best_chunks": best,
+            "intent_words": len(intent.text.split()),
+            "intent_truncated_to": rules.max_intent_words if len(intent.text.split()) > rules.max_intent_words
+            else None,
         },
     )]
     if intent.fallback_to_commits:

@@ -60,6 +60,7 @@ class RationaleRules(_Frozen):
     max_chunks: int
     min_chunk_words: int
     echo_ngram: int
+    max_intent_words: int
 
 
 class IntentRules(_Frozen):

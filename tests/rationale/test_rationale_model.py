@@ -140,3 +140,12 @@ async def test_labelled_set_separates_matching_from_mismatched(embedder, rubric)
     caught = sum(1 for s in scores.mismatched_score if s < threshold)
     assert false_positives <= 1
     assert caught >= 0.9 * len(scores.mismatched_score)
+
+
+async def test_a_huge_description_is_cut_to_the_word_budget(embedder, rubric):
+    change = BY_ID["article-slugs"]
+    body = change["body"] + " " + "Unrelated chatter about the weather and lunch plans. " * 2000
+    report = await measure_rationale(case_from_files(change["files"], change["title"], body), rubric, embedder)
+    facts = by_id(report, "semantic.rationale").facts
+    assert report.semantic.measured and facts["intent_truncated_to"] == rubric.rationale.max_intent_words
+    assert facts["intent_words"] > rubric.rationale.max_intent_words

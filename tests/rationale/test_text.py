@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checks import rationale
 from checks.models import Case
@@ -100,3 +102,29 @@ def test_rubric_loads_the_new_constants():
     rules = load_rubric().rationale
     assert rules.top_k >= 1 and rules.window_words <= 180 and rules.max_chunks >= 1
     assert rules.calibration.raw_low < rules.calibration.raw_high
+
+
+def test_hostile_markdown_is_cleaned_in_linear_time():
+    # quadratic regexes would take minutes on these; bounded ones finish at once
+    for body in ("[" * 60_000, "![" * 30_000, "<a" * 30_000, "[x](" * 15_000):
+        assert isinstance(rationale.clean_markdown(body), str)
+
+
+def test_intent_is_limited_to_the_rubric_word_budget():
+    text, cut = rationale.limit_words("word " * 5000, 1024)
+    assert cut and len(text.split()) == 1024
+    assert rationale.limit_words("a b c", 1024) == ("a b c", False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("abcXYZ_ (#)=.\n09"), max_size=80), min_size=1, max_size=60))
+def test_chunks_respect_the_window_and_are_deterministic(lines):
+    rubric = load_rubric()
+    text = "\n".join(lines)
+    case = case_from_files({"pkg/mod.py": text, "web/app.js": text})
+    first = rationale.build_code_chunks(case, rubric, "intent words here")
+    again = rationale.build_code_chunks(case, rubric, "intent words here")
+    assert first == again
+    assert len(first.chunks) <= rubric.rationale.max_chunks
+    assert all(0 < c.size <= rubric.rationale.window_words for c in first.chunks)
+    assert all(c.start_line <= c.end_line for c in first.chunks)
