@@ -230,11 +230,15 @@ def _innermost(scopes: Sequence[_Scope], line: int) -> _Scope | None:
 
 
 def added_lines_by_path(case: Case) -> dict[str, list[tuple[int, str]]]:
-    """The text the diff adds, per path, as (head line number, line). Falls back to head content by line."""
+    """The text the diff adds, per path, as (head line number, line). Falls back to head content by line.
+
+    Only paths in ``case.files`` count: the caller has already dropped the ones the repository ignores.
+    """
     added: dict[str, list[tuple[int, str]]] = {}
+    wanted = {changed.path for changed in case.files}
     try:
         for delta in parse_diff(case.diff):
-            if not delta.is_binary and delta.added_text:
+            if delta.path in wanted and not delta.is_binary and delta.added_text:
                 added[delta.path] = list(zip(delta.added_lines, delta.added_text, strict=True))
     except DiffError:
         added = {}

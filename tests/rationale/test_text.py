@@ -128,3 +128,11 @@ def test_chunks_respect_the_window_and_are_deterministic(lines):
     assert len(first.chunks) <= rubric.rationale.max_chunks
     assert all(0 < c.size <= rubric.rationale.window_words for c in first.chunks)
     assert all(c.start_line <= c.end_line for c in first.chunks)
+
+
+def test_paths_the_caller_dropped_are_not_read_from_the_diff(rubric):
+    case = case_from_files({"src/app.py": "def run_server(port):\n    return serve_forever(port)\n",
+                            "vendor/lib.py": "def vendored_helper():\n    return other_thing()\n"})
+    kept = case.model_copy(update={"files": tuple(f for f in case.files if f.path == "src/app.py")})
+    code = rationale.build_code_chunks(kept, rubric, "x")
+    assert {c.path for c in code.chunks} == {"src/app.py"} and code.files == 1
