@@ -72,8 +72,29 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
 
 async def attach_embedder(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                           settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
-    """The sentence-embedding model that measures R."""
-    parts.embedder_missing = "the embedding model is not available in this build"
+    """The sentence-embedding model that measures R: ``on`` requires it, ``auto`` uses it when installed."""
+    import asyncio
+
+    from app.embeddings import EmbeddingModelMissing, SentenceEmbedder, model_available
+
+    if settings.embedding == "off":
+        parts.embedder_missing = "the embedding model is switched off (LOGOMESH_EMBEDDING=off)"
+        return
+    missing = model_available(settings.embedding_model_path)
+    if missing is not None:
+        if settings.embedding == "on":
+            raise EmbeddingModelMissing(missing, settings.embedding_model_path)
+        parts.embedder_missing = missing
+        say(f"notice: rationale not measured: {missing}")
+        return
+    try:
+        # Loading takes seconds the first time and is cached for the life of the process.
+        parts.embedder = await asyncio.to_thread(SentenceEmbedder.load, settings.embedding_model_path)
+    except EmbeddingModelMissing as exc:
+        if settings.embedding == "on":
+            raise
+        parts.embedder_missing = exc.message
+        say(f"notice: rationale not measured: {exc.message}")
 
 
 async def attach_red_team(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,

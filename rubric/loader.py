@@ -55,6 +55,12 @@ class Calibration(_Frozen):
 class RationaleRules(_Frozen):
     not_measured: float
     calibration: Calibration
+    top_k: int
+    window_words: int
+    max_chunks: int
+    min_chunk_words: int
+    echo_ngram: int
+    max_intent_words: int
 
 
 class IntentRules(_Frozen):

