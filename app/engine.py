@@ -65,9 +65,40 @@ class Attacher(Protocol):
 
 async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                          settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
-    """The Docker sandbox that measures T."""
-    parts.sandbox_missing = "the Docker sandbox is not available in this build"
-    say(f"notice: tests not measured: {parts.sandbox_missing}")
+    """The Docker sandbox that measures T, holding the head tree exported with ``git archive``.
+
+    ``auto``: without a Docker engine or the image, T is "not measured" with a notice; ``docker``: the same
+    situation raises :class:`~sandbox.errors.SandboxUnavailable`; ``off``: never.
+    """
+    if settings.sandbox == "off":
+        parts.sandbox_missing = "the sandbox is turned off (LOGOMESH_SANDBOX=off)"
+        say(f"notice: tests not measured: {parts.sandbox_missing}")
+        return
+    import asyncio
+    import tempfile
+
+    from sandbox.docker_sandbox import DockerSandbox, docker_client, export_head, require_image
+    from sandbox.errors import SandboxUnavailable
+    from sandbox.limits import SandboxLimits
+
+    image = prepared.config.sandbox.image or settings.sandbox_image
+    limits = SandboxLimits.from_rubric(prepared.rubric, settings.sandbox_timeout_seconds)
+    try:
+        client = await asyncio.to_thread(docker_client)
+        await asyncio.to_thread(require_image, client, image)
+    except SandboxUnavailable as exc:
+        if settings.sandbox == "docker":
+            raise
+        parts.sandbox_missing = exc.reason
+        say(f"notice: tests not measured: {exc.reason}")
+        return
+    stack.callback(client.close)
+    workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="logomesh-head-")))
+    archive = await asyncio.to_thread(export_head, repo.git_bytes, prepared.case.head_sha, workdir)
+    parts.sandbox = await asyncio.to_thread(
+        DockerSandbox.for_archive, archive, limits, image, client,
+        allow_setup=settings.sandbox_allow_setup, setup_timeout_seconds=settings.sandbox_setup_timeout_seconds,
+    )
 
 
 async def attach_embedder(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
