@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from app.cli_sandbox import sandbox_cli
 from app.engine import read_config_file, review_repository
 from app.gitrepo import GitError
 from app.settings import SettingsError, load_settings
@@ -95,6 +96,9 @@ def version() -> None:
     from importlib.metadata import version as dist_version
 
     sys.stdout.write(dist_version("logomesh") + "\n")
+
+
+cli.add_typer(sandbox_cli, name="sandbox")
 
 
 def main() -> None:
