@@ -98,6 +98,8 @@ class _Run:
     volume: Any = None
     images: list[str] = field(default_factory=list)
     helpers: list[Any] = field(default_factory=list)
+    # blocking steps still running in worker threads; cleanup waits for them so nothing is created after it
+    pending: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
 class DockerSandbox:
@@ -148,25 +150,29 @@ class DockerSandbox:
                 if not self.allow_setup:
                     return TestRunResult(status="not_measured", image=self.image,
                                          reason="the repository asks for a setup phase, which this server forbids")
-                image, failure = await asyncio.to_thread(self._setup, run, spec.setup_command)
+                prepared: tuple[str, TestRunResult | None] = await self._thread(
+                    run, self._setup, run, spec.setup_command)
+                image, failure = prepared
                 if failure is not None:
                     return failure
-            await asyncio.to_thread(self._start, run, image, None)
+            await self._thread(run, self._start, run, image, None)
             config = json.dumps({"command": list(spec.command) if spec.command else None})
             source = resources.files("sandbox").joinpath("runner.py").read_text(encoding="utf-8")
             result = await self._exec(run, ["python3", "-c", source, config], limits)
-            files = await asyncio.to_thread(self._read_results, run)
+            files = await self._thread(run, self._read_results, run)
             return self._test_result(result, files, spec, limits, time.monotonic() - started)
         finally:
-            await asyncio.shield(asyncio.to_thread(self._remove, run))
+            await asyncio.shield(self._cleanup(run))
 
     async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
         limits = self.limits.with_timeout(timeout_seconds)
         run = _Run()
         try:
             probe = single_file_tar("out/probe.py", code.encode("utf-8", "surrogatepass"))
-            await asyncio.to_thread(self._start, run, self.image, probe)
-            result = await self._exec(run, ["python3", "/sandbox/out/probe.py"], limits)
+            await self._thread(run, self._start, run, self.image, probe)
+            # ``-c`` puts the working directory (the repository) first on sys.path, as the red agent expects
+            launcher = "import runpy; runpy.run_path('/sandbox/out/probe.py', run_name='__main__')"
+            result = await self._exec(run, ["python3", "-c", launcher], limits)
             cap = limits.output_bytes
             return ProbeResult(exit_code=None if result.timed_out else result.exit_code,
                                stdout=clean_output(bytes(result.stdout), cap),
@@ -174,7 +180,22 @@ class DockerSandbox:
                                timed_out=result.timed_out, oom_killed=result.oom_killed,
                                duration=round(result.duration, 3))
         finally:
-            await asyncio.shield(asyncio.to_thread(self._remove, run))
+            await asyncio.shield(self._cleanup(run))
+
+    async def _thread(self, run: _Run, fn: Any, *args: Any) -> Any:
+        """Run a blocking step in a thread; a cancelled caller leaves it running for ``_cleanup`` to await."""
+        future = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        run.pending.add(future)
+        future.add_done_callback(run.pending.discard)
+        return await asyncio.shield(future)
+
+    async def _cleanup(self, run: _Run) -> None:
+        for container in [run.container, *run.helpers]:
+            if container is not None:
+                await asyncio.to_thread(self._kill, container)
+        if run.pending:
+            await asyncio.wait(set(run.pending))
+        await asyncio.to_thread(self._remove, run)
 
     # --- Docker plumbing (blocking: called in worker threads) ---------------------------------------------
 
@@ -261,16 +282,20 @@ class DockerSandbox:
         return tag, None
 
     async def _exec(self, run: _Run, argv: list[str], limits: SandboxLimits) -> _Exec:
-        return await self._exec_in(run.container, argv, limits)
+        return await self._exec_in(run.container, argv, limits, run=run)
 
     async def _exec_in(self, container: str, argv: list[str], limits: SandboxLimits,
-                       env: dict[str, str] | None = None) -> _Exec:
+                       env: dict[str, str] | None = None, run: _Run | None = None) -> _Exec:
         api = self.client.api
         since = int(time.time()) - 1
-        exec_id = (await asyncio.to_thread(
-            api.exec_create, container, argv, stdout=True, stderr=True, user=f"{SANDBOX_UID}:{SANDBOX_UID}",
-            workdir=WORKDIR, environment={**ENV, **(env or {})},
-        ))["Id"]
+
+        def create() -> str:
+            created: dict[str, str] = api.exec_create(
+                container, argv, stdout=True, stderr=True, user=f"{SANDBOX_UID}:{SANDBOX_UID}", workdir=WORKDIR,
+                environment={**ENV, **(env or {})})
+            return created["Id"]
+
+        exec_id: str = await (self._thread(run, create) if run is not None else asyncio.to_thread(create))
         result = _Exec()
         started = time.monotonic()
         drain = asyncio.ensure_future(asyncio.to_thread(self._drain, container, exec_id, result, limits))
