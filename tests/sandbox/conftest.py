@@ -13,10 +13,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from checks.models import Case, DetectiveReport
 from checks.court import ReviewState, measured_components
-from checks.detectives.test_runner import TestRunner
-from checks.models import TestRunResult
+from checks.models import Case, DetectiveReport, TestRunResult
 from rubric import load_rubric
 from sandbox.docker_sandbox import LABEL_OWNER, DockerSandbox, docker_client
 from sandbox.errors import SandboxUnavailable
@@ -85,5 +83,3 @@ def court_t(result: TestRunResult) -> float | None:
     state.reports = [DetectiveReport(detective="tests", tests=result)]
     return measured_components(rubric, state)["testing"]
 
-
-__all__ = ["TestRunner", "court_t", "leftovers"]
