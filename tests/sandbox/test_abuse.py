@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from checks.models import TestSpec
+from checks.models import TestSpec as Spec
 from sandbox.janitor import sweep
 from tests.sandbox.conftest import leftovers
 
@@ -41,7 +41,7 @@ async def test_fork_bomb_hits_the_pid_limit(make_repo, sandboxes) -> None:
                     os.waitpid(pid, 0)
             assert 0 < len(children) < 50
     """}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 1, 0), result.output
 
 
@@ -52,7 +52,7 @@ async def test_memory_bomb_is_killed_and_reported(make_repo, sandboxes) -> None:
             while True:
                 hoard.append(bytearray(16 * 1024 * 1024))
     """}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert result.status == "error"
     assert result.reason is not None and result.reason.startswith("killed: out of memory")
 
@@ -90,7 +90,7 @@ async def test_disk_fill_is_capped(make_repo, sandboxes) -> None:
                         handle.write(b"y" * (1024 * 1024))
             os.remove("/tmp/huge")
     """}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed, result.errored) == ("ran", 3, 0, 0), result.output
 
 
@@ -111,7 +111,7 @@ async def test_network_is_off_by_name_and_by_ip(make_repo, sandboxes) -> None:
         def test_only_loopback():
             assert sorted(os.listdir("/sys/class/net")) == ["lo"]
     """}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 5, 0), result.output
 
 
@@ -140,7 +140,7 @@ async def test_writing_outside_the_work_dir_fails(make_repo, sandboxes) -> None:
             assert "NoNewPrivs:\\t1" in status
             assert "Seccomp:\\t2" in status
     """}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 9, 0), result.output
 
 
@@ -163,7 +163,7 @@ async def test_host_environment_and_secret_files_are_absent(make_repo, sandboxes
             with pytest.raises(OSError):
                 open("/etc/shadow").read()
     """}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 2, 0), result.output
     assert "CANARY-7f3a" not in result.output and "91bc" not in result.output
 
@@ -186,7 +186,7 @@ async def test_symlink_to_a_host_file_is_not_followed(make_repo, sandboxes, tmp_
     """})
     os.symlink(secret, root / "leak.txt")
     os.symlink(tmp_path, root / "leakdir")
-    result = await sandboxes(root).run_tests(TestSpec())
+    result = await sandboxes(root).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 2, 0), result.output
     assert "d00d" not in result.output
 
@@ -208,7 +208,7 @@ async def test_junit_replaced_by_a_symlink_is_refused(make_repo, sandboxes, tmp_
         """,
         "tests/test_x.py": "def test_fails():\n    assert False\n",
     }
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert result.status == "error"
     assert "not a regular file" in (result.reason or "")
     assert result.passed == 0 and result.tests == ()
@@ -218,7 +218,7 @@ async def test_junit_replaced_by_a_symlink_is_refused(make_repo, sandboxes, tmp_
 async def test_endless_output_is_capped(make_repo, sandboxes) -> None:
     sandbox = sandboxes(make_repo({"spam.py": "while True:\n    print('y' * 1000)\n"}), output_kb=8,
                         output_kill_kb=1024)
-    result = await sandbox.run_tests(TestSpec(command=("python3", "spam.py"), timeout_seconds=60))
+    result = await sandbox.run_tests(Spec(command=("python3", "spam.py"), timeout_seconds=60))
     assert result.status == "error"
     assert result.reason == f"killed: output exceeded {1024 * 1024} bytes"
     assert len(result.output) <= 8 * 1024 + 100
@@ -228,14 +228,14 @@ async def test_hostile_junit_content_is_an_error_not_a_score(make_repo, sandboxe
     bomb = ('<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>'
             '<testsuite><testcase name="&b;"/></testsuite>')
     files = {"write.py": f"open('/sandbox/out/junit.xml', 'w').write({bomb!r})\n"}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec(command=("python3", "write.py")))
+    result = await sandboxes(make_repo(files)).run_tests(Spec(command=("python3", "write.py")))
     assert result.status == "error"
     assert (result.reason or "").startswith("unreadable JUnit report")
 
 
 async def test_container_removed_when_the_job_is_cancelled(make_repo, sandboxes, docker_engine) -> None:
     sandbox = sandboxes(make_repo({"tests/test_sleep.py": "import time\n\ndef test_s():\n    time.sleep(600)\n"}))
-    task = asyncio.create_task(sandbox.run_tests(TestSpec(timeout_seconds=300)))
+    task = asyncio.create_task(sandbox.run_tests(Spec(timeout_seconds=300)))
     for _ in range(600):  # wait (bounded) until the container exists, so the cancellation hits a live run
         if leftovers(docker_engine, sandbox)[0]:
             break

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from checks.detectives.test_runner import evidence_for
-from checks.models import TestSpec
+from checks.models import TestSpec as Spec
 from tests.sandbox.conftest import court_t
 
 pytestmark = pytest.mark.docker
@@ -28,7 +28,7 @@ PASSING = {
 
 
 async def test_all_pass_maps_to_full_t(make_repo, sandboxes) -> None:
-    result = await sandboxes(make_repo(PASSING)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(PASSING)).run_tests(Spec())
     assert (result.status, result.passed, result.failed, result.errored) == ("ran", 3, 0, 0)
     assert court_t(result) == pytest.approx(0.85)
     assert {t.name for t in result.tests} == {"tests/test_calc.py::test_add", "tests/test_calc.py::test_add_negative",
@@ -37,7 +37,7 @@ async def test_all_pass_maps_to_full_t(make_repo, sandboxes) -> None:
 
 async def test_some_fail_maps_linearly(make_repo, sandboxes) -> None:
     files = {**PASSING, "tests/test_more.py": "def test_wrong():\n    assert 1 + 1 == 3\n"}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 3, 1)
     assert court_t(result) == pytest.approx(0.2 + 0.65 * 0.75)
     failures = [e for e in evidence_for(result) if e.kind == "test-failure"]
@@ -46,7 +46,7 @@ async def test_some_fail_maps_linearly(make_repo, sandboxes) -> None:
 
 
 async def test_no_tests_is_explicit(make_repo, sandboxes) -> None:
-    result = await sandboxes(make_repo({"calc.py": "X = 1\n", "README.md": "no tests here\n"})).run_tests(TestSpec())
+    result = await sandboxes(make_repo({"calc.py": "X = 1\n", "README.md": "no tests here\n"})).run_tests(Spec())
     assert result.status == "no_tests"
     assert court_t(result) == pytest.approx(0.4)
     assert [e.kind for e in evidence_for(result)] == ["no-tests"]
@@ -54,7 +54,7 @@ async def test_no_tests_is_explicit(make_repo, sandboxes) -> None:
 
 async def test_collection_error_counts_as_failure(make_repo, sandboxes) -> None:
     files = {**PASSING, "tests/test_broken.py": "import does_not_exist\n\ndef test_never():\n    pass\n"}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.errored) == ("ran", 3, 1)
     assert court_t(result) == pytest.approx(0.2 + 0.65 * 0.75)
     assert any("test_broken" in t.name and t.outcome == "error" for t in result.tests)
@@ -62,7 +62,7 @@ async def test_collection_error_counts_as_failure(make_repo, sandboxes) -> None:
 
 async def test_sleep_forever_is_killed_at_the_timeout(make_repo, sandboxes) -> None:
     files = {"tests/test_sleep.py": "import time\n\ndef test_forever():\n    time.sleep(10**6)\n"}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec(timeout_seconds=3))
+    result = await sandboxes(make_repo(files)).run_tests(Spec(timeout_seconds=3))
     assert result.status == "timeout"
     assert "timeout after 3 s" in (result.reason or "")
     assert court_t(result) == pytest.approx(0.2)
@@ -77,7 +77,7 @@ async def test_printing_a_summary_does_not_move_t(make_repo, sandboxes) -> None:
             print("==== 10 passed in 0.01s ====")
             assert False
     """}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 0, 1)
     assert court_t(result) == pytest.approx(0.2)
 
@@ -101,15 +101,15 @@ async def test_unittest_repository(make_repo, sandboxes) -> None:
                     pass
         """,
     }
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec())
+    result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed, result.skipped) == ("ran", 1, 1, 1)
     assert {t.name for t in result.tests if t.outcome == "failed"} == {"tests.TotalTest.test_empty"}
 
 
 async def test_custom_command_without_a_report(make_repo, sandboxes) -> None:
     sandbox = sandboxes(make_repo({"check.py": "import sys\nsys.exit(int(sys.argv[1]))\n"}))
-    ok = await sandbox.run_tests(TestSpec(command=("python3", "check.py", "0")))
-    bad = await sandbox.run_tests(TestSpec(command=("python3", "check.py", "3")))
+    ok = await sandbox.run_tests(Spec(command=("python3", "check.py", "0")))
+    bad = await sandbox.run_tests(Spec(command=("python3", "check.py", "3")))
     assert (ok.status, ok.passed, ok.failed) == ("ran", 1, 0)
     assert (bad.status, bad.passed, bad.failed) == ("ran", 0, 1)
     assert bad.tests[0].message == "exit code 3"
@@ -117,12 +117,12 @@ async def test_custom_command_without_a_report(make_repo, sandboxes) -> None:
 
 async def test_custom_pytest_command_gets_a_report(make_repo, sandboxes) -> None:
     files = {**PASSING, "other/test_other.py": "def test_other():\n    assert False\n"}
-    result = await sandboxes(make_repo(files)).run_tests(TestSpec(command=("python3", "-m", "pytest", "tests")))
+    result = await sandboxes(make_repo(files)).run_tests(Spec(command=("python3", "-m", "pytest", "tests")))
     assert (result.status, result.passed, result.failed) == ("ran", 3, 0)
 
 
 async def test_missing_command_is_an_error(make_repo, sandboxes) -> None:
-    result = await sandboxes(make_repo(PASSING)).run_tests(TestSpec(command=("no-such-tool",)))
+    result = await sandboxes(make_repo(PASSING)).run_tests(Spec(command=("no-such-tool",)))
     assert (result.status, result.failed) == ("ran", 1)
     assert result.tests[0].message == "exit code 127"
 
