@@ -13,6 +13,7 @@ import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
 from checks.models import TestCaseResult
+from sandbox.redact import redact
 
 MAX_JUNIT_BYTES = 8 * 1024 * 1024
 MAX_TESTCASES = 20_000
@@ -61,7 +62,7 @@ def _outcome(case: Element) -> tuple[str, str | None]:
         child = case.find(tag)
         if child is not None:
             message = " ".join(p for p in (child.get("message"), child.text) if p)
-            return outcome, message[:MAX_MESSAGE] or None
+            return outcome, redact(message[:MAX_MESSAGE]) or None
     return "passed", None
 
 
