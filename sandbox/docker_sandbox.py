@@ -161,6 +161,10 @@ class DockerSandbox:
             result = await self._exec(run, ["python3", "-c", source, config], limits)
             files = await self._thread(run, self._read_results, run)
             return self._test_result(result, files, spec, limits, time.monotonic() - started)
+        except (SandboxError, DockerException) as exc:
+            # a failure of LogoMesh itself must not cost the PR points: T is "not measured", with the reason
+            why = exc.reason if isinstance(exc, SandboxError) else f"Docker failed: {exc}"
+            return TestRunResult(status="not_measured", reason=f"the sandbox failed: {why}", image=self.image)
         finally:
             await asyncio.shield(self._cleanup(run))
 
@@ -179,6 +183,10 @@ class DockerSandbox:
                                stderr=clean_output(bytes(result.stderr), cap),
                                timed_out=result.timed_out, oom_killed=result.oom_killed,
                                duration=round(result.duration, 3))
+        except (SandboxError, DockerException) as exc:
+            # no marker on stdout, so a probe oracle sees "nothing found"; stderr says why
+            why = exc.reason if isinstance(exc, SandboxError) else f"Docker failed: {exc}"
+            return ProbeResult(exit_code=None, stderr=f"logomesh: the sandbox failed: {why}")
         finally:
             await asyncio.shield(self._cleanup(run))
 

@@ -139,3 +139,15 @@ async def test_probe_runs_at_head_without_network(make_repo, sandboxes) -> None:
     assert slow.timed_out and slow.exit_code is None
     crash = await sandbox.run_probe("raise SystemExit('boom')", 20)
     assert crash.exit_code == 1 and "boom" in crash.stderr
+
+
+async def test_sandbox_failure_is_not_measured_not_a_low_score(make_repo, docker_engine) -> None:
+    from sandbox.docker_sandbox import DockerSandbox
+    from sandbox.limits import SandboxLimits
+
+    sandbox = DockerSandbox(docker_engine, b"", SandboxLimits(), "logomesh-no-such-image:none")
+    result = await sandbox.run_tests(Spec())
+    assert result.status == "not_measured" and "the sandbox failed" in (result.reason or "")
+    assert court_t(result) is None
+    probe = await sandbox.run_probe("print('x')", 5)
+    assert probe.exit_code is None and probe.stdout == "" and "the sandbox failed" in probe.stderr
