@@ -44,6 +44,8 @@ LABEL_CREATED = "org.logomesh.sandbox.created"
 MOUNT = "/sandbox"
 WORKDIR = "/sandbox/repo"
 MAX_RESULTS_BYTES = 16 * 1024 * 1024
+# exit codes of a SIGKILLed process: 137 directly, 247 when the runner passes on its child's -9
+SIGKILLED = (137, 247)
 ENV = {
     "HOME": "/tmp",  # noqa: S108 - the container's own tmpfs
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -319,6 +321,10 @@ class DockerSandbox:
             inspected = await asyncio.to_thread(api.exec_inspect, exec_id)
             result.exit_code = inspected.get("ExitCode")
         result.oom_killed = await asyncio.to_thread(self._oom_since, container, since)
+        if not result.oom_killed and result.exit_code in SIGKILLED:
+            # the engine may see the exit before it has processed the kernel's OOM notice
+            await asyncio.sleep(0.5)
+            result.oom_killed = await asyncio.to_thread(self._oom_since, container, since)
         return result
 
     def _drain(self, container: str, exec_id: str, result: _Exec, limits: SandboxLimits) -> None:
@@ -345,7 +351,8 @@ class DockerSandbox:
 
     def _oom_since(self, container: str, since: int) -> bool:
         try:
-            events = self.client.api.events(since=since, until=int(time.time()) + 1, decode=True,
+            # a fractional "until" in the past returns at once; a whole second ahead would block until it passes
+            events = self.client.api.events(since=since, until=f"{time.time():.6f}", decode=True,
                                             filters={"container": container, "event": "oom"})
             return any(True for _ in events)
         except DockerException:

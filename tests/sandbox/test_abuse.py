@@ -266,3 +266,9 @@ def test_janitor_removes_only_old_orphans(docker_engine) -> None:
         for container in (old, young):
             with contextlib.suppress(Exception):  # the janitor may have removed it already
                 api.remove_container(container, force=True)
+
+
+async def test_probe_memory_bomb_reports_oom(make_repo, sandboxes) -> None:
+    probe = await sandboxes(make_repo({"a.py": "A = 1\n"})).run_probe(
+        "hoard = []\nwhile True:\n    hoard.append(bytearray(16 * 1024 * 1024))\n", 60)
+    assert probe.oom_killed and not probe.timed_out and probe.exit_code == 137
