@@ -78,7 +78,7 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
     import tempfile
 
     from sandbox.docker_sandbox import DockerSandbox, docker_client, export_head, require_image
-    from sandbox.errors import SandboxUnavailable
+    from sandbox.errors import SandboxError, SandboxUnavailable
     from sandbox.limits import SandboxLimits
 
     image = prepared.config.sandbox.image or settings.sandbox_image
@@ -95,10 +95,14 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
     stack.callback(client.close)
     workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="logomesh-head-")))
     archive = await asyncio.to_thread(export_head, repo.git_bytes, prepared.case.head_sha, workdir)
-    parts.sandbox = await asyncio.to_thread(
-        DockerSandbox.for_archive, archive, limits, image, client,
-        allow_setup=settings.sandbox_allow_setup, setup_timeout_seconds=settings.sandbox_setup_timeout_seconds,
-    )
+    try:
+        parts.sandbox = await asyncio.to_thread(
+            DockerSandbox.for_archive, archive, limits, image, client,
+            allow_setup=settings.sandbox_allow_setup, setup_timeout_seconds=settings.sandbox_setup_timeout_seconds,
+        )
+    except SandboxError as exc:  # e.g. a tree larger than the work dir: the PR's problem is not T's to guess
+        parts.sandbox_missing = exc.reason
+        say(f"notice: tests not measured: {exc.reason}")
 
 
 async def attach_embedder(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,

@@ -121,3 +121,16 @@ async def test_failing_setup_is_an_error(make_repo, sandboxes) -> None:
     result = await sandboxes(make_repo({"tests/test_a.py": "def test_a():\n    pass\n"})).run_tests(
         Spec(setup_command=("python3", "-c", "raise SystemExit(4)")))
     assert result.status == "error" and result.reason == "setup command failed with exit code 4"
+
+
+@pytest.mark.docker
+async def test_tree_larger_than_the_work_dir_is_a_notice(shop, docker_engine) -> None:
+    root, base, _head = shop
+    head = commit(root, {"blob.txt": "x" * (2 * 1024 * 1024)}, "Add a big file")
+    messages: list[str] = []
+    config = "rubric:\n  sandbox: {work_mb: 1}\n"
+    evaluation, _ = await review_repository(root, base, head, settings=load_settings(sandbox="docker"),
+                                            config_text=config, progress=messages.append)
+    assert evaluation.tests is not None and evaluation.tests.status == "not_measured"
+    assert "more than the work dir" in (evaluation.tests.reason or "")
+    assert any("more than the work dir" in m for m in messages)
