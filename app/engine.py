@@ -65,7 +65,7 @@ class Attacher(Protocol):
 
 async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                          settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
-    """The Docker sandbox that measures T, holding the head tree exported with ``git archive``.
+    """The Docker sandbox that measures T, holding the head tree read from git's object store.
 
     ``auto``: without a Docker engine or the image, T is "not measured" with a notice; ``docker``: the same
     situation raises :class:`~sandbox.errors.SandboxUnavailable`; ``off``: never.
@@ -75,9 +75,8 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
         say(f"notice: tests not measured: {parts.sandbox_missing}")
         return
     import asyncio
-    import tempfile
 
-    from sandbox.docker_sandbox import DockerSandbox, docker_client, export_head, require_image
+    from sandbox.docker_sandbox import DockerSandbox, docker_client, require_image
     from sandbox.errors import SandboxError, SandboxUnavailable
     from sandbox.limits import SandboxLimits
 
@@ -93,11 +92,10 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
         say(f"notice: tests not measured: {exc.reason}")
         return
     stack.callback(client.close)
-    workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="logomesh-head-")))
-    archive = await asyncio.to_thread(export_head, repo.git_bytes, prepared.case.head_sha, workdir)
     try:
+        # straight from git's objects, not `git archive`: the head's .gitattributes could export-ignore tests
         parts.sandbox = await asyncio.to_thread(
-            DockerSandbox.for_archive, archive, limits, image, client,
+            DockerSandbox.for_git, repo.git_bytes, prepared.case.head_sha, limits, image, client,
             allow_setup=settings.sandbox_allow_setup, setup_timeout_seconds=settings.sandbox_setup_timeout_seconds,
         )
     except SandboxError as exc:  # e.g. a tree larger than the work dir: the PR's problem is not T's to guess

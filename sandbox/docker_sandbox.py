@@ -18,7 +18,6 @@ import contextlib
 import io
 import json
 import tarfile
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,7 +35,7 @@ from sandbox.errors import SandboxError, SandboxUnavailable
 from sandbox.junit import JUnitError, parse_junit
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output
-from sandbox.tarball import pack_directory, repack_archive, single_file_tar
+from sandbox.tarball import pack_directory, pack_git_tree, repack_archive, single_file_tar
 
 LABEL = "org.logomesh.sandbox"
 LABEL_OWNER = "org.logomesh.sandbox.owner"
@@ -127,6 +126,16 @@ class DockerSandbox:
         require_image(client, image)
         buf = io.BytesIO()
         pack_directory(Path(path), buf, limits.work_mb * 1024 * 1024)
+        return cls(client, buf.getvalue(), limits, image, **options)
+
+    @classmethod
+    def for_git(cls, git_bytes: Any, head_sha: str, limits: SandboxLimits, image: str,
+                client: docker.DockerClient | None = None, **options: Any) -> DockerSandbox:
+        """A sandbox for the tree of ``head_sha`` read from git's object store (``GitRepo.git_bytes``)."""
+        client = client or docker_client()
+        require_image(client, image)
+        buf = io.BytesIO()
+        pack_git_tree(git_bytes, head_sha, buf, limits.work_mb * 1024 * 1024)
         return cls(client, buf.getvalue(), limits, image, **options)
 
     @classmethod
@@ -445,10 +454,3 @@ class DockerSandbox:
         status = "ran" if executed else "no_tests"
         reason = "the report was cut at its test-case limit" if report.truncated else None
         return TestRunResult(status=status, tests=report.tests, reason=reason, **counts, **base)
-
-
-def export_head(repo_git_bytes: Any, head_sha: str, directory: Path) -> Path:
-    """Write ``git archive`` of ``head_sha`` into ``directory`` (a temp dir owned by the caller)."""
-    target = Path(tempfile.mkstemp(prefix="head-", suffix=".tar", dir=directory)[1])
-    target.write_bytes(repo_git_bytes("archive", "--format=tar", head_sha))
-    return target

@@ -12,6 +12,7 @@ import io
 import os
 import stat
 import tarfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import IO, BinaryIO
 
@@ -87,6 +88,46 @@ def repack_archive(source: BinaryIO, out: BinaryIO, limit: int) -> None:
                     packer.add(member.name, "file", member.mode, src.extractfile(member), member.size)
     except tarfile.TarError as exc:
         raise SandboxError(f"the repository archive is unreadable: {exc}") from exc
+    packer.close()
+
+
+GitBytes = Callable[..., bytes]
+
+
+def pack_git_tree(git_bytes: GitBytes, sha: str, out: BinaryIO, limit: int) -> None:
+    """Pack the tree of commit ``sha`` straight from git's object store.
+
+    Not ``git archive``: that obeys the tree's own ``.gitattributes`` (``export-ignore``, ``export-subst``), so
+    a PR could hide its failing tests from the sandbox. Submodules (gitlinks) are left out.
+    """
+    listing = git_bytes("ls-tree", "-r", "-z", "--full-tree", sha)
+    entries: list[tuple[str, str, str]] = []
+    for record in filter(None, listing.split(b"\0")):
+        meta, _, raw_path = record.partition(b"\t")
+        mode, kind, oid = meta.decode("ascii").split(" ")
+        if kind == "blob" and mode in ("100644", "100755", "120000"):
+            entries.append((raw_path.decode("utf-8", "surrogateescape"), mode, oid))
+    packer = _Packer(out, limit)
+    made: set[str] = set()
+    batch = 500  # one cat-file process per batch keeps memory bounded by the batch, not the repository
+    for start in range(0, len(entries), batch):
+        chunk = entries[start:start + batch]
+        data = git_bytes("cat-file", "--batch", input=("\n".join(oid for _, _, oid in chunk) + "\n").encode())
+        pos = 0
+        for path, mode, _oid in chunk:
+            parents = PurePosixPath(path).parents
+            for parent in reversed(list(parents)[:-1]):  # owned by the sandbox user, unlike implied ones
+                if str(parent) not in made:
+                    made.add(str(parent))
+                    packer.add(str(parent), "dir")
+            header_end = data.index(b"\n", pos)
+            size = int(data[pos:header_end].split()[2])
+            body = data[header_end + 1: header_end + 1 + size]
+            pos = header_end + 1 + size + 1
+            if mode == "120000":
+                packer.add(path, "symlink", link=body.decode("utf-8", "surrogateescape"))
+            else:
+                packer.add(path, "file", 0o755 if mode == "100755" else 0o644, io.BytesIO(body), size)
     packer.close()
 
 

@@ -134,3 +134,16 @@ async def test_tree_larger_than_the_work_dir_is_a_notice(shop, docker_engine) ->
     assert evaluation.tests is not None and evaluation.tests.status == "not_measured"
     assert "more than the work dir" in (evaluation.tests.reason or "")
     assert any("more than the work dir" in m for m in messages)
+
+
+@pytest.mark.docker
+async def test_head_gitattributes_cannot_hide_failing_tests(shop, docker_engine) -> None:
+    root, base, _head = shop
+    head = commit(root, {".gitattributes": "tests/test_hidden.py export-ignore\n",
+                         "tests/test_hidden.py": "def test_hidden_failure():\n    assert False\n",
+                         "tests/test_writes.py": "def test_writes_next_to_itself():\n"
+                                                 "    open('tests/out.txt', 'w').write('ok')\n"}, "Hide a test")
+    evaluation, _ = await review_repository(root, base, head, settings=load_settings(sandbox="docker"))
+    assert evaluation.tests is not None
+    assert (evaluation.tests.passed, evaluation.tests.failed) == (4, 1), evaluation.tests.output
+    assert any("test_hidden_failure" in t.name for t in evaluation.tests.tests if t.outcome == "failed")

@@ -117,3 +117,31 @@ def test_output_is_redacted_and_trimmed() -> None:
     text = clean_output(b"token ghp_abcdefghijklmnopqrstuvwxyz0123 password=hunter22 " + b"z" * 5000, 1000)
     assert "ghp_" not in text and "hunter22" not in text
     assert len(text) < 1100 and "characters cut" in text
+
+
+def test_pack_git_tree_reads_objects_not_attributes(tmp_path) -> None:
+    import subprocess
+
+    from app.gitrepo import GitRepo
+    from sandbox.tarball import pack_git_tree
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@b", "GIT_CONFIG_GLOBAL": os.devnull}
+    root = tmp_path / "r"
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pkg" / "sub" / "x.py").write_text("X = '$Format:%H$'\n")
+    (root / "run.sh").write_text("#!/bin/sh\n")
+    (root / "run.sh").chmod(0o755)
+    (root / ".gitattributes").write_text("pkg/sub/x.py export-ignore export-subst\n")
+    os.symlink("/etc/shadow", root / "link")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, env=env, capture_output=True)
+    repo = GitRepo.open(root)
+    buf = io.BytesIO()
+    pack_git_tree(repo.git_bytes, repo.resolve("HEAD"), buf, 1 << 20)
+    members = _members(buf.getvalue())
+    assert members["repo/pkg"].isdir() and members["repo/pkg/sub"].uid == SANDBOX_UID
+    with tarfile.open(fileobj=io.BytesIO(buf.getvalue())) as tar:
+        assert tar.extractfile("repo/pkg/sub/x.py").read() == b"X = '$Format:%H$'\n"
+    assert members["repo/run.sh"].mode == 0o755
+    assert members["repo/link"].issym() and members["repo/link"].linkname == "/etc/shadow"
