@@ -17,6 +17,7 @@ from rich.console import Console
 
 from app.cli_audit import audit as audit_command
 from app.cli_dbom import dbom_cli
+from app.cli_sandbox import sandbox_cli
 from app.engine import read_config_file, review_repository
 from app.gitrepo import GitError
 from app.red import write_sarif
@@ -121,6 +122,7 @@ from app.cli_app import serve, worker  # noqa: E402 - the App's commands live in
 
 cli.command()(serve)
 cli.command()(worker)
+cli.add_typer(sandbox_cli, name="sandbox")
 
 
 def main() -> None:

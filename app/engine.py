@@ -65,9 +65,42 @@ class Attacher(Protocol):
 
 async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                          settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
-    """The Docker sandbox that measures T."""
-    parts.sandbox_missing = "the Docker sandbox is not available in this build"
-    say(f"notice: tests not measured: {parts.sandbox_missing}")
+    """The Docker sandbox that measures T, holding the head tree read from git's object store.
+
+    ``auto``: without a Docker engine or the image, T is "not measured" with a notice; ``docker``: the same
+    situation raises :class:`~sandbox.errors.SandboxUnavailable`; ``off``: never.
+    """
+    if settings.sandbox == "off":
+        parts.sandbox_missing = "the sandbox is turned off (LOGOMESH_SANDBOX=off)"
+        say(f"notice: tests not measured: {parts.sandbox_missing}")
+        return
+    import asyncio
+
+    from sandbox.docker_sandbox import DockerSandbox, docker_client, require_image
+    from sandbox.errors import SandboxError, SandboxUnavailable
+    from sandbox.limits import SandboxLimits
+
+    image = prepared.config.sandbox.image or settings.sandbox_image
+    limits = SandboxLimits.from_rubric(prepared.rubric, settings.sandbox_timeout_seconds)
+    try:
+        client = await asyncio.to_thread(docker_client)
+        await asyncio.to_thread(require_image, client, image)
+    except SandboxUnavailable as exc:
+        if settings.sandbox == "docker":
+            raise
+        parts.sandbox_missing = exc.reason
+        say(f"notice: tests not measured: {exc.reason}")
+        return
+    stack.callback(client.close)
+    try:
+        # straight from git's objects, not `git archive`: the head's .gitattributes could export-ignore tests
+        parts.sandbox = await asyncio.to_thread(
+            DockerSandbox.for_git, repo.git_bytes, prepared.case.head_sha, limits, image, client,
+            allow_setup=settings.sandbox_allow_setup, setup_timeout_seconds=settings.sandbox_setup_timeout_seconds,
+        )
+    except SandboxError as exc:  # e.g. a tree larger than the work dir: the PR's problem is not T's to guess
+        parts.sandbox_missing = exc.reason
+        say(f"notice: tests not measured: {exc.reason}")
 
 
 async def attach_embedder(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,

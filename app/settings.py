@@ -84,6 +84,9 @@ class Settings(BaseSettings):
     sandbox: Literal["auto", "docker", "off"] = "auto"
     sandbox_image: str = "logomesh-sandbox:latest"
     sandbox_timeout_seconds: int = Field(default=300, ge=1, le=3600)
+    # the opt-in setup phase of a repository (``test.setup``) runs with the network on: the operator may forbid it
+    sandbox_allow_setup: bool = True
+    sandbox_setup_timeout_seconds: int = Field(default=600, ge=1, le=3600)
 
     # rationale (R)
     embedding: Literal["auto", "on", "off"] = "auto"

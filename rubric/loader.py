@@ -95,6 +95,25 @@ class TestingRules(_Frozen):
     timeout_seconds: int
 
 
+class SandboxRules(_Frozen):
+    """Limits of one sandboxed run; a repository may lower them, never raise them."""
+
+    memory_mb: int
+    cpus: float
+    pids: int
+    work_mb: int
+    tmp_mb: int
+    nofile: int
+    fsize_mb: int
+    output_kb: int
+
+
+# Limits a repository's overrides may only lower: raising them would let a PR buy itself more resources.
+LOWER_ONLY = (("sandbox", "memory_mb"), ("sandbox", "cpus"), ("sandbox", "pids"), ("sandbox", "work_mb"),
+              ("sandbox", "tmp_mb"), ("sandbox", "nofile"), ("sandbox", "fsize_mb"), ("sandbox", "output_kb"),
+              ("testing", "timeout_seconds"))
+
+
 class LogicRules(_Frozen):
     bound: float
     anchor_components: tuple[Component, ...]
@@ -243,6 +262,7 @@ class Rubric(_Frozen):
     architecture: ArchitectureRules
     forensics: ForensicsRules
     testing: TestingRules
+    sandbox: SandboxRules
     logic: LogicRules
     red: RedRules
     verdict: VerdictRules
@@ -328,6 +348,7 @@ def build_rubric(document: Mapping[str, Any], source: str = "rubric") -> Rubric:
         architecture=ArchitectureRules(**doc["architecture"]),
         forensics=ForensicsRules(**doc["forensics"]),
         testing=TestingRules(**doc["testing"]),
+        sandbox=SandboxRules(**doc["sandbox"]),
         logic=LogicRules(**doc["logic"]),
         red=RedRules(**doc["red"]),
         verdict=VerdictRules.from_json(doc["verdict"]),
@@ -358,11 +379,27 @@ def read_document(path: Path | None = None) -> dict[str, Any]:
     return document
 
 
+def check_lower_only(base: Mapping[str, Any], overrides: Mapping[str, Any], source: str) -> None:
+    """Refuse overrides that raise a resource limit (see ``LOWER_ONLY``)."""
+    for section, key in LOWER_ONLY:
+        wanted = overrides.get(section, {})
+        if not isinstance(wanted, Mapping) or key not in wanted:
+            continue
+        current = base.get(section, {}).get(key)
+        value = wanted[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue  # the schema names the type error
+        if isinstance(current, int | float) and value > current:
+            raise RubricError(f"{section}.{key}", f"a repository may lower this limit, never raise it "
+                              f"({value} > {current})", source)
+
+
 def load_rubric(path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> Rubric:
     """Load the rubric at ``path`` (the bundled default when None), apply overrides, validate, hash."""
     document = read_document(path)
     source = str(path) if path else DEFAULT_RUBRIC
     if overrides:
+        check_lower_only(document, overrides, f"{source} + .logomesh.yml overrides")
         document = merge_overrides(document, overrides)
         source = f"{source} + .logomesh.yml overrides"
     return build_rubric(document, source)

@@ -36,5 +36,6 @@ log "installing logomesh"
 # --- services -----------------------------------------------------------------------------------------------
 if [ "$SERVICES" = 1 ]; then
   bash scripts/services.sh
+  bash scripts/sandbox-image.sh
 fi
 log "ready"

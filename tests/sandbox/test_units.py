@@ -1,0 +1,147 @@
+"""Pieces of the sandbox that need no Docker engine: limits, JUnit parsing, packing, redaction."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+
+import pytest
+
+from checks.config import parse_repo_config
+from rubric import RubricError, load_rubric
+from sandbox.junit import JUnitError, parse_junit
+from sandbox.limits import SANDBOX_UID, SandboxLimits
+from sandbox.redact import clean_output
+from sandbox.tarball import RepositoryTooLarge, pack_directory, repack_archive
+
+
+def test_seed_limits_come_from_the_rubric() -> None:
+    limits = SandboxLimits.from_rubric(load_rubric(), timeout_seconds=120)
+    assert (limits.memory_mb, limits.cpus, limits.pids, limits.timeout_seconds) == (128, 0.5, 50, 120.0)
+
+
+def test_repo_config_may_lower_limits() -> None:
+    config = parse_repo_config("rubric:\n  sandbox: {memory_mb: 64, pids: 20}\n")
+    limits = SandboxLimits.from_rubric(load_rubric(None, config.rubric_overrides()))
+    assert (limits.memory_mb, limits.pids, limits.cpus) == (64, 20, 0.5)
+
+
+@pytest.mark.parametrize("override", ["sandbox: {memory_mb: 4096}", "sandbox: {cpus: 2}", "sandbox: {pids: 51}",
+                                      "testing: {timeout_seconds: 3600}", "sandbox: {output_kb: 100000}"])
+def test_repo_config_may_never_raise_limits(override: str) -> None:
+    config = parse_repo_config(f"rubric:\n  {override}\n")
+    with pytest.raises(RubricError, match="never raise"):
+        load_rubric(None, config.rubric_overrides())
+
+
+def test_timeout_only_shrinks() -> None:
+    assert SandboxLimits(timeout_seconds=30).with_timeout(600).timeout_seconds == 30
+    assert SandboxLimits(timeout_seconds=30).with_timeout(5).timeout_seconds == 5
+
+
+def test_junit_outcomes_and_names() -> None:
+    xml = b"""<?xml version="1.0"?><testsuites><testsuite>
+      <testcase classname="tests.test_a.TestX" file="tests/test_a.py" name="test_ok" time="0.5"/>
+      <testcase classname="tests.test_a" file="tests/test_a.py" name="test_bad">
+        <failure message="boom">tb</failure></testcase>
+      <testcase classname="" name="tests.test_broken"><error message="collection failure"/></testcase>
+      <testcase classname="t" name="s"><skipped/></testcase>
+    </testsuite></testsuites>"""
+    report = parse_junit(xml)
+    assert [(t.name, t.outcome) for t in report.tests] == [
+        ("tests/test_a.py::TestX::test_ok", "passed"), ("tests/test_a.py::test_bad", "failed"),
+        ("tests.test_broken", "error"), ("t.s", "skipped")]
+    assert report.tests[1].message == "boom tb"
+
+
+@pytest.mark.parametrize("data", [
+    b'<!DOCTYPE x [<!ENTITY a "a">]><testsuite><testcase name="&a;"/></testsuite>',
+    b'<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><testsuite><testcase name="&e;"/></testsuite>',
+    b"<testsuite><testcase",
+    b"<html/>",
+    b"<testsuite>" + b" " * (9 * 1024 * 1024) + b"</testsuite>",
+])
+def test_hostile_junit_is_refused(data: bytes) -> None:
+    with pytest.raises(JUnitError):
+        parse_junit(data)
+
+
+def _members(data: bytes) -> dict[str, tarfile.TarInfo]:
+    return {m.name: m for m in tarfile.open(fileobj=io.BytesIO(data))}
+
+
+def test_pack_directory_keeps_symlinks_as_links(tmp_path) -> None:
+    (tmp_path / "secret").write_text("host")
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "a.py").write_text("x = 1\n")
+    (repo / ".git").mkdir()
+    (repo / ".git" / "config").write_text("[core]\n")
+    os.symlink(tmp_path / "secret", repo / "leak")
+    os.symlink(tmp_path, repo / "leakdir")
+    buf = io.BytesIO()
+    pack_directory(repo, buf, 1024 * 1024)
+    members = _members(buf.getvalue())
+    assert members["repo/leak"].issym() and members["repo/leak"].linkname == str(tmp_path / "secret")
+    assert members["repo/leakdir"].issym()
+    assert "repo/leakdir/secret" not in members and "repo/.git/config" not in members
+    assert members["repo/pkg/a.py"].uid == SANDBOX_UID
+
+
+def test_repack_drops_unsafe_entries(tmp_path) -> None:
+    src = io.BytesIO()
+    with tarfile.open(fileobj=src, mode="w") as tar:
+        for name, kind in (("ok.py", tarfile.REGTYPE), ("../escape.py", tarfile.REGTYPE),
+                           ("/abs.py", tarfile.REGTYPE), ("dev", tarfile.CHRTYPE), ("hard", tarfile.LNKTYPE)):
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            info.mode = 0o4755
+            info.linkname = "ok.py" if kind == tarfile.LNKTYPE else ""
+            tar.addfile(info, io.BytesIO(b"") if kind == tarfile.REGTYPE else None)
+    src.seek(0)
+    out = io.BytesIO()
+    repack_archive(src, out, 1024)
+    members = _members(out.getvalue())
+    assert set(members) == {"repo", "out", "repo/ok.py"}
+    assert members["repo/ok.py"].mode == 0o755
+
+
+def test_repository_size_is_capped(tmp_path) -> None:
+    (tmp_path / "big.bin").write_bytes(b"0" * 2048)
+    with pytest.raises(RepositoryTooLarge):
+        pack_directory(tmp_path, io.BytesIO(), 1024)
+
+
+def test_output_is_redacted_and_trimmed() -> None:
+    text = clean_output(b"token ghp_abcdefghijklmnopqrstuvwxyz0123 password=hunter22 " + b"z" * 5000, 1000)
+    assert "ghp_" not in text and "hunter22" not in text
+    assert len(text) < 1100 and "characters cut" in text
+
+
+def test_pack_git_tree_reads_objects_not_attributes(tmp_path) -> None:
+    import subprocess
+
+    from app.gitrepo import GitRepo
+    from sandbox.tarball import pack_git_tree
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@b", "GIT_CONFIG_GLOBAL": os.devnull}
+    root = tmp_path / "r"
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pkg" / "sub" / "x.py").write_text("X = '$Format:%H$'\n")
+    (root / "run.sh").write_text("#!/bin/sh\n")
+    (root / "run.sh").chmod(0o755)
+    (root / ".gitattributes").write_text("pkg/sub/x.py export-ignore export-subst\n")
+    os.symlink("/etc/shadow", root / "link")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, env=env, capture_output=True)
+    repo = GitRepo.open(root)
+    buf = io.BytesIO()
+    pack_git_tree(repo.git_bytes, repo.resolve("HEAD"), buf, 1 << 20)
+    members = _members(buf.getvalue())
+    assert members["repo/pkg"].isdir() and members["repo/pkg/sub"].uid == SANDBOX_UID
+    with tarfile.open(fileobj=io.BytesIO(buf.getvalue())) as tar:
+        assert tar.extractfile("repo/pkg/sub/x.py").read() == b"X = '$Format:%H$'\n"
+    assert members["repo/run.sh"].mode == 0o755
+    assert members["repo/link"].issym() and members["repo/link"].linkname == "/etc/shadow"
