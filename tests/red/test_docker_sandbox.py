@@ -1,7 +1,7 @@
 """The Red Agent confirming exploits inside the real, locked-down Docker sandbox (network off).
 
 Runs the whole review through the engine, so whatever ``attach_sandbox`` builds is what the probes use.
-Skipped until the Docker sandbox (``sandbox.docker``) is part of the build, or when no Docker engine answers.
+Skipped until the Docker sandbox (``sandbox.docker_sandbox``) is part of the build, or when no Docker engine answers.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from tests.red.test_cli_sarif import build, review
 pytestmark = [
     pytest.mark.docker,
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("sandbox.docker") is None,
-                       reason="sandbox.docker is not importable: the Docker sandbox is not part of this build"),
+    pytest.mark.skipif(importlib.util.find_spec("sandbox.docker_sandbox") is None,
+                       reason="sandbox.docker_sandbox is not importable: the Docker sandbox is not part of this build"),
 ]
 
 
