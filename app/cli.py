@@ -18,6 +18,7 @@ from rich.console import Console
 from app.cli_audit import audit as audit_command
 from app.cli_dbom import dbom_cli
 from app.cli_sandbox import sandbox_cli
+from app.embeddings import EmbeddingError
 from app.engine import read_config_file, review_repository
 from app.gitrepo import GitError
 from app.red import write_sarif
@@ -26,6 +27,7 @@ from checks.diff import DiffError
 from checks.errors import ConfigError
 from checks.render import render_markdown, render_text
 from rubric import RubricError
+from sandbox.errors import SandboxError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -84,6 +86,8 @@ def review(
             progress=progress,
         ))
     except (GitError, ConfigError, RubricError, DiffError) as exc:
+        raise _fail_usage(str(exc)) from exc
+    except (SandboxError, EmbeddingError) as exc:  # a component the settings require is not there
         raise _fail_usage(str(exc)) from exc
 
     if sarif is not None:

@@ -127,3 +127,12 @@ def test_the_working_tree_is_never_modified(tmp_path):
                            text=True).stdout
     assert before == after
     assert (repo / "scratch.txt").read_text() == "uncommitted work"
+
+
+def test_a_required_sandbox_that_is_missing_is_an_input_error(tmp_path):
+    repo = build(tmp_path, "clean")
+    result = run("review", str(repo), "--base", "main", "--head", "pr",
+                 env={"LOGOMESH_HOME": str(tmp_path / "h"), "LOGOMESH_SANDBOX": "docker",
+                      "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
+    assert result.returncode == 2, result.stderr
+    assert "error:" in result.stderr and "Traceback" not in result.stderr
