@@ -127,21 +127,6 @@ class Settings(BaseSettings):
             object.__setattr__(self, "signing_key_path", self.home / "keys")
         return self
 
-    # DBOM ledger: defaults live under ``home`` (see _ledger_defaults)
-    database_url: str = ""
-    signing_key_path: Path | None = None
-    signing_key: SecretStr | None = Field(default=None, description="PEM Ed25519 private key; wins over the path")
-    public_url: str | None = Field(default=None, description="where the App serves /dbom/{id}")
-
-    @model_validator(mode="after")
-    def _ledger_defaults(self) -> Settings:
-        # frozen model: set the home-relative defaults once, here, instead of in every caller
-        if not self.database_url:
-            object.__setattr__(self, "database_url", f"sqlite+aiosqlite:///{self.home / 'battles.db'}")
-        if self.signing_key_path is None:
-            object.__setattr__(self, "signing_key_path", self.home / "keys")
-        return self
-
 
 def load_settings(**overrides: object) -> Settings:
     try:
