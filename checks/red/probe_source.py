@@ -12,7 +12,13 @@ import asyncio, base64, importlib, importlib.util, inspect, io, json, os, pickle
 CONFIG = json.loads(__CONFIG__)
 MARK = "LOGOMESH-PROBE-" + CONFIG["nonce"]
 NONCE = CONFIG["nonce"]
-WORK = tempfile.mkdtemp(prefix="lm-probe-")
+# The work dir's name is part of every crafted payload (the canary path), so it is fixed by the nonce: a random
+# name would make the same review build different payload bytes and get different outcomes.
+WORK = os.path.join(tempfile.gettempdir(), "lm-probe-" + NONCE)
+if os.path.lexists(WORK):
+    import shutil
+    shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK, mode=0o700)
 CANARY = os.path.join(WORK, "canary-" + NONCE)
 SECRET = os.path.join(WORK, "secret-" + NONCE + ".txt")
 CONTENT = "content-" + NONCE[::-1]

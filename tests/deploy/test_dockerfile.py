@@ -117,13 +117,15 @@ def _local_bookworm_python_base(client: object) -> str:
         if not image.tags:
             continue
         tag = str(image.tags[0])
-        probe = ("import sys, pathlib; "
-                 "print(sys.version_info[:2] == (3, 11) and pathlib.Path('/etc/debian_version').exists())")
+        probe = ("import sys, pathlib, shutil; "
+                 "print(sys.version_info[:2] == (3, 11) and pathlib.Path('/etc/debian_version').exists() "
+                 "and all(shutil.which(t) for t in ('useradd', 'groupadd', 'apt-get')))")
         answer = client.containers.run(  # type: ignore[attr-defined]
             tag, ["python3", "-c", probe], entrypoint=[], remove=True, network_disabled=True, user="0",
         ).decode().strip()
         if answer != "True":
-            pytest.skip(f"{tag} is not a Debian image with Python 3.11: it cannot stand in for python:3.11-slim")
+            pytest.skip(f"{tag} is not a Debian image with Python 3.11, apt and useradd (the hardened sandbox image "
+                        "has none of these): it cannot stand in for python:3.11-slim")
         return tag
     pytest.skip("no local logomesh-sandbox image to stand in for python:3.11-slim (no registry here)")
 
