@@ -51,11 +51,9 @@ DbomFactory = Callable[[Settings], Awaitable[DbomWriter | None]]
 
 
 async def default_dbom_writer(settings: Settings) -> DbomWriter | None:
-    """The ledger when it is part of this build; None otherwise (the report then says no DBOM was written)."""
-    try:
-        from app.ledger import Entanglement, open_ledger  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
+    """The DBOM ledger configured by the settings (SQLite by default, PostgreSQL for many workers)."""
+    from app.ledger import Entanglement, open_ledger
+
     ledger = await open_ledger(settings)
 
     class LedgerWriter:

@@ -1,28 +1,14 @@
-"""The worker's DBOM through the real ledger and the public /dbom routes (run once app.ledger is built in)."""
+"""The worker's DBOM through the real ledger and the public /dbom routes."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import httpx
-import pytest
 from arq.worker import Worker
 
 from app.worker import default_dbom_writer, worker_options
 from tests.app.conftest import Harness, pr_payload
 
-HAS_LEDGER = importlib.util.find_spec("app.ledger") is not None
 
-
-@pytest.mark.skipif(HAS_LEDGER, reason="the ledger is built in")
-async def test_dbom_routes_say_when_the_ledger_is_missing(harness: Harness) -> None:
-    async with httpx.AsyncClient(base_url=harness.url) as client:
-        assert (await client.get("/dbom/0123456789abcdef")).status_code == 503
-        assert (await client.get("/.well-known/logomesh/keys")).status_code == 503
-        assert (await client.get("/readyz")).status_code == 200
-
-
-@pytest.mark.skipif(not HAS_LEDGER, reason="app.ledger is not part of this build yet")
 async def test_worker_writes_the_ledger_and_the_dbom_link_resolves(harness: Harness) -> None:
     h = harness
     await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
