@@ -1,4 +1,4 @@
-"""Gates: lint over the tree and strict types over the court."""
+"""Gates: lint over the tree and strict types over app/, checks/, rubric/ and sandbox/."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_ruff_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_court_type_checks_strictly():
-    result = subprocess.run([_tool("mypy"), "--no-incremental", "checks", "rubric"], cwd=ROOT,
+def test_the_code_type_checks_strictly():
+    result = subprocess.run([_tool("mypy"), "--no-incremental", "app", "checks", "rubric", "sandbox"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
