@@ -30,9 +30,9 @@ def publish_repo(h: Harness, tmp: Path, name: str, head_files: dict[str, str | b
     base = git(work, "rev-parse", "HEAD")
     for path, content in head_files.items():
         _write(work / path, content)
-    if tweak_head is not None:
-        tweak_head(work)
     git(work, "add", "-A")
+    if tweak_head is not None:  # after staging, so it can stage what the work tree cannot hold (gitlinks)
+        tweak_head(work)
     git(work, "commit", "-q", "--allow-empty", "-m", "head")
     head = git(work, "rev-parse", "HEAD")
     bare = h.repo.bare.parent / f"{name}.git"
