@@ -164,8 +164,15 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                 await publisher.react(req.installation_id, req.repo, req.comment_id, "confused")
                 bound.info("/recheck refused: no write access", requester=req.requester)
                 return "refused: requester lacks write access"
-            await publisher.react(req.installation_id, req.repo, req.comment_id, "rocket")
         pr = await github.request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{pr_number}")
+        if req.kind == "recheck":
+            assert req.comment_id is not None
+            # accept only what will run: a 🚀 on a closed PR would promise a review that never comes
+            accepted = pr.get("state") == "open"
+            await publisher.react(req.installation_id, req.repo, req.comment_id, "rocket" if accepted else "confused")
+            if not accepted:
+                bound.info("/recheck refused: the pull request is not open", requester=req.requester)
+                return "refused: pull request is not open"
     except GitHubRetryable as exc:
         bound.warning("GitHub is unavailable; retrying", status=exc.status, retry_after=exc.retry_after)
         raise Retry(defer=exc.retry_after) from exc
