@@ -9,12 +9,21 @@ them. A case of a failing test counts as not survived / not rejected cleanly / n
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from app.settings import Settings
+
 # the App's end-to-end fixtures, reused as they are (one fake GitHub for the whole project)
-from tests.app.conftest import app_key, github, harness, repo, settings  # noqa: F401
+from tests.app.conftest import REDIS_URL, SECRET, app_key, github, harness, repo  # noqa: F401
+from tests.app.fakegithub import FakeGitHub
+
+# githubkit caches App JWTs per app id for the whole process: when tests/app runs in the same process with
+# its own key, the same id would make one suite present the other's JWT
+APP_ID = 9123
 
 CATEGORIES = ("fault", "input", "attack")
 
@@ -28,6 +37,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         marker = item.get_closest_marker("hardening")
         if marker is not None and (not marker.args or marker.args[0] not in CATEGORIES):
             raise pytest.UsageError(f"{item.nodeid}: hardening marker needs one of {CATEGORIES}")
+
+
+@pytest.fixture
+def settings(github: FakeGitHub, app_key: tuple[str, str], tmp_path: Path) -> Settings:  # noqa: F811
+    """tests/app's settings, under this suite's own App id."""
+    github.app_id = APP_ID
+    prefix = f"logomesh-hard:{uuid.uuid4().hex[:12]}:"
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        app_id=APP_ID, private_key=app_key[0], webhook_secret=SECRET,
+        github_api_url=github.url, github_web_url=github.url,  # type: ignore[attr-defined]
+        public_url="https://logomesh.test", redis_url=REDIS_URL, redis_prefix=prefix, queue_name=prefix + "queue",
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/ready.db", home=tmp_path / "home",
+        sandbox="off", embedding="off", red_team="off", llm_provider="offline",
+        max_tries=3, job_timeout_seconds=120, concurrency=1, max_body_bytes=256 * 1024,
+    )
 
 
 Tally = Callable[[str], None]
