@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,8 +18,9 @@ import pytest
 from app.settings import Settings
 
 # the App's end-to-end fixtures, reused as they are (one fake GitHub for the whole project)
-from tests.app.conftest import REDIS_URL, SECRET, app_key, github, harness, repo  # noqa: F401
+from tests.app.conftest import PR, REDIS_URL, REPO, SECRET, ServerThread, ShopRepo, app_key, harness, repo  # noqa: F401
 from tests.app.fakegithub import FakeGitHub
+from tests.hardening.injector import Injector
 
 # githubkit caches App JWTs per app id for the whole process: when tests/app runs in the same process with
 # its own key, the same id would make one suite present the other's JWT
@@ -40,9 +41,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
+def github(repo: ShopRepo, app_key: tuple[str, str]) -> Iterator[FakeGitHub]:  # noqa: F811
+    """tests/app's fake GitHub, served behind an :class:`Injector` (``github.inject``) for fault tests."""
+    fake = FakeGitHub(app_id=APP_ID, public_key_pem=app_key[1], repos_root=repo.bare.parent.parent)
+    fake.add_pull(REPO, PR, head=repo.head, base=repo.base, title="Add percentage discount codes to the cart",
+                  body="Customers can enter a discount code worth a percentage of the cart total.")
+    fake.inject = Injector(fake.app())  # type: ignore[attr-defined]
+    with ServerThread(fake.inject) as url:  # type: ignore[attr-defined]
+        fake.url = url  # type: ignore[attr-defined]
+        yield fake
+    assert fake.errors == [], f"requests that broke GitHub's schemas: {fake.errors}"
+
+
+@pytest.fixture
 def settings(github: FakeGitHub, app_key: tuple[str, str], tmp_path: Path) -> Settings:  # noqa: F811
     """tests/app's settings, under this suite's own App id."""
-    github.app_id = APP_ID
     prefix = f"logomesh-hard:{uuid.uuid4().hex[:12]}:"
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
