@@ -35,6 +35,7 @@ from rubric import RubricError
 log = structlog.get_logger("logomesh.worker")
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 LOCK_RETRY_SECONDS = 5
+DBOM_RETRY_SECONDS = 2
 TIMEOUT_MARGIN_SECONDS = 30
 
 
@@ -76,6 +77,12 @@ def review_deadline(job_timeout: int) -> float:
     """Seconds the clone and the court may take: arq's own timeout must never be the one that fires, or the
     check run would stay in_progress."""
     return float(max(5, job_timeout - min(TIMEOUT_MARGIN_SECONDS, job_timeout // 4)))
+
+
+class DbomUnavailable(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
 
 
 class Superseded(Exception):
@@ -203,8 +210,11 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                 raise Superseded(newer)
             dbom_url = None
             if dbom is not None:
-                record_id = await dbom.append(evaluation, installation_id=req.installation_id,
-                                              entanglement=entanglement(evaluation, pr))
+                try:
+                    record_id = await dbom.append(evaluation, installation_id=req.installation_id,
+                                                  entanglement=entanglement(evaluation, pr))
+                except Exception as exc:
+                    raise DbomUnavailable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
                 dbom_url = f"{settings.public_url}/dbom/{record_id}" if settings.public_url else None
             await publisher.finish(target, check_run_id, evaluation, dbom_url, changed)
             await publisher.upsert_comment(target, render_markdown(evaluation, dbom_url))
@@ -222,6 +232,15 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                 raise Retry(defer=exc.retry_after) from exc
             await _give_up(publisher, target, check_run_id, f"GitHub kept failing: {exc}", bound)
             return "failed: GitHub unavailable"
+        except DbomUnavailable as exc:
+            # no verdict is ever published without its audit record: retry, then say why there is none
+            if ctx.get("job_try", 1) < settings.max_tries:
+                bound.warning("the DBOM ledger is unavailable; retrying", error=exc.reason)
+                raise Retry(defer=DBOM_RETRY_SECONDS) from exc
+            await _give_up(publisher, target, check_run_id,
+                           f"The audit record (DBOM) could not be written ({exc.reason}); LogoMesh publishes no "
+                           "verdict without it.", bound)
+            return "failed: DBOM unavailable"
         except WorkspaceError as exc:
             await _give_up(publisher, target, check_run_id, f"The repository could not be cloned: {exc.reason}",
                            bound)
