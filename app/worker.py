@@ -194,10 +194,23 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
     target = Target(req.installation_id, req.repo, pr_number, head)
     bound = bound.bind(head_sha=head)
 
-    lock = Lock(redis, keys.lock(req.repo, pr_number), timeout=settings.job_timeout_seconds + 60)
-    if not await lock.acquire(blocking=False):
-        bound.info("another review of this PR is running; deferring")
-        raise Retry(defer=LOCK_RETRY_SECONDS)
+    lock_key = keys.lock(req.repo, pr_number)
+    lock = Lock(redis, lock_key, timeout=settings.job_timeout_seconds + 60)
+    # the job id is the token: arq never runs two tries of one job at once, so finding our own token means an
+    # earlier try died holding the lock (a killed worker), and this retry takes it over instead of waiting
+    token = str(ctx.get("job_id") or req.delivery_id).encode()
+    if not await lock.acquire(blocking=False, token=token):
+        if await redis.get(lock_key) == token:
+            lock.local.token = token
+            await lock.reacquire()
+            bound.info("took over the lock of an earlier try of this job")
+        else:
+            # near the end of its tries, a job waits out the holder's lease rather than burning the last ones
+            ttl = await redis.pttl(lock_key)
+            last = ctx.get("job_try", 1) >= settings.max_tries - 1
+            defer = max(LOCK_RETRY_SECONDS, ttl / 1000 + 1) if last and ttl > 0 else LOCK_RETRY_SECONDS
+            bound.info("another review of this PR is running; deferring", defer=defer)
+            raise Retry(defer=defer)
     check_run_id: int | None = None
     try:
         try:
