@@ -111,6 +111,10 @@ def render(tests: list[Test], seconds: float | None) -> str:
     for category, (title, verb, good) in HEADINGS.items():
         out.append(f"| {title} ({verb} / {good}) | {tried[category]} | {held[category]} | "
                    f"{tried[category] - held[category]} | {skipped[category]} |")
+    generated = {c: sum(n for name, n in names[c].items() if "fuzz" in name) for c in HEADINGS}
+    out += ["", "Counts include property-based (hypothesis) examples: "
+            + ", ".join(f"{HEADINGS[c][0].lower()} {generated[c]} generated + {tried[c] - generated[c]} written"
+                        for c in HEADINGS) + "."]
     for category, (title, verb, good) in HEADINGS.items():
         out += ["", f"## {title}: {tried[category]} {verb}, {held[category]} {good}", ""]
         for name, count in sorted(names[category].items()):
