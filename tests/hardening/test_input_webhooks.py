@@ -144,3 +144,26 @@ async def test_null_and_huge_bodies_and_bidi_titles_are_reviewed_into_inert_repo
         assert not BIDI.search(text), "a live bidi control reached GitHub"
         assert "@everyone" not in text and "www.evil" not in text
         assert len(text) <= 65_535
+
+
+async def test_bidi_controls_in_file_names_and_code_never_reach_github_live(harness: Harness, tally: Tally,
+                                                                            tmp_path) -> None:
+    from tests.hardening.repos import publish_repo
+
+    h = harness
+    tally("bidi override in a file name (annotation path/message)")
+    tally("Trojan Source bidi controls in changed code")
+    trojan_name = "pkg/adm\u202enip.py"
+    payload = publish_repo(h, tmp_path / "w", "trojan", {
+        trojan_name: "def f(:\n    pass\n",  # does not parse: a high finding annotated on the changed line
+        "pkg/auth.py": "def ok(user):\n    if user != 'admin\u202e \u2066# admin only\u2069 \u2066':\n"
+                       "        return False\n    return eval('True')\n",
+    }, title="Fix \u202eeman\u202c", body="\u2067bidi\u2069")
+    assert (await h.post("pull_request", payload)).status_code == 202
+    await h.run_worker()
+    run = next(r for r in h.github.check_runs.values() if r["repo"] == "octo/trojan")
+    assert run["status"] == "completed" and run["annotations"], run["output"]
+    texts = [run["output"]["summary"], *[c["body"] for c in h.github.comments.values() if c["repo"] == "octo/trojan"]]
+    texts += [a["message"] + a["title"] for a in run["annotations"]]
+    for text in texts:
+        assert not BIDI.search(text), f"a live bidi control reached GitHub: {text[:200]!r}"
