@@ -25,6 +25,7 @@ LEVEL = {"critical": "failure", "high": "failure", "medium": "warning", "low": "
 RERUN_ACTION = {"label": "Re-run with LLM", "description": "Review again with the LLM judges",
                 "identifier": "rerun-llm"}
 EXTERNAL_ID = re.compile(r"^logomesh:pr=(\d+):")
+BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
 
 
 def external_id(pr_number: int, delivery_id: str) -> str:
@@ -41,6 +42,12 @@ def clip(text: str, limit: int = MAX_SUMMARY) -> str:
         return text
     note = "\n\n… (truncated: the full report is in the DBOM)\n"
     return text[: limit - len(note)] + note
+
+
+def visible_bidi(text: str) -> str:
+    """Bidi controls shown as ``<U+202E>``: live, they make an annotation read differently (Trojan Source),
+    and a reader should see that a file name or line carries them."""
+    return BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
 
 
 def changed_line_annotations(evaluation: Evaluation, changed: dict[str, set[int]]) -> list[dict[str, Any]]:
@@ -62,8 +69,8 @@ def _annotation(ev: Evidence) -> dict[str, Any]:
         "start_line": ev.location.line,
         "end_line": ev.location.line,
         "annotation_level": LEVEL[ev.severity],
-        "title": f"{ev.detective}: {ev.kind}"[:255],
-        "message": (ev.summary + (f" ({ev.cwe})" if ev.cwe else ""))[:4000],
+        "title": visible_bidi(f"{ev.detective}: {ev.kind}")[:255],
+        "message": visible_bidi(ev.summary + (f" ({ev.cwe})" if ev.cwe else ""))[:4000],
     }
 
 

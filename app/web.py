@@ -100,6 +100,9 @@ async def webhook(request: Request) -> Response:
     signature = request.headers.get("x-hub-signature-256")
     if not signature:
         return _answer(401, error="missing X-Hub-Signature-256")
+    if not signature.startswith("sha256="):
+        # gidgethub honours whatever algorithm the prefix names; this header must be HMAC-SHA256 only
+        return _answer(401, error="bad signature: X-Hub-Signature-256 must start with sha256=")
     secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
     try:
         validate_event(body, signature=signature, secret=secret)

@@ -35,6 +35,7 @@ from rubric import RubricError
 log = structlog.get_logger("logomesh.worker")
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 LOCK_RETRY_SECONDS = 5
+DBOM_RETRY_SECONDS = 2
 TIMEOUT_MARGIN_SECONDS = 30
 
 
@@ -74,6 +75,12 @@ def review_deadline(job_timeout: int) -> float:
     """Seconds the clone and the court may take: arq's own timeout must never be the one that fires, or the
     check run would stay in_progress."""
     return float(max(5, job_timeout - min(TIMEOUT_MARGIN_SECONDS, job_timeout // 4)))
+
+
+class DbomUnavailable(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
 
 
 class Superseded(Exception):
@@ -162,8 +169,15 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                 await publisher.react(req.installation_id, req.repo, req.comment_id, "confused")
                 bound.info("/recheck refused: no write access", requester=req.requester)
                 return "refused: requester lacks write access"
-            await publisher.react(req.installation_id, req.repo, req.comment_id, "rocket")
         pr = await github.request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{pr_number}")
+        if req.kind == "recheck":
+            assert req.comment_id is not None
+            # accept only what will run: a 🚀 on a closed PR would promise a review that never comes
+            accepted = pr.get("state") == "open"
+            await publisher.react(req.installation_id, req.repo, req.comment_id, "rocket" if accepted else "confused")
+            if not accepted:
+                bound.info("/recheck refused: the pull request is not open", requester=req.requester)
+                return "refused: pull request is not open"
     except GitHubRetryable as exc:
         bound.warning("GitHub is unavailable; retrying", status=exc.status, retry_after=exc.retry_after)
         raise Retry(defer=exc.retry_after) from exc
@@ -178,10 +192,23 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
     target = Target(req.installation_id, req.repo, pr_number, head)
     bound = bound.bind(head_sha=head)
 
-    lock = Lock(redis, keys.lock(req.repo, pr_number), timeout=settings.job_timeout_seconds + 60)
-    if not await lock.acquire(blocking=False):
-        bound.info("another review of this PR is running; deferring")
-        raise Retry(defer=LOCK_RETRY_SECONDS)
+    lock_key = keys.lock(req.repo, pr_number)
+    lock = Lock(redis, lock_key, timeout=settings.job_timeout_seconds + 60)
+    # the job id is the token: arq never runs two tries of one job at once, so finding our own token means an
+    # earlier try died holding the lock (a killed worker), and this retry takes it over instead of waiting
+    token = str(ctx.get("job_id") or req.delivery_id).encode()
+    if not await lock.acquire(blocking=False, token=token):
+        if await redis.get(lock_key) == token:
+            lock.local.token = token
+            await lock.reacquire()
+            bound.info("took over the lock of an earlier try of this job")
+        else:
+            # near the end of its tries, a job waits out the holder's lease rather than burning the last ones
+            ttl = await redis.pttl(lock_key)
+            last = ctx.get("job_try", 1) >= settings.max_tries - 1
+            defer = max(LOCK_RETRY_SECONDS, ttl / 1000 + 1) if last and ttl > 0 else LOCK_RETRY_SECONDS
+            bound.info("another review of this PR is running; deferring", defer=defer)
+            raise Retry(defer=defer)
     check_run_id: int | None = None
     try:
         try:
@@ -194,8 +221,11 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                 raise Superseded(newer)
             dbom_url = None
             if dbom is not None:
-                record_id = await dbom.append(evaluation, installation_id=req.installation_id,
-                                              entanglement=entanglement(evaluation, pr))
+                try:
+                    record_id = await dbom.append(evaluation, installation_id=req.installation_id,
+                                                  entanglement=entanglement(evaluation, pr))
+                except Exception as exc:
+                    raise DbomUnavailable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
                 dbom_url = f"{settings.public_url}/dbom/{record_id}" if settings.public_url else None
             await publisher.finish(target, check_run_id, evaluation, dbom_url, changed)
             await publisher.upsert_comment(target, render_markdown(evaluation, dbom_url))
@@ -213,6 +243,15 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                 raise Retry(defer=exc.retry_after) from exc
             await _give_up(publisher, target, check_run_id, f"GitHub kept failing: {exc}", bound)
             return "failed: GitHub unavailable"
+        except DbomUnavailable as exc:
+            # no verdict is ever published without its audit record: retry, then say why there is none
+            if ctx.get("job_try", 1) < settings.max_tries:
+                bound.warning("the DBOM ledger is unavailable; retrying", error=exc.reason)
+                raise Retry(defer=DBOM_RETRY_SECONDS) from exc
+            await _give_up(publisher, target, check_run_id,
+                           f"The audit record (DBOM) could not be written ({exc.reason}); LogoMesh publishes no "
+                           "verdict without it.", bound)
+            return "failed: DBOM unavailable"
         except WorkspaceError as exc:
             await _give_up(publisher, target, check_run_id, f"The repository could not be cloned: {exc.reason}",
                            bound)

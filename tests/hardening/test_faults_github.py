@@ -1,0 +1,69 @@
+"""GitHub failing under a running review: 5xx, secondary and primary rate limits are backed off and survived;
+past the retry budget the check run still completes, saying what failed."""
+
+from __future__ import annotations
+
+import pytest
+import structlog.testing
+
+from tests.app.conftest import PR, REPO, Harness, pr_payload
+from tests.hardening.conftest import Tally
+
+pytestmark = pytest.mark.hardening("fault")
+RUNS = r"^/repos/octo/shop/check-runs$"
+COMMENTS = rf"^/repos/octo/shop/issues/{PR}/comments$"
+PULL = rf"^/repos/octo/shop/pulls/{PR}$"
+
+
+def _first_success_after(h: Harness, method: str, pattern: str, fired_at: float) -> float:
+    import re
+
+    later = [t for t, m, p in h.github.inject.passed if m == method and re.search(pattern, p) and t > fired_at]
+    assert later, f"{method} {pattern} never succeeded after its failure"
+    return later[0] - fired_at
+
+
+async def test_5xx_and_rate_limits_are_backed_off_then_the_review_lands_once(harness: Harness,
+                                                                             tally: Tally) -> None:
+    h = harness
+    inject = h.github.inject
+    for name in ("GitHub 500 on creating the check run", "GitHub 502 on creating the check run",
+                 "secondary rate limit (403 + retry-after: 2) on posting the comment, twice",
+                 "primary rate limit (403, x-ratelimit-remaining: 0, reset in 3 s) on reading the PR"):
+        tally(name)
+    inject.fail("POST", RUNS, 500)
+    inject.fail("POST", RUNS, 502)
+    inject.fail("POST", COMMENTS, 403, times=2, headers={"retry-after": "2"})
+    inject.primary_rate_limit("GET", PULL, reset_in=3)
+    assert (await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head,
+                                                    base=h.repo.base))).status_code == 202
+    with structlog.testing.capture_logs() as logs:
+        await h.run_worker()
+    assert len(inject.fired) == 5, inject.fired
+    runs = h.github.check_runs_for(h.repo.head)
+    assert len(runs) == 1 and runs[0]["status"] == "completed" and runs[0]["output"]["title"].startswith("CIS ")
+    comments = [c for c in h.github.comments.values() if c["repo"] == REPO]
+    assert len(comments) == 1 and comments[0]["edits"] == 0
+    assert len(await h.dbom.records()) >= 1
+    # backoff honoured: nothing retried a rate-limited call before GitHub said it may
+    secondary = [t for t, m, p, s in inject.fired if s == 403 and m == "POST"]
+    assert _first_success_after(h, "POST", COMMENTS, secondary[-1]) >= 1.9
+    primary = next(t for t, m, p, s in inject.fired if m == "GET")
+    assert _first_success_after(h, "GET", PULL, primary) >= 1.0  # reset is whole seconds: ≥ 2 s minus rounding
+    assert any(e["event"] == "GitHub is unavailable; retrying" for e in logs)
+
+
+async def test_past_the_retry_budget_the_check_run_completes_with_the_reason(harness: Harness,
+                                                                            tally: Tally) -> None:
+    h = harness
+    tally("GitHub 502 on every comment request (retry budget exhausted)")
+    h.github.inject.fail("GET", COMMENTS, 502, times=1000)
+    assert (await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head,
+                                                    base=h.repo.base))).status_code == 202
+    worker = await h.run_worker()
+    runs = h.github.check_runs_for(h.repo.head)
+    assert len(runs) == 1 and runs[0]["status"] == "completed" and runs[0]["conclusion"] == "neutral"
+    assert "GitHub kept failing" in runs[0]["output"]["summary"]
+    assert "502" in runs[0]["output"]["summary"]
+    assert worker.jobs_retried == h.settings.max_tries - 1 and worker.jobs_failed == 0
+    assert [c for c in h.github.comments.values() if c["repo"] == REPO] == []

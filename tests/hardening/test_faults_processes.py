@@ -1,0 +1,178 @@
+"""Processes dying under a review: a worker SIGKILLed mid-review, Redis restarted while a job runs and while
+webhooks arrive. Every accepted delivery ends reviewed once in effect: one check run per delivery, completed;
+one comment per PR."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from arq.worker import Worker
+
+from app.settings import Settings
+from app.web import create_app
+from app.worker import worker_options
+from tests.app.conftest import REPO, Harness, ServerThread, pr_payload
+from tests.hardening.conftest import Tally
+
+pytestmark = pytest.mark.hardening("fault")
+ROOT = Path(__file__).resolve().parents[2]
+FIELDS = ("app_id", "private_key", "webhook_secret", "github_api_url", "github_web_url", "public_url", "redis_url",
+          "redis_prefix", "queue_name", "database_url", "home", "sandbox", "embedding", "red_team", "llm_provider",
+          "max_tries", "job_timeout_seconds", "concurrency")
+
+
+def _env(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGOMESH_")}
+    for name in FIELDS:
+        value = getattr(settings, name)
+        value = value.get_secret_value() if hasattr(value, "get_secret_value") else value
+        env[f"LOGOMESH_{name.upper()}"] = str(value)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+async def _burst(settings: Settings, dbom: object, poll_delay: float = 0.2) -> Worker:
+    async def factory(_settings: Settings) -> object:
+        return dbom
+
+    options = worker_options(settings, dbom_factory=factory)  # type: ignore[arg-type]
+    options["on_shutdown"] = None
+    worker = Worker(**options, burst=True, handle_signals=False, poll_delay=poll_delay)
+    try:
+        await worker.main()
+    finally:
+        await worker.close()
+    return worker
+
+
+async def test_a_worker_sigkilled_mid_review_is_replaced_and_the_review_lands_once(
+        harness: Harness, tally: Tally, tmp_path: Path) -> None:
+    h = harness
+    tally("worker SIGKILLed while cloning (check run in progress)")
+    # a short job timeout: arq hands a dead worker's job to another once its in-progress mark expires
+    h.settings = h.settings.model_copy(update={"job_timeout_seconds": 15})
+    proc = subprocess.Popen([sys.executable, "-m", "tests.hardening.worker_proc", str(tmp_path / "dbom.db")],
+                            cwd=ROOT, env=_env(h.settings), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed = []
+
+    def kill_mid_review() -> None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        killed.append(h.github.check_runs_for(h.repo.head)[0]["status"])
+
+    h.github.on_first_git_request = kill_mid_review
+    try:
+        assert (await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head,
+                                                        base=h.repo.base))).status_code == 202
+        for _ in range(300):
+            if killed:
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert killed == ["in_progress"], "the worker was not killed mid-review"
+    worker = await _burst(h.settings, h.dbom)
+    assert worker.jobs_complete == 1 and worker.jobs_failed == 0
+    runs = h.github.check_runs_for(h.repo.head)
+    assert len(runs) == 1 and runs[0]["status"] == "completed" and runs[0]["output"]["title"].startswith("CIS ")
+    assert len(h.github.posted("checks/create")) == 1  # the new worker found the run by external_id
+    assert len([c for c in h.github.comments.values() if c["repo"] == REPO]) == 1
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PrivateRedis:
+    """A redis-server of our own (AOF on, fsync always) that a test may stop and start."""
+
+    def __init__(self, root: Path) -> None:
+        self.port, self.dir = _free_port(), root
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(self.port),
+                                      "--bind", "127.0.0.1", "--dir", str(self.dir), "--appendonly", "yes",
+                                      "--appendfsync", "always", "--save", "", "--protected-mode", "no"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()  # SIGTERM: redis fsyncs the AOF and exits
+            self.proc.wait(10)
+            self.proc = None
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+async def test_redis_restarted_while_a_job_runs_and_webhooks_arrive(harness: Harness, tally: Tally,
+                                                                    tmp_path: Path) -> None:
+    h = harness
+    tally("Redis restarted while a review runs")
+    tally("webhook delivered while Redis is down (503, then GitHub's redelivery)")
+    tally("redelivery of an already accepted webhook after the restart")
+    redis = PrivateRedis(tmp_path)
+    redis.start()
+    settings = h.settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{redis.port}/0"})
+    h.github.add_pull(REPO, 8, head=h.repo.head2, base=h.repo.base, title="Parse the percentage safely",
+                      body="Use float instead of eval.")
+    during: list[int] = []
+
+    def post(url: str, event: str, payload: dict, delivery: str) -> httpx.Response:
+        body = __import__("json").dumps(payload).encode()
+        return httpx.post(f"{url}/webhook", content=body, timeout=10, headers={
+            "X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": h.sign(body),
+            "Content-Type": "application/json"})
+
+    pr7 = pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base)
+    pr8 = pr_payload("opened.payload.json", head=h.repo.head2, base=h.repo.base, number=8)
+    d7, d8 = f"r7-{uuid.uuid4().hex[:8]}", f"r8-{uuid.uuid4().hex[:8]}"
+    try:
+        with ServerThread(create_app(settings, env_path=tmp_path / ".env")) as url:
+            def restart_mid_review() -> None:
+                redis.stop()
+                during.append(post(url, "pull_request", pr8, d8).status_code)
+                redis.start()
+
+            h.github.on_first_git_request = restart_mid_review
+            assert (await asyncio.to_thread(post, url, "pull_request", pr7, d7)).status_code == 202
+            first_error: BaseException | None = None
+            try:
+                await _burst(settings, h.dbom)
+            except Exception as exc:  # the worker may lose its connection; a new one must finish the work
+                first_error = exc
+            assert during == [503], during
+            redelivered = await asyncio.to_thread(post, url, "pull_request", pr8, d8)
+            assert redelivered.status_code == 202, redelivered.text
+            again = await asyncio.to_thread(post, url, "pull_request", pr7, d7)
+            assert again.status_code == 200 and again.json()["status"] == "duplicate"
+            await _burst(settings, h.dbom)
+    finally:
+        redis.stop()
+    del first_error
+    for head, pr in ((h.repo.head, 7), (h.repo.head2, 8)):
+        runs = h.github.check_runs_for(head)
+        assert len(runs) == 1, (pr, runs)
+        assert runs[0]["status"] == "completed" and runs[0]["output"]["title"].startswith("CIS "), runs[0]["output"]
+        comments = [c for c in h.github.comments.values() if c["repo"] == REPO and c["issue_number"] == pr]
+        assert len(comments) == 1, (pr, comments)
