@@ -73,6 +73,21 @@ def worker(
     settings = _settings(worker=True)
     from arq.worker import Worker
 
+    from app.startup import StartupError
     from app.worker import worker_options
 
-    asyncio.run(Worker(**worker_options(settings), burst=burst).async_run())
+    async def run() -> None:
+        # arq binds the worker to the loop current at construction: build it inside the running loop
+        worker = Worker(**worker_options(settings), burst=burst)
+        try:
+            await worker.async_run()
+        except asyncio.CancelledError:
+            pass  # SIGTERM/SIGINT: arq has re-queued what it had to cancel
+        finally:
+            await worker.close()
+
+    try:
+        asyncio.run(run())
+    except StartupError as exc:
+        stderr.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
+        raise typer.Exit(3) from exc

@@ -260,6 +260,9 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
     """Keyword arguments for :class:`arq.worker.Worker` (the CLI and the tests build the worker from these)."""
 
     async def startup(ctx: dict[str, Any]) -> None:
+        from app.startup import start_up
+
+        ctx["startup"] = await start_up(settings)
         ctx["settings"] = settings
         ctx["github"] = GitHubApp(settings)
         ctx["publisher"] = Publisher(ctx["github"], settings.check_name)
@@ -284,4 +287,6 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
         "health_check_interval": 10,
         "health_check_key": Keys(settings.redis_prefix).health(),
         "keep_result": 24 * 3600,
+        # SIGTERM: take no new job, give running ones this long, then cancel them (arq re-queues them)
+        "job_completion_wait": settings.drain_seconds,
     }
