@@ -35,10 +35,13 @@ def serve(
     settings = _settings(worker=False)
     import uvicorn
 
+    from app.logs import configure
+
+    configure(settings)
     from app.web import create_app
 
     uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port,
-                proxy_headers=True, access_log=False)
+                proxy_headers=True, access_log=False, log_config=None)
 
 
 @app_cli.command()
@@ -72,6 +75,10 @@ def worker(
         raise typer.Exit(code)
     settings = _settings(worker=True)
     from arq.worker import Worker
+
+    from app.logs import configure
+
+    configure(settings)
 
     from app.startup import StartupError
     from app.worker import worker_options

@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     # on SIGTERM the worker takes no new job and lets running ones finish for this long before re-queueing them;
     # keep it below the orchestrator's grace period (k8s terminationGracePeriodSeconds 300, compose 60s)
     drain_seconds: int = Field(default=240, ge=0, le=3600)
+    # the worker's Prometheus endpoint (the receiver serves /metrics on its own port); 0 turns it off
+    metrics_port: int = Field(default=9101, ge=0, le=65535)
     review_drafts: bool = False
     max_body_bytes: int = Field(default=25 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
     delivery_ttl_days: int = Field(default=30, ge=30, le=365)

@@ -38,3 +38,7 @@ def cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.Comp
     full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, env=full,
                           timeout=timeout, cwd=ROOT)
+
+
+# the App's end-to-end harness (real uvicorn + Redis + git, fake GitHub on loopback), shared with tests/app
+from tests.app.conftest import app_key, github, harness, repo, settings  # noqa: E402,F401
