@@ -16,6 +16,14 @@ REDIS_URL = os.environ.get("LOGOMESH_TEST_REDIS_URL", "redis://127.0.0.1:6379/15
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_github_jwts() -> None:
+    # githubkit caches App JWTs per app id for the process; this directory's App key differs from tests/app's
+    from githubkit.cache import DEFAULT_CACHE_STRATEGY
+
+    DEFAULT_CACHE_STRATEGY.cleanup()
+
+
 @pytest.fixture
 def prefix() -> str:
     return f"logomesh-ops:{uuid.uuid4().hex[:12]}:"
