@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,10 +17,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
-def _fresh_github_jwts() -> None:
+def _fresh_github_jwts() -> Iterator[None]:
     # githubkit caches App JWTs per app id for the process; this directory's App key differs from tests/app's
     from githubkit.cache import DEFAULT_CACHE_STRATEGY
 
+    DEFAULT_CACHE_STRATEGY.cleanup()
+    yield
     DEFAULT_CACHE_STRATEGY.cleanup()
 
 
