@@ -20,6 +20,7 @@ from arq import Retry
 from arq.connections import ArqRedis
 from redis.asyncio.lock import Lock
 
+from app import fairness
 from app.engine import court_parts, prepare
 from app.github import GitHubApp, GitHubError, GitHubNotFound, GitHubRetryable
 from app.metrics import CIS, JOBS, STAGE_SECONDS, CourtTimer, serve_worker_metrics, stage
@@ -154,6 +155,8 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
     started = time.perf_counter()
     try:
         result = await _review_pull_request(ctx, data)
+    except fairness.Deferred:
+        raise
     except Retry:
         JOBS.labels("retried").inc()
         raise
@@ -167,6 +170,26 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
 
 
 async def _review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
+    settings: Settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    keys = Keys(settings.redis_prefix)
+    installation_id = int(data["installation_id"])
+    job_id = str(ctx.get("job_id") or data.get("delivery_id"))
+    if not await fairness.acquire(redis, keys, installation_id, job_id, cap=settings.installation_concurrency,
+                                  lease_seconds=settings.job_timeout_seconds + fairness.LEASE_MARGIN_SECONDS):
+        log.info("installation at its concurrency cap; deferring", installation_id=installation_id, job_id=job_id,
+                 cap=settings.installation_concurrency)
+        JOBS.labels("deferred").inc()
+        await fairness.uncount_try(redis, job_id)
+        raise fairness.Deferred(defer=fairness.defer_seconds())
+    try:
+        return await _review_with_slot(ctx, data)
+    finally:
+        with contextlib.suppress(Exception):
+            await fairness.release(redis, keys, installation_id, job_id)
+
+
+async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
     settings: Settings = ctx["settings"]
     github: GitHubApp = ctx["github"]
     redis: ArqRedis = ctx["redis"]
