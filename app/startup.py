@@ -33,29 +33,41 @@ class StartupReport:
     swept_containers: int = 0
     swept_volumes: int = 0
     swept_images: int = 0
+    # how many sandboxes the Docker host fits at the default limits (CPUs and memory); None without Docker
+    sandbox_capacity: int | None = None
 
 
 def sweep_after_seconds(settings: Settings) -> float:
     return float(settings.job_timeout_seconds + SWEEP_MARGIN_SECONDS)
 
 
-def _docker(settings: Settings) -> tuple[str | None, Any]:
-    """(missing reason, swept counts) — the engine is asked in a thread: docker-py is blocking."""
+def sandbox_capacity(info: dict[str, Any], memory_mb: int, cpus: float) -> int:
+    """Sandboxes that fit the Docker host at once: each takes ``cpus`` CPUs and ``memory_mb`` of memory."""
+    by_cpu = int(float(info.get("NCPU") or 1) / cpus)
+    by_memory = int(int(info.get("MemTotal") or 0) / (memory_mb * 1024 * 1024))
+    return max(1, min(by_cpu, by_memory))
+
+
+def _docker(settings: Settings) -> tuple[str | None, Any, int | None]:
+    """(missing reason, swept counts, capacity) — the engine is asked in a thread: docker-py is blocking."""
     from sandbox.docker_sandbox import docker_client, require_image
     from sandbox.errors import SandboxUnavailable
     from sandbox.janitor import Swept, sweep
+    from sandbox.limits import SandboxLimits
 
     try:
         client = docker_client()
     except SandboxUnavailable as exc:
-        return exc.reason, Swept()
+        return exc.reason, Swept(), None
     try:
         swept = sweep(client, sweep_after_seconds(settings))
+        defaults = SandboxLimits()
+        capacity = sandbox_capacity(client.info(), defaults.memory_mb, defaults.cpus)
         try:
             require_image(client, settings.sandbox_image)
         except SandboxUnavailable as exc:
-            return exc.reason, swept
-        return None, swept
+            return exc.reason, swept, capacity
+        return None, swept, capacity
     finally:
         client.close()
 
@@ -64,10 +76,15 @@ async def start_up(settings: Settings) -> StartupReport:
     """Check and warm what reviews need; raises :class:`StartupError` when a required part is missing."""
     sandbox_missing: str | None = None
     swept = None
+    capacity: int | None = None
     if settings.sandbox == "off":
         sandbox_missing = "the sandbox is turned off (LOGOMESH_SANDBOX=off)"
     else:
-        sandbox_missing, swept = await asyncio.to_thread(_docker, settings)
+        sandbox_missing, swept, capacity = await asyncio.to_thread(_docker, settings)
+        if capacity is not None and settings.concurrency > capacity:
+            # more reviews than the host fits: sandboxes would fight for CPU and hit their timeouts
+            log.warning("LOGOMESH_CONCURRENCY exceeds the sandbox capacity of the Docker host",
+                        concurrency=settings.concurrency, capacity=capacity)
         if swept is not None and (swept.containers or swept.volumes or swept.images):
             log.info("swept orphaned sandbox objects", containers=swept.containers, volumes=swept.volumes,
                      images=swept.images)
@@ -98,4 +115,5 @@ async def start_up(settings: Settings) -> StartupReport:
                         reason=embedder_missing)
     return StartupReport(sandbox_missing=sandbox_missing, embedder_missing=embedder_missing,
                          swept_containers=swept.containers if swept else 0,
-                         swept_volumes=swept.volumes if swept else 0, swept_images=swept.images if swept else 0)
+                         swept_volumes=swept.volumes if swept else 0, swept_images=swept.images if swept else 0,
+                         sandbox_capacity=capacity)

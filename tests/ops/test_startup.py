@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from structlog.testing import capture_logs
 
 from app.settings import Settings
-from app.startup import StartupError, start_up
+from app.startup import StartupError, sandbox_capacity, start_up
 from sandbox.docker_sandbox import LABEL, LABEL_CREATED
 from tests.ops.conftest import REDIS_URL, cli
 
@@ -55,10 +55,18 @@ async def test_start_up_reaps_orphans_older_than_a_job_and_spares_younger_ones(
         assert f"lm-live-{tag}" in names  # may belong to a job of another worker on this host
         assert report.swept_containers >= 1
         assert report.sandbox_missing is None
+        assert report.sandbox_capacity is not None and report.sandbox_capacity >= 1
     finally:
         for c in (old, young):
             with contextlib.suppress(docker.errors.NotFound):
                 client.api.remove_container(c["Id"], force=True)
+
+
+def test_sandbox_capacity_is_bounded_by_cpus_and_memory() -> None:
+    gib = 1024 ** 3
+    assert sandbox_capacity({"NCPU": 2, "MemTotal": 8 * gib}, memory_mb=128, cpus=0.5) == 4
+    assert sandbox_capacity({"NCPU": 64, "MemTotal": gib}, memory_mb=512, cpus=0.5) == 2
+    assert sandbox_capacity({"NCPU": 1, "MemTotal": 0}, memory_mb=128, cpus=0.5) == 1
 
 
 async def test_required_sandbox_with_a_missing_image_stops_the_worker(client: docker.DockerClient,
