@@ -50,8 +50,9 @@ async def acquire(redis: Redis, keys: Keys, installation_id: int, job_id: str, *
                   now: float | None = None) -> bool:
     """Take one of the installation's ``cap`` slots for ``job_id`` (idempotent for the same job)."""
     now = time.time() if now is None else now
-    taken = await redis.eval(_ACQUIRE, 1, running_key(keys, installation_id), now, job_id, now + lease_seconds,  # type: ignore[misc]
-                             cap, int((lease_seconds + LEASE_MARGIN_SECONDS) * 1000))
+    taken = await redis.eval(  # type: ignore[misc]
+        _ACQUIRE, 1, running_key(keys, installation_id), str(now), job_id, str(now + lease_seconds), str(cap),
+        str(int((lease_seconds + LEASE_MARGIN_SECONDS) * 1000)))
     return bool(taken)
 
 

@@ -97,7 +97,7 @@ async def webhook(request: Request) -> Response:
     event = request.headers.get("x-github-event", "")
     outcome = f"http_{response.status_code}"
     if response.status_code in (200, 202) and isinstance(response, JSONResponse):
-        outcome = str(json.loads(response.body).get("status", outcome)).replace(" ", "_")
+        outcome = str(json.loads(bytes(response.body)).get("status", outcome)).replace(" ", "_")
     WEBHOOKS.labels(event if event in KNOWN_EVENTS else "other", outcome).inc()
     return response
 

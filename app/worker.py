@@ -241,14 +241,15 @@ async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                 evaluation, changed = await run_court(ctx, settings, req, target, pr)
             if req.kind != "recheck" and (newer := await _latest(redis, keys, req, pr_number, head)):
                 raise Superseded(newer)
+            publishing = time.perf_counter()
             dbom_url = None
-            with stage("publish"):
-                if dbom is not None:
-                    record_id = await dbom.append(evaluation, installation_id=req.installation_id,
-                                                  entanglement=entanglement(evaluation, pr))
-                    dbom_url = f"{settings.public_url}/dbom/{record_id}" if settings.public_url else None
-                await publisher.finish(target, check_run_id, evaluation, dbom_url, changed)
-                await publisher.upsert_comment(target, render_markdown(evaluation, dbom_url))
+            if dbom is not None:
+                record_id = await dbom.append(evaluation, installation_id=req.installation_id,
+                                              entanglement=entanglement(evaluation, pr))
+                dbom_url = f"{settings.public_url}/dbom/{record_id}" if settings.public_url else None
+            await publisher.finish(target, check_run_id, evaluation, dbom_url, changed)
+            await publisher.upsert_comment(target, render_markdown(evaluation, dbom_url))
+            STAGE_SECONDS.labels("publish").observe(time.perf_counter() - publishing)
             CIS.labels(evaluation.verdict).observe(evaluation.cis_score)
             bound.info("reviewed", verdict=evaluation.verdict, cis=evaluation.cis_score, dbom=dbom_url)
             return f"{evaluation.verdict} {evaluation.cis_score:.4f}"
