@@ -77,6 +77,11 @@ def secrets_of(settings: Any) -> Iterable[str]:
         yield pem
 
 
+def _drop_color(logger: Any, name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    event.pop("color_message", None)  # uvicorn's ANSI-coloured duplicate of the message
+    return event
+
+
 def configure(settings: Any = None, *, stream: TextIO | None = None, level: int = logging.INFO) -> None:
     """JSON lines to ``stream`` (stdout) for structlog and the standard library, secrets scrubbed."""
     if settings is not None:
@@ -97,7 +102,8 @@ def configure(settings: Any = None, *, stream: TextIO | None = None, level: int 
     )
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[structlog.stdlib.ExtraAdder(), *shared[:-1], REDACTOR],
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, structlog.processors.JSONRenderer()],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, _drop_color,
+                    structlog.processors.JSONRenderer()],
     )
     handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(formatter)
@@ -111,3 +117,6 @@ def configure(settings: Any = None, *, stream: TextIO | None = None, level: int 
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "arq"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
+    # one line per HTTP call or migration plugin is noise: GitHub calls are counted in the metrics instead
+    for name in ("httpx", "httpcore", "alembic"):
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
