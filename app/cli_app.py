@@ -35,20 +35,66 @@ def serve(
     settings = _settings(worker=False)
     import uvicorn
 
+    from app.logs import configure
+
+    configure(settings)
     from app.web import create_app
 
     uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port,
-                proxy_headers=True, access_log=False)
+                proxy_headers=True, access_log=False, log_config=None)
 
 
 @app_cli.command()
-def worker(burst: Annotated[bool, typer.Option(help="Stop when the queue is empty.")] = False) -> None:
+def worker(
+    burst: Annotated[bool, typer.Option(help="Stop when the queue is empty.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Exit 0 if a worker refreshed its health key recently, 1 otherwise (liveness probe).")] = False,
+) -> None:
     """Review queued pull requests."""
-    settings = _settings(worker=True)
     import asyncio
 
+    if check:
+        # a probe needs only Redis: not the App's key, so a misconfigured secret does not mask a dead worker
+        try:
+            settings = load_settings()
+        except SettingsError as exc:
+            stderr.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
+            raise typer.Exit(2) from exc
+        from arq.worker import async_check_health
+        from redis.exceptions import RedisError
+
+        from app.queue import Keys, redis_settings
+
+        probe = redis_settings(settings)
+        probe.conn_retries = 0  # a probe answers now; the orchestrator retries
+        try:
+            code = asyncio.run(async_check_health(probe, Keys(settings.redis_prefix).health(), settings.queue_name))
+        except (OSError, RedisError) as exc:
+            stderr.print(f"unhealthy: Redis does not answer ({type(exc).__name__})")
+            code = 1
+        raise typer.Exit(code)
+    settings = _settings(worker=True)
     from arq.worker import Worker
 
+    from app.logs import configure
+
+    configure(settings)
+
+    from app.startup import StartupError
     from app.worker import worker_options
 
-    asyncio.run(Worker(**worker_options(settings), burst=burst).async_run())
+    async def run() -> None:
+        # arq binds the worker to the loop current at construction: build it inside the running loop
+        worker = Worker(**worker_options(settings), burst=burst)
+        try:
+            await worker.async_run()
+        except asyncio.CancelledError:
+            pass  # SIGTERM/SIGINT: arq has re-queued what it had to cancel
+        finally:
+            await worker.close()
+
+    try:
+        asyncio.run(run())
+    except StartupError as exc:
+        stderr.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
+        raise typer.Exit(3) from exc

@@ -26,6 +26,8 @@ from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
 from githubkit.exception import RateLimitExceeded, RequestFailed, RequestTimeout
 from githubkit.retry import RetryChainDecision, RetryRateLimit, RetryServerError
 
+from app.logs import REDACTOR
+from app.metrics import observe_github
 from app.settings import Settings
 
 TOKEN_REFRESH_MARGIN = timedelta(minutes=10)
@@ -97,6 +99,7 @@ class GitHubApp:
             path = f"/app/installations/{installation_id}/access_tokens"
             data = await self._call(self._app_client(), "POST", path, installation_id=None)
             expires = datetime.strptime(data["expires_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            REDACTOR.add(data["token"])
             self._tokens[installation_id] = _Token(data["token"], expires)
             return str(data["token"])
 
@@ -128,10 +131,12 @@ class GitHubApp:
             else:
                 response = await client.arequest(method, path, json=json, params=params)
         except RateLimitExceeded as exc:
+            observe_github(method, exc.response.status_code, exc.response.headers)
             raise GitHubRetryable(method, path, exc.response.status_code, "rate limited",
                                   min(MAX_RETRY_WAIT, exc.retry_after.total_seconds())) from exc
         except RequestFailed as exc:
             status = exc.response.status_code
+            observe_github(method, status, exc.response.headers)
             message = exc.response.text[:300]
             if status == 404:
                 raise GitHubNotFound(method, path, status, message) from exc
@@ -140,9 +145,12 @@ class GitHubApp:
                     from exc
             raise GitHubError(method, path, status, message) from exc
         except RequestTimeout as exc:
+            observe_github(method, None)
             raise GitHubRetryable(method, path, None, "timed out", 5.0) from exc
         except httpx.HTTPError as exc:
+            observe_github(method, None)
             raise GitHubRetryable(method, path, None, str(exc) or type(exc).__name__, 5.0) from exc
+        observe_github(method, response.status_code, response.headers)
         if response.status_code == 204 or not response.content:
             return None
         return response.json()

@@ -45,6 +45,13 @@ class Settings(BaseSettings):
     concurrency: int = Field(default=2, ge=1, le=64)
     job_timeout_seconds: int = Field(default=900, ge=10, le=7200)
     max_tries: int = Field(default=5, ge=1, le=20)
+    # on SIGTERM the worker takes no new job and lets running ones finish for this long before re-queueing them;
+    # keep it below the orchestrator's grace period (k8s terminationGracePeriodSeconds 300, compose 60s)
+    drain_seconds: int = Field(default=240, ge=0, le=3600)
+    # the worker's Prometheus endpoint (the receiver serves /metrics on its own port); 0 turns it off
+    # per-installation fairness: reviews of one installation running at once across all workers (app.fairness)
+    installation_concurrency: int = Field(default=2, ge=1, le=256)
+    metrics_port: int = Field(default=9101, ge=0, le=65535)
     review_drafts: bool = False
     max_body_bytes: int = Field(default=25 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
     delivery_ttl_days: int = Field(default=30, ge=30, le=365)

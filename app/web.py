@@ -5,6 +5,7 @@ Routes::
     POST /webhook           X-Hub-Signature-256 checked on the raw bytes (constant time, gidgethub)
     GET  /healthz           the process answers
     GET  /readyz            Redis and the database answer
+    GET  /metrics           Prometheus text format (see app.metrics)
     GET  /setup             the GitHub App manifest flow (see app.manifest)
     GET  /dbom/{id}[.html]  the signed audit records, when the ledger is built in (see app.dbom_routes)
 
@@ -34,11 +35,15 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from app.metrics import QUEUE_DEPTH, WEBHOOKS, queue_label
 from app.queue import Keys, enqueue_review, redis_settings
 from app.routing import Ignored, InstallationNote, ReviewRequest, route
 from app.settings import Settings
 
 log = structlog.get_logger("logomesh.web")
+# the X-GitHub-Event header is the sender's to choose: only these become metric labels
+KNOWN_EVENTS = frozenset({"ping", "pull_request", "check_run", "check_suite", "issue_comment", "installation",
+                          "installation_repositories"})
 
 
 class BodyTooLarge(Exception):
@@ -88,6 +93,16 @@ async def ping_database(url: str, timeout: float = 3.0) -> None:
 
 
 async def webhook(request: Request) -> Response:
+    response = await _webhook(request)
+    event = request.headers.get("x-github-event", "")
+    outcome = f"http_{response.status_code}"
+    if response.status_code in (200, 202) and isinstance(response, JSONResponse):
+        outcome = str(json.loads(bytes(response.body)).get("status", outcome)).replace(" ", "_")
+    WEBHOOKS.labels(event if event in KNOWN_EVENTS else "other", outcome).inc()
+    return response
+
+
+async def _webhook(request: Request) -> Response:
     settings: Settings = request.app.state.settings
     redis: ArqRedis = request.app.state.redis
     started = time.perf_counter()
@@ -133,8 +148,9 @@ async def webhook(request: Request) -> Response:
         outcome = route(event, payload, delivery, review_drafts=settings.review_drafts)
         if isinstance(outcome, ReviewRequest):
             job = await enqueue_review(redis, settings, outcome)
-            bound.info("queued", repo=outcome.repo, pr=outcome.pr_number, head_sha=outcome.head_sha,
-                       kind=outcome.kind, ms=round((time.perf_counter() - started) * 1000, 2))
+            bound.info("queued", installation_id=outcome.installation_id, repo=outcome.repo,
+                       pr=outcome.pr_number, head_sha=outcome.head_sha, kind=outcome.kind, job_id=delivery,
+                       ms=round((time.perf_counter() - started) * 1000, 2))
             return _answer(202, status="queued" if job is not None else "already queued", job_id=delivery)
         if isinstance(outcome, InstallationNote):
             note = {"account": outcome.account, "action": outcome.action,
@@ -173,6 +189,18 @@ async def readyz(request: Request) -> Response:
     return _answer(200, status="ready")
 
 
+async def metrics(request: Request) -> Response:
+    from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+    settings: Settings = request.app.state.settings
+    try:
+        depth = await asyncio.wait_for(request.app.state.redis.zcard(settings.queue_name), 2.0)
+        QUEUE_DEPTH.labels(queue_label(settings.queue_name)).set(depth)
+    except (RedisError, OSError, TimeoutError) as exc:
+        log.warning("queue depth unavailable", error=str(exc) or type(exc).__name__)
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
 def create_app(settings: Settings, *, env_path: Path = Path(".env")) -> Starlette:
     from app.dbom_routes import dbom_routes, open_ledger_if_built
     from app.manifest import manifest_routes
@@ -197,6 +225,7 @@ def create_app(settings: Settings, *, env_path: Path = Path(".env")) -> Starlett
         Route("/webhook", webhook, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
         *manifest_routes(settings, env_path),
         *dbom_routes(),
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -19,8 +20,10 @@ from arq import Retry
 from arq.connections import ArqRedis
 from redis.asyncio.lock import Lock
 
+from app import fairness
 from app.engine import court_parts, prepare
 from app.github import GitHubApp, GitHubError, GitHubNotFound, GitHubRetryable
+from app.metrics import CIS, JOBS, STAGE_SECONDS, CourtTimer, serve_worker_metrics, stage
 from app.publish import Publisher, Target, external_id, pr_from_external_id
 from app.queue import JOB_NAME, Keys, redis_settings
 from app.routing import ReviewRequest
@@ -137,17 +140,61 @@ async def run_court(ctx: dict[str, Any], settings: Settings, req: ReviewRequest,
     spec = CloneSpec(url=f"{settings.github_web_url}/{req.repo}.git", head_sha=target.head_sha,
                      base_sha=pr["base"]["sha"], token=token)
     job_settings = settings.model_copy(update={"llm_provider": "anthropic"}) if req.with_llm else settings
+    cloning = time.perf_counter()
     async with checkout(spec, settings) as repo:
-        prepared = await asyncio.to_thread(
-            prepare, repo, spec.base_sha, spec.head_sha, settings=job_settings, title=pr.get("title") or "",
-            body=pr.get("body") or "", repo_name=req.repo, pr_number=target.pr_number)
+        STAGE_SECONDS.labels("clone").observe(time.perf_counter() - cloning)
+        with stage("prepare"):
+            prepared = await asyncio.to_thread(
+                prepare, repo, spec.base_sha, spec.head_sha, settings=job_settings, title=pr.get("title") or "",
+                body=pr.get("body") or "", repo_name=req.repo, pr_number=target.pr_number)
         async with court_parts(repo, prepared, job_settings) as parts:
+            timer = CourtTimer()
+            timer.wrap(parts)
             evaluation = await review(prepared.case, prepared.rubric, parts)
+            timer.record()
     changed = {f.path: set(f.added_lines) for f in prepared.case.files}
     return evaluation, changed
 
 
 async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
+    started = time.perf_counter()
+    try:
+        result = await _review_pull_request(ctx, data)
+    except fairness.Deferred:
+        raise
+    except Retry:
+        JOBS.labels("retried").inc()
+        raise
+    except asyncio.CancelledError:
+        JOBS.labels("cancelled").inc()
+        raise
+    JOBS.labels(result.split(":", 1)[0].split(" ", 1)[0] if result.startswith(
+        ("ignored", "refused", "failed", "superseded")) else "reviewed").inc()
+    STAGE_SECONDS.labels("total").observe(time.perf_counter() - started)
+    return result
+
+
+async def _review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
+    settings: Settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    keys = Keys(settings.redis_prefix)
+    installation_id = int(data["installation_id"])
+    job_id = str(ctx.get("job_id") or data.get("delivery_id"))
+    if not await fairness.acquire(redis, keys, installation_id, job_id, cap=settings.installation_concurrency,
+                                  lease_seconds=settings.job_timeout_seconds + fairness.LEASE_MARGIN_SECONDS):
+        log.info("installation at its concurrency cap; deferring", installation_id=installation_id, job_id=job_id,
+                 cap=settings.installation_concurrency)
+        JOBS.labels("deferred").inc()
+        await fairness.uncount_try(redis, job_id)
+        raise fairness.Deferred(defer=fairness.defer_seconds())
+    try:
+        return await _review_with_slot(ctx, data)
+    finally:
+        with contextlib.suppress(Exception):
+            await fairness.release(redis, keys, installation_id, job_id)
+
+
+async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
     settings: Settings = ctx["settings"]
     github: GitHubApp = ctx["github"]
     redis: ArqRedis = ctx["redis"]
@@ -219,6 +266,7 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                 evaluation, changed = await run_court(ctx, settings, req, target, pr)
             if req.kind != "recheck" and (newer := await _latest(redis, keys, req, pr_number, head)):
                 raise Superseded(newer)
+            publishing = time.perf_counter()
             dbom_url = None
             if dbom is not None:
                 try:
@@ -229,6 +277,8 @@ async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                 dbom_url = f"{settings.public_url}/dbom/{record_id}" if settings.public_url else None
             await publisher.finish(target, check_run_id, evaluation, dbom_url, changed)
             await publisher.upsert_comment(target, render_markdown(evaluation, dbom_url))
+            STAGE_SECONDS.labels("publish").observe(time.perf_counter() - publishing)
+            CIS.labels(evaluation.verdict).observe(evaluation.cis_score)
             bound.info("reviewed", verdict=evaluation.verdict, cis=evaluation.cis_score, dbom=dbom_url)
             return f"{evaluation.verdict} {evaluation.cis_score:.4f}"
         except Superseded as exc:
@@ -297,6 +347,10 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
     """Keyword arguments for :class:`arq.worker.Worker` (the CLI and the tests build the worker from these)."""
 
     async def startup(ctx: dict[str, Any]) -> None:
+        from app.startup import start_up
+
+        serve_worker_metrics(settings.metrics_port)
+        ctx["startup"] = await start_up(settings)
         ctx["settings"] = settings
         ctx["github"] = GitHubApp(settings)
         ctx["publisher"] = Publisher(ctx["github"], settings.check_name)
@@ -321,4 +375,6 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
         "health_check_interval": 10,
         "health_check_key": Keys(settings.redis_prefix).health(),
         "keep_result": 24 * 3600,
+        # SIGTERM: take no new job, give running ones this long, then cancel them (arq re-queues them)
+        "job_completion_wait": settings.drain_seconds,
     }

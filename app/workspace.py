@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -73,8 +75,11 @@ def _git_env(token: str) -> dict[str, str]:
 
 
 async def _git(cwd: str, env: dict[str, str], *args: str, timeout: float = FETCH_TIMEOUT) -> str:
+    # its own process group: a fetch runs git-remote-http as a grandchild that holds our pipes, and killing git
+    # alone would leave the job waiting on it (a SIGTERMed worker could then not re-queue the job)
     proc = await asyncio.create_subprocess_exec("git", "-C", cwd, *args, env=env, stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                start_new_session=True)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError as exc:
@@ -82,7 +87,8 @@ async def _git(cwd: str, env: dict[str, str], *args: str, timeout: float = FETCH
     finally:
         # also on cancellation (the job's deadline): never leave git writing into a directory being removed
         if proc.returncode is None:
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             await asyncio.shield(proc.wait())
     if proc.returncode != 0:
         detail = err.decode("utf-8", "replace").strip().splitlines()

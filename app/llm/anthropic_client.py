@@ -30,6 +30,7 @@ from typing import Any
 
 import anthropic
 
+from app.metrics import LLM_TOKENS
 from checks.errors import LLMBudgetExceeded, LLMError, LLMUnavailable
 from checks.llm_types import LLMReply, LLMRequest, LLMUsage
 
@@ -79,6 +80,8 @@ class ReviewBudget:
         if usage is not None:
             self.spent_input += usage.input_tokens
             self.spent_output += usage.output_tokens
+            LLM_TOKENS.labels("input").inc(usage.input_tokens)
+            LLM_TOKENS.labels("output").inc(usage.output_tokens)
 
 
 def retry_after_seconds(headers: Any) -> float | None:
