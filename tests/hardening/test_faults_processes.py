@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -149,10 +150,15 @@ async def test_redis_restarted_while_a_job_runs_and_webhooks_arrive(harness: Har
     d7, d8 = f"r7-{uuid.uuid4().hex[:8]}", f"r8-{uuid.uuid4().hex[:8]}"
     try:
         with ServerThread(create_app(settings, env_path=tmp_path / ".env")) as url:
+            restarted = threading.Event()
+
             def restart_mid_review() -> None:
-                redis.stop()
-                during.append(post(url, "pull_request", pr8, d8).status_code)
-                redis.start()
+                try:
+                    redis.stop()
+                    during.append(post(url, "pull_request", pr8, d8).status_code)
+                    redis.start()
+                finally:
+                    restarted.set()
 
             h.github.on_first_git_request = restart_mid_review
             assert (await asyncio.to_thread(post, url, "pull_request", pr7, d7)).status_code == 202
@@ -161,6 +167,8 @@ async def test_redis_restarted_while_a_job_runs_and_webhooks_arrive(harness: Har
                 await _burst(settings, h.dbom)
             except Exception as exc:  # the worker may lose its connection; a new one must finish the work
                 first_error = exc
+            # the hook runs in the fake GitHub's thread; the worker may give up before it is done
+            assert await asyncio.to_thread(restarted.wait, 60), "the restart hook never finished"
             assert during == [503], during
             redelivered = await asyncio.to_thread(post, url, "pull_request", pr8, d8)
             assert redelivered.status_code == 202, redelivered.text
