@@ -91,13 +91,18 @@ def dissent_for(rubric: Rubric, criterion: Criterion, opinions: Sequence[Judicia
 
 def rule_criterion(rubric: Rubric, brief: Brief, criterion: Criterion,
                    opinions: Sequence[JudicialOpinion]) -> CriterionRuling:
-    d = docket(brief, criterion)
+    return rule_on_facts(rubric, brief, criterion, opinions, docket(brief, criterion).fact_score)
+
+
+def rule_on_facts(rubric: Rubric, brief: Brief, criterion: Criterion, opinions: Sequence[JudicialOpinion],
+                  fact_score: float | None) -> CriterionRuling:
+    """Apply the rules in order to one criterion whose facts score ``fact_score`` (1–5, None = unmeasured)."""
     applied: list[str] = []
     if not opinions:
-        fallback = d.fact_score if d.fact_score is not None else 3.0
+        fallback = fact_score if fact_score is not None else 3.0
         return CriterionRuling(criterion_id=criterion.id, score=round_score(fallback), opinions_considered=0,
                                rules_applied=("no-opinions: facts only",))
-    scores, overruled = rule_of_evidence(opinions, d.fact_score, rubric.chief_justice.evidence_tolerance)
+    scores, overruled = rule_of_evidence(opinions, fact_score, rubric.chief_justice.evidence_tolerance)
     if overruled:
         applied.append("evidence")
     score = rule_of_functionality(rubric, criterion, scores)

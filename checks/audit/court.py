@@ -23,7 +23,7 @@ from checks.audit.judges import audit_judges
 from checks.audit.models import AuditResult, ClaimCheck, ReportDocument, ReportRef, RepoSnapshot
 from checks.audit.report_analyst import investigate_report
 from checks.audit.vision import DiagramClassifier, VisionInspector
-from checks.chief_justice import dissent_for, rule_of_evidence, rule_of_functionality, rule_of_security
+from checks.chief_justice import rule_on_facts
 from checks.errors import JudgeError
 from checks.judges.base import confirmed_security_flaw
 from checks.models import (
@@ -66,25 +66,7 @@ def _case(snapshot: RepoSnapshot) -> Case:
 
 def rule_audit_criterion(rubric: Rubric, brief: Brief, criterion: Criterion,
                          opinions: Sequence[JudicialOpinion]) -> CriterionRuling:
-    d = audit_docket(brief, criterion)
-    if not opinions:
-        return CriterionRuling(criterion_id=criterion.id, score=round_score(d.fact_score or 3.0),
-                               opinions_considered=0, rules_applied=("no-opinions: facts only",))
-    applied: list[str] = []
-    scores, overruled = rule_of_evidence(opinions, d.fact_score, rubric.chief_justice.evidence_tolerance)
-    if overruled:
-        applied.append("evidence")
-    score = rule_of_functionality(rubric, criterion, scores)
-    if len({rubric.chief_justice.weight(criterion.id, j) for j in scores}) > 1:
-        applied.append("functionality")
-    score, capped = rule_of_security(rubric, criterion, brief, score)
-    if capped:
-        applied.append("security")
-    dissent = dissent_for(rubric, criterion, opinions)
-    if dissent:
-        applied.append("dissent")
-    return CriterionRuling(criterion_id=criterion.id, score=round_score(score), opinions_considered=len(opinions),
-                           rules_applied=tuple(applied), overruled=tuple(sorted(overruled)), dissent=dissent)
+    return rule_on_facts(rubric, brief, criterion, opinions, audit_docket(brief, criterion).fact_score)
 
 
 def _ordered(evidence: Sequence[Evidence]) -> tuple[Evidence, ...]:
