@@ -24,7 +24,7 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -312,6 +312,8 @@ class AuditOutcome:
     result: AuditResult
     markdown: str
     rubric: Rubric
+    tree_sha256: str = ""
+    model_ids: dict[str, str] = field(default_factory=dict)
 
 
 def audit_parts(settings: Settings) -> AuditParts:
@@ -351,4 +353,19 @@ async def audit_repository(source: str, *, settings: Settings, report_path: Path
             parts.notices.append(f"{len(snapshot.skipped)} path(s) were not read: "
                                  + "; ".join(snapshot.skipped[:10]) + (" …" if len(snapshot.skipped) > 10 else ""))
         result = await run_audit(snapshot, report, rubric, parts)
-    return AuditOutcome(result=result, markdown=render_audit(result, rubric), rubric=rubric)
+        tree_sha256 = snapshot.content_sha256()
+    return AuditOutcome(result=result, markdown=render_audit(result, rubric), rubric=rubric, tree_sha256=tree_sha256,
+                        model_ids=_model_ids(parts, result))
+
+
+def _model_ids(parts: AuditParts, result: AuditResult) -> dict[str, str]:
+    """Which models ruled: ``judges`` is ``offline`` unless a judge answered through a model; ``vision`` when a
+    diagram classifier was there to ask."""
+    models = {"judges": "offline"}
+    llm = sorted({str(e.facts.get("model")) for e in result.evidence
+                  if e.kind == "llm-exchange" and e.facts.get("outcome") == "answered"})
+    if llm:
+        models["judges"] = ",".join(llm)
+    if parts.classifier is not None:
+        models["vision"] = str(getattr(parts.classifier, "model_id", type(parts.classifier).__name__))
+    return models

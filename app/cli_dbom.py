@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -20,6 +21,7 @@ from app.settings import SettingsError, load_settings
 
 if TYPE_CHECKING:
     from app.ledger import Ledger
+    from app.ledger.verify import VerifyReport
 
 # The ledger (SQLAlchemy, Alembic, cryptography) is imported inside the commands: every other `logomesh`
 # command starts faster without it.
@@ -72,11 +74,32 @@ def verify(
     record_id: Annotated[str | None, typer.Argument(metavar="ID", help="The DBOM to verify.")] = None,
     all_records: Annotated[bool, typer.Option("--all", help="Verify every record of every log.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    document: Annotated[Path | None, typer.Option(
+        "--document", help="An audit report (Markdown) to check against the record, byte for byte.")] = None,
 ) -> None:
     """Recompute hashes from raw_result, check signatures, inclusion and consistency. Exit 1 if anything broke."""
     if (record_id is None) == (not all_records):
         raise _usage("give either a DBOM id or --all")
-    report = _with_ledger(lambda ledger: ledger.verify(None if all_records else record_id))
+    if document is not None and record_id is None:
+        raise _usage("--document needs the DBOM id of the audit it claims to be")
+    text = None
+    if document is not None:
+        try:
+            text = document.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _usage(f"cannot read {document}: {getattr(exc, 'strerror', None) or exc}") from exc
+
+    async def work(ledger: Ledger) -> VerifyReport:
+        from app.ledger.verify import check_document
+
+        report = await ledger.verify(None if all_records else record_id)
+        if text is not None and record_id is not None:
+            record = await ledger.get(record_id)
+            if record is not None:
+                report.problems.extend(check_document(record, text))
+        return report
+
+    report = _with_ledger(work)
     if as_json:
         _write_json(report.to_json())
     else:

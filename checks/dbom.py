@@ -4,8 +4,11 @@ No I/O, no clocks, no keys: the ledger (``app/ledger``) stores and signs what th
 verifier can recompute every hash here from the stored raw evaluation.
 
 - **Canonical JSON** is RFC 8785 (JCS), so key order and float spelling never change a hash.
-- **The record** (:class:`DbomBody`) binds the evaluation's hash ``H(Δ)``, the intent, the CIS and the verdict
-  to the inputs it was computed from (:class:`Entanglement`). Timestamps and leaf positions live outside it,
+- **The record** comes in two kinds, told apart by its ``schema``. :class:`DbomBody` (``logomesh.dbom/v1``)
+  binds a pull-request evaluation's hash ``H(Δ)``, the intent, the CIS and the verdict to the inputs it was
+  computed from (:class:`Entanglement`); :class:`AuditDbomBody` (``logomesh.audit-dbom/v1``) binds a repository
+  audit's hash, its per-criterion rulings and verdict to what was read (:class:`AuditEntanglement`). Both are
+  re-derived from the stored raw result (:func:`rebuild_body`). Timestamps and leaf positions live outside them,
   so identical reviews hash identically.
 - **The log** is an RFC 6962 / RFC 9162 Merkle tree: ``leaf = SHA-256(0x00 ‖ JCS(body))``,
   ``node = SHA-256(0x01 ‖ left ‖ right)``, with inclusion and consistency proofs and their verifiers.
@@ -20,16 +23,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from checks.models import Evaluation
 
 DBOM_SCHEMA = "logomesh.dbom/v1"
+AUDIT_DBOM_SCHEMA = "logomesh.audit-dbom/v1"
 RECORD_ID_LENGTH = 32  # hex characters of the leaf hash: 128 bits, URL-safe
 LEAF_PREFIX = b"\x00"
 NODE_PREFIX = b"\x01"
@@ -38,6 +43,8 @@ EMPTY_ROOT = hashlib.sha256(b"").digest()
 INTOTO_STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 DBOM_PREDICATE_TYPE = "https://logomesh.dev/dbom/v1"
+AUDIT_PREDICATE_TYPE = "https://logomesh.dev/audit-dbom/v1"
+GIT_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
 class DbomError(ValueError):
@@ -146,19 +153,15 @@ class Components(_Frozen):
     intent_penalty: float
 
 
-class DbomBody(_Frozen):
-    """The hashed, signed part of a DBOM: ``⟨H(Δ), v_intent, Score_CIS, verdict, inputs⟩``."""
-
-    schema_: Literal["logomesh.dbom/v1"] = Field(default="logomesh.dbom/v1", alias="schema")
-    installation_id: int | None
-    evaluation_sha256: str
-    intent: IntentRef
-    cis_score: float
-    verdict: Literal["pass", "neutral", "fail"]
-    components: Components
-    entanglement: Entanglement
+class _Body(_Frozen):
+    """What every kind of DBOM body can do: its canonical bytes, leaf hash, id and ledger columns."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: str
+    installation_id: int | None
+    evaluation_sha256: str
+    verdict: Literal["pass", "neutral", "fail"]
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -171,6 +174,74 @@ class DbomBody(_Frozen):
 
     def record_id(self) -> str:
         return record_id_for(self.leaf_hash())
+
+    def columns(self) -> dict[str, Any]:
+        """The ledger's indexed columns, exactly as the signed body states them."""
+        raise NotImplementedError
+
+
+class DbomBody(_Body):
+    """The hashed, signed part of a pull request's DBOM: ``⟨H(Δ), v_intent, Score_CIS, verdict, inputs⟩``."""
+
+    schema_: Literal["logomesh.dbom/v1"] = Field(default="logomesh.dbom/v1", alias="schema")
+    intent: IntentRef
+    cis_score: float
+    components: Components
+    entanglement: Entanglement
+
+    def columns(self) -> dict[str, Any]:
+        ent = self.entanglement
+        return {"installation_id": self.installation_id, "repo": ent.repo, "pr_number": ent.pr_number,
+                "head_sha": ent.head_sha, "verdict": self.verdict, "cis_score": self.cis_score}
+
+
+class AuditEntanglement(_Frozen):
+    """What an audit read that its result does not itself hold. Change any of it and the record's hash changes."""
+
+    tree_sha256: str = Field(description="SHA-256 over every path and every source file the audit read")
+    markdown_sha256: str | None = Field(default=None, description="the rendered Markdown report, before its footer")
+    model_ids: dict[str, str] = Field(default_factory=dict, description="role -> model id, e.g. vision")
+    tool_versions: dict[str, str] = Field(default_factory=dict)
+
+
+class ClaimTally(_Frozen):
+    """How the report's claims fared against the repository."""
+
+    verified: int = 0
+    hallucination: int = 0
+    unverified: int = 0
+
+
+class AuditDbomBody(_Body):
+    """The hashed, signed part of a repository audit's DBOM: the audit's hash, rulings and verdict, and inputs."""
+
+    schema_: Literal["logomesh.audit-dbom/v1"] = Field(default="logomesh.audit-dbom/v1", alias="schema")
+    repo: str
+    head_sha: str
+    rubric_version: str
+    rubric_sha256: str
+    report_sha256: str | None
+    score: float = Field(description="mean ruling, 1–5")
+    unit_score: float = Field(description="the same on [0, 1]")
+    criteria: dict[str, float] = Field(description="criterion id -> the Chief Justice's ruling, 1–5")
+    claims: ClaimTally
+    entanglement: AuditEntanglement
+
+    def columns(self) -> dict[str, Any]:
+        return {"installation_id": self.installation_id, "repo": self.repo, "pr_number": None,
+                "head_sha": self.head_sha, "verdict": self.verdict, "cis_score": self.unit_score}
+
+
+AnyBody = DbomBody | AuditDbomBody
+_BODY = TypeAdapter(Annotated[AnyBody, Field(discriminator="schema_")])
+
+
+def parse_body(data: Any) -> AnyBody:
+    """A stored body (a dict) as the kind its ``schema`` names; raises :class:`DbomError` if it is neither."""
+    try:
+        return _BODY.validate_python(data)
+    except ValidationError as exc:
+        raise DbomError(f"not a DBOM body: {str(exc)[:300]}") from exc
 
 
 def build_body(payload: Mapping[str, Any], *, installation_id: int | None, entanglement: Entanglement) -> DbomBody:
@@ -200,6 +271,40 @@ def build_body(payload: Mapping[str, Any], *, installation_id: int | None, entan
         )
     except (KeyError, TypeError) as exc:
         raise DbomError(f"not an evaluation payload: missing {exc}") from exc
+
+
+def build_audit_body(payload: Mapping[str, Any], *, installation_id: int | None,
+                     entanglement: AuditEntanglement) -> AuditDbomBody:
+    """The DBOM body for a raw audit result payload. Verification calls this again on ``raw_result``."""
+    try:
+        tally = {"verified": 0, "hallucination": 0, "unverified": 0}
+        for check in payload["claims"]:
+            tally[check["status"]] += 1
+        report = payload["report"]
+        return AuditDbomBody(
+            installation_id=installation_id,
+            evaluation_sha256=evaluation_sha256(payload),
+            repo=payload["repo"],
+            head_sha=payload["head_sha"],
+            rubric_version=payload["rubric"]["version"],
+            rubric_sha256=payload["rubric"]["sha256"],
+            report_sha256=None if report is None else report["sha256"],
+            score=payload["score"],
+            unit_score=payload["unit_score"],
+            verdict=payload["verdict"],
+            criteria={r["criterion_id"]: r["score"] for r in payload["rulings"]},
+            claims=ClaimTally(**tally),
+            entanglement=entanglement,
+        )
+    except (KeyError, TypeError) as exc:
+        raise DbomError(f"not an audit payload: missing {exc}") from exc
+
+
+def rebuild_body(payload: Mapping[str, Any], like: AnyBody) -> AnyBody:
+    """The body ``payload`` yields, of the same kind and with the same outer inputs as the stored ``like``."""
+    if isinstance(like, AuditDbomBody):
+        return build_audit_body(payload, installation_id=like.installation_id, entanglement=like.entanglement)
+    return build_body(payload, installation_id=like.installation_id, entanglement=like.entanglement)
 
 
 def record_id_for(leaf: bytes) -> str:
@@ -366,9 +471,10 @@ def tree_head_payload(log_id: str, tree_size: int, root_hash: bytes, timestamp_m
                            "root_hash": root_hash.hex(), "timestamp": timestamp_ms})
 
 
-def record_signing_payload(body: DbomBody) -> bytes:
-    """The bytes ``σ_judge`` signs: the canonical body, behind a domain tag so no other message can collide."""
-    return b"logomesh.dbom/v1\x00" + body.canonical()
+def record_signing_payload(body: AnyBody) -> bytes:
+    """The bytes ``σ_judge`` signs: the canonical body behind its schema as a domain tag, so no other message
+    (and no body of the other kind) can collide."""
+    return body.schema_.encode("ascii") + b"\x00" + body.canonical()
 
 
 def dsse_pae(payload_type: str, payload: bytes) -> bytes:
@@ -377,8 +483,20 @@ def dsse_pae(payload_type: str, payload: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(pt), pt, len(payload), payload)
 
 
-def intoto_statement(body: DbomBody, record_id: str, raw_result: Mapping[str, Any]) -> dict[str, Any]:
-    """An in-toto Statement v1 whose subject is the reviewed commit and whose predicate is the DBOM."""
+def intoto_statement(body: AnyBody, record_id: str, raw_result: Mapping[str, Any]) -> dict[str, Any]:
+    """An in-toto Statement v1 whose subject is the reviewed (or audited) commit and whose predicate is the DBOM.
+
+    An audit of a plain directory has no commit: its subject is then the SHA-256 of the tree it read.
+    """
+    if isinstance(body, AuditDbomBody):
+        digest = ({"gitCommit": body.head_sha} if GIT_COMMIT.match(body.head_sha)
+                  else {"sha256": body.entanglement.tree_sha256})
+        return {
+            "_type": INTOTO_STATEMENT_TYPE,
+            "subject": [{"name": f"{body.repo}@{body.head_sha}", "digest": digest}],
+            "predicateType": AUDIT_PREDICATE_TYPE,
+            "predicate": {"id": record_id, "dbom": body.to_json(), "audit": dict(raw_result)},
+        }
     ent = body.entanglement
     name = f"{ent.repo}@{ent.head_sha}" if ent.pr_number is None else f"{ent.repo}#{ent.pr_number}@{ent.head_sha}"
     return {
@@ -404,13 +522,13 @@ def b64decode(text: str) -> bytes:
 
 
 class DbomRecord(_Frozen):
-    """A DBOM as the ledger holds it: the signed body, where it sits in its log, and the raw evaluation."""
+    """A DBOM as the ledger holds it: the signed body, where it sits in its log, and the raw result."""
 
     id: str
     log_id: str
     leaf_index: int
     leaf_hash: str
-    body: DbomBody
+    body: Annotated[AnyBody, Field(discriminator="schema_")]
     evaluation_sha256: str
     raw_result: dict[str, Any]
     signature: str
@@ -423,4 +541,9 @@ class DbomRecord(_Frozen):
 
     @property
     def cis_score(self) -> float:
-        return self.body.cis_score
+        """The score on [0, 1]: the CIS of a review, the unit score of an audit."""
+        return float(self.body.columns()["cis_score"])
+
+    @property
+    def is_audit(self) -> bool:
+        return isinstance(self.body, AuditDbomBody)

@@ -30,12 +30,15 @@ from app.ledger.errors import LedgerUnavailable, RecordNotFound
 from app.ledger.keys import ALGORITHM, KeyRing, load_public_pem, public_pem, verify_signature
 from app.ledger.verify import VerifyReport, verify_log
 from app.settings import Settings
+from checks.audit import AuditResult
 from checks.dbom import (
-    DbomBody,
+    AnyBody,
+    AuditEntanglement,
     DbomRecord,
     Entanglement,
     b64decode,
     b64encode,
+    build_audit_body,
     build_body,
     canonical_json,
     consistency_proof,
@@ -43,6 +46,7 @@ from checks.dbom import (
     frontier_append,
     frontier_root,
     inclusion_proof,
+    parse_body,
     record_id_for,
     record_signing_payload,
     tree_head_payload,
@@ -77,7 +81,7 @@ def _as_utc(value: datetime) -> datetime:
 def record_from_row(row: Mapping[Any, Any]) -> DbomRecord:
     return DbomRecord(
         id=row["id"], log_id=row["log_id"], leaf_index=row["leaf_index"], leaf_hash=row["leaf_hash"],
-        body=DbomBody.model_validate(json.loads(row["body"])), evaluation_sha256=row["evaluation_sha256"],
+        body=parse_body(json.loads(row["body"])), evaluation_sha256=row["evaluation_sha256"],
         raw_result=json.loads(row["raw_result"]), signature=row["signature"], key_id=row["key_id"],
         created_at=_as_utc(row["created_at"]),
     )
@@ -102,6 +106,17 @@ class Ledger:
         """Sign the evaluation's DBOM and append it to the installation's log (idempotent)."""
         payload = evaluation_payload(evaluation)
         body = build_body(payload, installation_id=installation_id, entanglement=entanglement)
+        return await self._append(body, payload)
+
+    async def append_audit(self, result: AuditResult, *, installation_id: int | None,
+                           entanglement: AuditEntanglement) -> DbomRecord:
+        """Sign a repository audit's DBOM and append it to the installation's (or the local) log (idempotent)."""
+        payload = result.model_dump(mode="json")
+        body = build_audit_body(payload, installation_id=installation_id, entanglement=entanglement)
+        return await self._append(body, payload)
+
+    async def _append(self, body: AnyBody, payload: Mapping[str, Any]) -> DbomRecord:
+        installation_id = body.installation_id
         leaf = body.leaf_hash()
         rid = record_id_for(leaf)
         key = self.keyring.active
@@ -121,10 +136,8 @@ class Ledger:
                 row = {
                     "id": rid, "log_id": log_id, "leaf_index": size, "leaf_hash": leaf.hex(),
                     "body": body.canonical().decode("utf-8"), "evaluation_sha256": body.evaluation_sha256,
-                    "raw_result": canonical_json(payload).decode("utf-8"), "signature": signature,
-                    "key_id": key.key_id, "installation_id": installation_id, "repo": entanglement.repo,
-                    "pr_number": entanglement.pr_number, "head_sha": entanglement.head_sha,
-                    "verdict": body.verdict, "cis_score": body.cis_score, "created_at": now,
+                    "raw_result": canonical_json(dict(payload)).decode("utf-8"), "signature": signature,
+                    "key_id": key.key_id, **body.columns(), "created_at": now,
                 }
                 await conn.execute(schema.records.insert().values(**row))
                 await conn.execute(schema.logs.update().where(schema.logs.c.log_id == log_id).values(

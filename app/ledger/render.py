@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from checks.dbom import DbomRecord
+from checks.dbom import AuditDbomBody, DbomBody, DbomRecord
 
 MAX_LIST_ROWS = 60
 
 
 def render_dbom_json(record: DbomRecord, proof: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The record as served at ``/dbom/{id}``: body, signature, raw evaluation and inclusion proof."""
+    """The record as served at ``/dbom/{id}``: body, signature, raw evaluation (or audit) and inclusion proof."""
     return {
         "id": record.id,
         "log_id": record.log_id,
@@ -26,7 +26,7 @@ def render_dbom_json(record: DbomRecord, proof: Mapping[str, Any] | None) -> dic
         "created_at": record.created_at.isoformat(),
         "dbom": record.body.to_json(),
         "signature": {"alg": "Ed25519", "key_id": record.key_id, "value": record.signature,
-                      "signed": "'logomesh.dbom/v1' NUL || RFC 8785 canonical JSON of dbom"},
+                      "signed": f"'{record.body.schema_}' NUL || RFC 8785 canonical JSON of dbom"},
         "evaluation_sha256": record.evaluation_sha256,
         "evaluation": record.raw_result,
         "proof": dict(proof) if proof is not None else None,
@@ -42,13 +42,9 @@ def _table(rows: list[str]) -> str:
     return "<table>" + "".join(rows) + "</table>"
 
 
-def render_dbom_html(record: DbomRecord, proof: Mapping[str, Any] | None) -> str:
-    """A self-contained page (no scripts, no external resources) for people following the PR comment's link."""
-    body = record.body
+def _review_sections(body: DbomBody) -> tuple[list[str], list[str]]:
     ent = body.entanglement
-    raw = record.raw_result
     comp = body.components
-    verdict = body.verdict
     scores = [
         _row("CIS (final)", f"{body.cis_score:.4f}"),
         _row("R — rationale", f"{comp.rationale:.4f}"),
@@ -69,9 +65,39 @@ def render_dbom_html(record: DbomRecord, proof: Mapping[str, Any] | None) -> str
         *[_row(f"judge prompt: {k}", v) for k, v in sorted(ent.judge_prompt_hashes.items())],
         *[_row(f"tool: {k}", v) for k, v in sorted(ent.tool_versions.items())],
     ]
+    return scores, inputs
+
+
+def _audit_sections(body: AuditDbomBody) -> tuple[list[str], list[str]]:
+    ent = body.entanglement
+    scores = [
+        _row("audit score (1–5)", f"{body.score:.2f}"),
+        _row("unit score", f"{body.unit_score:.4f}"),
+        *[_row(criterion, f"{score:.2f}") for criterion, score in sorted(body.criteria.items())],
+        _row("report claims", f"{body.claims.verified} verified, {body.claims.hallucination} hallucinated, "
+                              f"{body.claims.unverified} unverified"),
+    ]
+    inputs = [
+        _row("repository", body.repo), _row("head", body.head_sha), _row("tree SHA-256", ent.tree_sha256),
+        _row("report (PDF) SHA-256", body.report_sha256), _row("Markdown report SHA-256", ent.markdown_sha256),
+        _row("rubric", f"{body.rubric_version} ({body.rubric_sha256})"),
+        *[_row(f"model: {k}", v) for k, v in sorted(ent.model_ids.items())],
+        *[_row(f"tool: {k}", v) for k, v in sorted(ent.tool_versions.items())],
+    ]
+    return scores, inputs
+
+
+def render_dbom_html(record: DbomRecord, proof: Mapping[str, Any] | None) -> str:
+    """A self-contained page (no scripts, no external resources) for people following the PR comment's link."""
+    body = record.body
+    raw = record.raw_result
+    verdict = body.verdict
+    audit = isinstance(body, AuditDbomBody)
+    scores, inputs = _audit_sections(body) if isinstance(body, AuditDbomBody) else _review_sections(body)
     integrity = [
         _row("record id", record.id), _row("log", record.log_id), _row("leaf index", record.leaf_index),
-        _row("leaf hash", record.leaf_hash), _row("evaluation SHA-256 H(Δ)", record.evaluation_sha256),
+        _row("leaf hash", record.leaf_hash),
+        _row("audit result SHA-256" if audit else "evaluation SHA-256 H(Δ)", record.evaluation_sha256),
         _row("signed by key", record.key_id), _row("signature (Ed25519)", record.signature),
         _row("recorded at", record.created_at.isoformat()),
     ]
@@ -90,7 +116,8 @@ def render_dbom_html(record: DbomRecord, proof: Mapping[str, Any] | None) -> str
         for e in list(evidence)[:MAX_LIST_ROWS] if isinstance(e, dict)
     )
     raw_json = json.dumps(raw, indent=2, sort_keys=True, ensure_ascii=False)
-    title = f"LogoMesh DBOM {record.id}"
+    title = f"LogoMesh {'audit ' if audit else ''}DBOM {record.id}"
+    raw_name = "audit result" if audit else "evaluation"
     return (
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -100,16 +127,17 @@ def render_dbom_html(record: DbomRecord, proof: Mapping[str, Any] | None) -> str
         "border-bottom:1px solid #ddd;vertical-align:top}th{width:16rem;font-weight:600}"
         "code,pre{font-size:.85rem;word-break:break-all;white-space:pre-wrap}"
         ".pass{color:#1a7f37}.neutral{color:#9a6700}.fail{color:#cf222e}</style></head><body>"
-        f"<h1>Decision Bill of Materials</h1><p><code>{escape(record.id)}</code></p>"
+        f"<h1>Decision Bill of Materials{' — repository audit' if audit else ''}</h1>"
+        f"<p><code>{escape(record.id)}</code></p>"
         f"<h2>Verdict: <span class=\"{escape(verdict)}\">{escape(verdict.upper())}</span></h2>"
         f"<ul>{reasons}</ul><h2>Scores</h2>{_table(scores)}"
         f"<h2>Inputs (entangled)</h2>{_table(inputs)}"
         f"<h2>Integrity</h2>{_table(integrity)}"
-        "<p>Verify: recompute RFC 8785 canonical JSON of the evaluation (its SHA-256 is H(Δ)) and of the DBOM body, "
+        f"<p>Verify: recompute RFC 8785 canonical JSON of the {raw_name} (its SHA-256 is H(Δ)) and of the DBOM body, "
         "check the Ed25519 signature with the key listed at <code>/.well-known/logomesh/keys</code>, and check "
         "the RFC 9162 inclusion proof against the signed tree head — or run "
         f"<code>logomesh dbom verify {escape(record.id)}</code> against the ledger.</p>"
         f"<h2>Evidence</h2><table><tr><th>severity</th><th>detective</th><th>summary</th></tr>{ev_rows}</table>"
-        f"<details><summary>Raw evaluation (raw_result)</summary><pre>{escape(raw_json)}</pre></details>"
+        f"<details><summary>Raw {raw_name} (raw_result)</summary><pre>{escape(raw_json)}</pre></details>"
         "</body></html>"
     )

@@ -9,10 +9,12 @@ what that raw evaluation yields. The checks, by name:
 - ``tree-head``  each signed tree head's signature, and the log head row, agree with the records
 - ``consistency`` every signed tree head is a prefix of the tree recomputed now (RFC 9162 consistency proof)
 - ``inclusion``  each checked record is in the latest signed tree head (RFC 9162 inclusion proof)
+- ``document``   (on request) an audit's Markdown report is the one its record names, byte for byte
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,15 +22,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from checks.audit.render import split_dbom_footer
 from checks.dbom import (
-    DbomBody,
+    AuditDbomBody,
     DbomError,
+    DbomRecord,
     b64decode,
-    build_body,
     consistency_proof,
     evaluation_sha256,
     inclusion_proof,
     merkle_root,
+    parse_body,
+    rebuild_body,
     record_id_for,
     record_signing_payload,
     tree_head_payload,
@@ -88,6 +93,29 @@ class VerifyReport:
                 "tree_heads_checked": self.tree_heads_checked, "problems": [p.to_json() for p in self.problems]}
 
 
+def check_document(record: DbomRecord, text: str) -> list[Problem]:
+    """Does ``text`` (an audit report as ``logomesh audit`` wrote it) match ``record``? The record holds the
+    SHA-256 of the report above its DBOM footer, and the footer names the record."""
+
+    def bad(message: str) -> Problem:
+        return Problem("document", message, record.log_id, record.id, record.leaf_index)
+
+    body = record.body
+    if not isinstance(body, AuditDbomBody) or body.entanglement.markdown_sha256 is None:
+        return [bad("this record is not an audit with a Markdown report; there is no document to check")]
+    report, named = split_dbom_footer(text)
+    problems: list[Problem] = []
+    if named is None:
+        problems.append(bad("the document has no DBOM footer"))
+    elif named != record.id:
+        problems.append(bad(f"the document's footer names DBOM {named}, not {record.id}"))
+    digest = hashlib.sha256(report.encode("utf-8", "surrogatepass")).hexdigest()
+    if digest != body.entanglement.markdown_sha256:
+        problems.append(bad(f"the report hashes to {digest[:16]}…, the signed record says "
+                            f"{body.entanglement.markdown_sha256[:16]}…: it was edited"))
+    return problems
+
+
 def _check_record(row: Mapping[Any, Any], log_id: str, verify_sig: VerifyFn,
                   say: Callable[..., None]) -> bytes:
     """Check one row; return the leaf hash recomputed from ``raw_result`` (or the stored one if impossible)."""
@@ -102,8 +130,8 @@ def _check_record(row: Mapping[Any, Any], log_id: str, verify_sig: VerifyFn,
         bad("record", "the stored leaf hash is not hex")
         stored_leaf = b""
     try:
-        body = DbomBody.model_validate(json.loads(row["body"]))
-    except (ValueError, ValidationError) as exc:
+        body = parse_body(json.loads(row["body"]))
+    except ValueError as exc:
         bad("record", f"the stored body does not parse: {str(exc)[:200]}")
         return stored_leaf
     try:
@@ -111,24 +139,22 @@ def _check_record(row: Mapping[Any, Any], log_id: str, verify_sig: VerifyFn,
         if not isinstance(raw, dict):
             raise DbomError("raw_result is not a JSON object")
         raw_hash = evaluation_sha256(raw)
-        rebuilt = build_body(raw, installation_id=body.installation_id, entanglement=body.entanglement)
+        rebuilt = rebuild_body(raw, body)
     except (ValueError, ValidationError) as exc:
-        bad("record", f"raw_result does not parse as an evaluation: {str(exc)[:200]}")
+        kind = "an audit" if body.schema_ == "logomesh.audit-dbom/v1" else "an evaluation"
+        bad("record", f"raw_result does not parse as {kind}: {str(exc)[:200]}")
         return body.leaf_hash()
     if raw_hash != row["evaluation_sha256"] or raw_hash != body.evaluation_sha256:
         bad("record", f"raw_result hashes to {raw_hash[:16]}…, the record says "
                       f"{str(row['evaluation_sha256'])[:16]}… (body {body.evaluation_sha256[:16]}…)")
     elif rebuilt != body:
-        bad("record", "the signed body disagrees with raw_result (scores, verdict or intent)")
+        bad("record", "the signed body disagrees with raw_result (scores, verdict, intent or rulings)")
     leaf = rebuilt.leaf_hash()
     if body.leaf_hash() != stored_leaf:
         bad("record", "the stored leaf hash is not the hash of the stored body")
     if record_id_for(body.leaf_hash()) != rid:
         bad("record", "the record id is not derived from its leaf hash")
-    columns = {"verdict": body.verdict, "cis_score": body.cis_score, "repo": body.entanglement.repo,
-               "head_sha": body.entanglement.head_sha, "pr_number": body.entanglement.pr_number,
-               "installation_id": body.installation_id}
-    for name, expected in columns.items():
+    for name, expected in body.columns().items():
         if row[name] != expected:
             bad("record", f"column {name} is {row[name]!r}, the signed body says {expected!r}")
     try:

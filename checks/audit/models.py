@@ -6,6 +6,7 @@ is pure. Image bytes travel with the report so a vision provider can look at the
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Literal
 
@@ -58,6 +59,16 @@ class RepoSnapshot(Model):
     commits: tuple[HistoryCommit, ...] = ()
     history_truncated: bool = False
     skipped: tuple[str, ...] = Field(default=(), description="paths left out: symlinks, binary or oversized files")
+
+    def content_sha256(self) -> str:
+        """SHA-256 over every path and every source text the audit read, in order: what the verdict saw."""
+        digest = hashlib.sha256()
+        for path in self.paths:
+            digest.update(b"P\x00" + path.encode("utf-8", "surrogatepass") + b"\x00")
+        for source in self.sources:
+            text = hashlib.sha256(source.text.encode("utf-8", "surrogatepass")).digest()
+            digest.update(b"S\x00" + source.path.encode("utf-8", "surrogatepass") + b"\x00" + text)
+        return digest.hexdigest()
 
 
 class ReportPage(Model):

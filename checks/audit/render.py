@@ -4,6 +4,9 @@ Sections: executive summary, score table, one section per criterion (question, l
 opinion, the Chief Justice's ruling and dissent, the evidence cited with ``file:line``), the report's claims
 cross-referenced, notices and a remediation plan. Everything that came from the repository or the report is
 untrusted and goes through :func:`checks.render.escape_md`; no clock, no temp path, so the bytes are stable.
+
+Once the audit's DBOM is in the ledger, :func:`with_dbom_footer` appends a footer naming it; the DBOM records
+the SHA-256 of the report *above* that footer, which :func:`split_dbom_footer` gives back for verification.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from checks.render import escape_md
 from rubric import Criterion, Rubric
 
 MARKER = "<!-- logomesh:audit -->"
+DBOM_MARKER = "<!-- logomesh:dbom -->"
 VERDICT_ICON = {"pass": "✅", "neutral": "⚠️", "fail": "❌"}
 MAX_CITED = 12
 MAX_CLAIMS = 60
@@ -175,3 +179,22 @@ def render_audit(result: AuditResult, rubric: Rubric) -> str:
     lines += ["", "## Remediation plan", "", *_remediation(result, rubric, evidence), ""]
     lines.append(f"<sub>LogoMesh audit · rubric sha256 {result.rubric.sha256[:12]} · head {result.head_sha[:12]}</sub>")
     return "\n".join(lines) + "\n"
+
+
+def with_dbom_footer(markdown: str, record_id: str, url: str | None = None) -> str:
+    """The report followed by a footer naming its DBOM (linked when the ledger is served at ``url``)."""
+    named = f"[`{record_id}`]({url})" if url else f"`{record_id}`"
+    return (f"{markdown}\n{DBOM_MARKER}\n**DBOM** {named}: the signed record of this audit. "
+            f"`logomesh dbom verify {record_id} --document FILE` checks this file against it.\n")
+
+
+def split_dbom_footer(text: str) -> tuple[str, str | None]:
+    """``(report, record id)``: the report above the last DBOM footer and the id it names; ``(text, None)``
+    when there is no footer."""
+    cut = text.rfind(f"\n{DBOM_MARKER}\n")
+    if cut < 0:
+        return text, None
+    footer = text[cut + len(DBOM_MARKER) + 2:]
+    start = footer.find("`")
+    end = footer.find("`", start + 1)
+    return text[:cut], (footer[start + 1:end] if 0 <= start < end else None)

@@ -34,7 +34,8 @@ def test_two_runs_write_identical_bytes_and_exit_0(repo: Path, report: Path, tmp
 def test_markdown_on_stdout_and_json_format(repo: Path, report: Path, tmp_path: Path):
     markdown = run(str(repo), "--report", str(report), "-q", cwd=tmp_path)
     assert markdown.returncode == 0, markdown.stderr
-    assert markdown.stdout.startswith("<!-- logomesh:audit -->") and markdown.stderr == ""
+    assert markdown.stdout.startswith("<!-- logomesh:audit -->")
+    assert markdown.stderr.startswith("logomesh: dbom ") and len(markdown.stderr.splitlines()) == 1
     as_json = run(str(repo), "--format", "json", "-q", cwd=tmp_path)
     data = json.loads(as_json.stdout)
     assert data["rubric"]["name"] == "logomesh-auditor" and len(data["rulings"]) == 10
@@ -65,3 +66,36 @@ def test_input_errors_exit_2_with_a_clear_message(repo: Path, tmp_path: Path):
     assert bad_rubric.returncode == 2 and "invalid field" in bad_rubric.stderr
     usage = run(cwd=tmp_path)
     assert usage.returncode == 2
+
+
+def test_the_report_names_its_dbom_and_the_ledger_vouches_for_the_file(repo: Path, report: Path, tmp_path: Path):
+    out = tmp_path / "audit.md"
+    first = run(str(repo), "--report", str(report), "--out", str(out), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    dbom_id = first.stderr.split("logomesh: dbom ", 1)[1].split()[0]
+    text = out.read_text(encoding="utf-8")
+    assert text.rstrip().endswith(f"`logomesh dbom verify {dbom_id} --document FILE` checks this file against it.")
+
+    def dbom(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT)}
+        return subprocess.run([sys.executable, "-m", "app.cli", "dbom", *args], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=300)
+
+    ok = dbom("verify", dbom_id, "--document", str(out))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    out.write_text(text.replace("hallucination", "verified"), encoding="utf-8")
+    edited = dbom("verify", dbom_id, "--document", str(out))
+    assert edited.returncode == 1 and "[document]" in edited.stdout and "it was edited" in edited.stdout
+    shown = json.loads(dbom("show", dbom_id).stdout)
+    assert shown["dbom"]["schema"] == "logomesh.audit-dbom/v1" and shown["evaluation"]["repo"] == "courtroom"
+
+
+def test_an_unreachable_ledger_loses_no_report(repo: Path, tmp_path: Path):
+    env_db = {"LOGOMESH_DATABASE_URL": "postgresql+asyncpg://nobody:x@127.0.0.1:1/none"}
+    result = subprocess.run([sys.executable, "-m", "app.cli", "audit", str(repo), "--out", str(tmp_path / "a.md")],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                            env={**os.environ, **OFFLINE, **env_db, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    assert "notice: DBOM not recorded" in result.stderr
+    text = (tmp_path / "a.md").read_text(encoding="utf-8")
+    assert text.startswith("<!-- logomesh:audit -->") and "logomesh:dbom" not in text
