@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from app.engine import llm_judges
 from app.gitrepo import SAFE_GIT_CONFIG, SAFE_GIT_ENV, GitError, GitRepo
 from app.settings import Settings
 from checks.audit import (
@@ -43,6 +44,8 @@ from checks.audit import (
     render_audit,
     run_audit,
 )
+from checks.audit.digest import build_audit_digest
+from checks.audit.judges import audit_judges
 from rubric import Rubric, build_rubric, load_rubric
 
 AUDIT_RUBRIC = "auditor.json"
@@ -316,24 +319,35 @@ class AuditOutcome:
     model_ids: dict[str, str] = field(default_factory=dict)
 
 
-def audit_parts(settings: Settings) -> AuditParts:
-    """Offline judges; the Anthropic vision classifier when the provider is ``anthropic`` and a key is set."""
+def audit_parts(stack: contextlib.AsyncExitStack, settings: Settings, rubric: Rubric) -> AuditParts:
+    """The bench and the eyes of one audit, chosen by settings; ``stack`` closes their clients afterwards.
+
+    With ``llm_provider=anthropic`` and a key, every rubric persona becomes an LLM judge (each falling back to its
+    offline audit persona when Anthropic cannot be reached) and report images go to the Anthropic diagram
+    classifier; otherwise the offline personas rule and the images are listed, not analysed.
+    """
+    parts = AuditParts()
+    judges, notice = llm_judges(stack, settings, rubric.judges, {j.persona: j for j in audit_judges()},
+                                digest=build_audit_digest)
+    if notice is not None:
+        parts.notices.append(notice)
+    if judges:
+        parts.judges = judges
     if settings.llm_provider != "anthropic":
-        return AuditParts(classifier_missing="no vision provider configured")
-    # These settings arrive with the Anthropic judges; until then the audit says why images stay unanalysed.
-    api_key = getattr(settings, "llm_api_key", None)
-    if api_key is None:
-        return AuditParts(classifier_missing="the anthropic provider has no API key (LOGOMESH_LLM_API_KEY)")
+        return parts
+    if settings.llm_api_key is None or not settings.llm_api_key.get_secret_value():
+        parts.classifier_missing = "the anthropic provider has no API key (LOGOMESH_LLM_API_KEY)"
+        return parts
     import anthropic
 
     from app.vision_anthropic import AnthropicDiagramClassifier
 
-    client = anthropic.AsyncAnthropic(
-        api_key=api_key.get_secret_value() if hasattr(api_key, "get_secret_value") else str(api_key),
-        base_url=getattr(settings, "llm_base_url", None), timeout=getattr(settings, "llm_timeout_seconds", 60.0),
-        max_retries=getattr(settings, "llm_max_retries", 2))
-    return AuditParts(classifier=AnthropicDiagramClassifier(client, getattr(settings, "llm_model",
-                                                                              "claude-sonnet-4-6")))
+    client = anthropic.AsyncAnthropic(api_key=settings.llm_api_key.get_secret_value(),
+                                      base_url=settings.llm_base_url, timeout=settings.llm_timeout_seconds,
+                                      max_retries=settings.llm_max_retries)
+    stack.push_async_callback(client.close)
+    parts.classifier = AnthropicDiagramClassifier(client, settings.llm_model)
+    return parts
 
 
 async def audit_repository(source: str, *, settings: Settings, report_path: Path | None = None,
@@ -345,15 +359,16 @@ async def audit_repository(source: str, *, settings: Settings, report_path: Path
     """
     rubric = load_audit_rubric(rubric_path)
     report = read_report(report_path) if report_path is not None else None
-    with open_snapshot(source, rubric.forensics.max_commits) as snapshot:
-        parts = audit_parts(settings)
-        if classifier is not None:
-            parts.classifier = classifier
-        if snapshot.skipped:
-            parts.notices.append(f"{len(snapshot.skipped)} path(s) were not read: "
-                                 + "; ".join(snapshot.skipped[:10]) + (" …" if len(snapshot.skipped) > 10 else ""))
-        result = await run_audit(snapshot, report, rubric, parts)
-        tree_sha256 = snapshot.content_sha256()
+    async with contextlib.AsyncExitStack() as stack:
+        with open_snapshot(source, rubric.forensics.max_commits) as snapshot:
+            parts = audit_parts(stack, settings, rubric)
+            if classifier is not None:
+                parts.classifier = classifier
+            if snapshot.skipped:
+                parts.notices.append(f"{len(snapshot.skipped)} path(s) were not read: "
+                                     + "; ".join(snapshot.skipped[:10]) + (" …" if len(snapshot.skipped) > 10 else ""))
+            result = await run_audit(snapshot, report, rubric, parts)
+            tree_sha256 = snapshot.content_sha256()
     return AuditOutcome(result=result, markdown=render_audit(result, rubric), rubric=rubric, tree_sha256=tree_sha256,
                         model_ids=_model_ids(parts, result))
 

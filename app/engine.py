@@ -7,10 +7,10 @@ does on a pull request.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.gitrepo import CONFIG_FILE, GitRepo, read_case
 from app.settings import Settings
@@ -18,6 +18,10 @@ from checks.config import RepoConfig, parse_repo_config
 from checks.court import CourtParts, review
 from checks.models import Case, Evaluation
 from rubric import Rubric, load_rubric
+
+if TYPE_CHECKING:
+    from checks.judges.digest import DigestBuilder
+    from checks.protocols import Judge
 
 ProgressFn = Callable[[str], None]
 
@@ -153,25 +157,19 @@ async def attach_red_team(stack: contextlib.AsyncExitStack, repo: GitRepo, prepa
             f"({parts.sandbox_missing})")
 
 
-async def attach_judges(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
-                        settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
-    """The judges: the deterministic offline personas unless an LLM provider is configured.
-
-    With ``llm_provider=anthropic`` every rubric persona becomes an LLM judge sharing one client and one
-    per-review budget; each keeps its offline persona as the fallback when Anthropic cannot be reached.
-    """
+def llm_judges(stack: contextlib.AsyncExitStack, settings: Settings, personas: Iterable[str],
+               fallbacks: Mapping[str, Judge], digest: DigestBuilder | None = None) -> tuple[list[Judge], str | None]:
+    """``(judges, notice)``: an LLM judge per persona when ``llm_provider=anthropic`` and a key is set, sharing one
+    client (closed by ``stack``) and one budget, each with its offline persona from ``fallbacks`` to rule when
+    Anthropic cannot be reached; ``([], None)`` offline; ``([], why)`` when the provider cannot be used."""
     if settings.llm_provider == "offline":
-        return
+        return [], None
     if settings.llm_api_key is None or not settings.llm_api_key.get_secret_value():
-        notice = "LOGOMESH_LLM_API_KEY is not set, so the offline judges ruled instead of anthropic"
-        parts.notices.append(notice)
-        say(f"notice: {notice}")
-        return
+        return [], "LOGOMESH_LLM_API_KEY is not set, so the offline judges ruled instead of anthropic"
     import hashlib
 
     from app.llm.anthropic_client import AnthropicClient, ReviewBudget
-    from checks.judges import offline_judges
-    from checks.judges.digest import DigestBudget
+    from checks.judges.digest import DigestBudget, build_digest
     from checks.judges.llm import LLMJudge
 
     api_key = settings.llm_api_key.get_secret_value()
@@ -184,14 +182,27 @@ async def attach_judges(stack: contextlib.AsyncExitStack, repo: GitRepo, prepare
     stack.push_async_callback(client.aclose)
     secret = settings.llm_nonce_key.get_secret_value() if settings.llm_nonce_key else "api-key:" + api_key
     nonce_key = hashlib.sha256(b"logomesh-prompt-nonce\x00" + secret.encode()).digest()
-    offline = {judge.persona: judge for judge in offline_judges()}
     digest_budget = DigestBudget.scaled(settings.llm_digest_chars)
-    parts.judges = [
-        LLMJudge(persona, client, nonce_key=nonce_key, fallback=offline.get(persona), budget=digest_budget,
-                 known_secrets=(api_key,))
-        for persona in prepared.rubric.judges
-    ]
-    say(f"judges: {', '.join(prepared.rubric.judges)} on anthropic {settings.llm_model}")
+    return [
+        LLMJudge(persona, client, nonce_key=nonce_key, fallback=fallbacks.get(persona), budget=digest_budget,
+                 known_secrets=(api_key,), digest=digest or build_digest)
+        for persona in personas
+    ], None
+
+
+async def attach_judges(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
+                        settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
+    """The judges: the deterministic offline personas unless an LLM provider is configured (:func:`llm_judges`)."""
+    from checks.judges import offline_judges
+
+    judges, notice = llm_judges(stack, settings, prepared.rubric.judges,
+                                {judge.persona: judge for judge in offline_judges()})
+    if notice is not None:
+        parts.notices.append(notice)
+        say(f"notice: {notice}")
+    if judges:
+        parts.judges = judges
+        say(f"judges: {', '.join(prepared.rubric.judges)} on anthropic {settings.llm_model}")
 
 
 ATTACHERS: tuple[Attacher, ...] = (attach_sandbox, attach_embedder, attach_red_team, attach_judges)

@@ -5,8 +5,10 @@
   ``snake_case()`` call;
 - **feature**: a phrase from :data:`FEATURES`, each tied to the evidence kind that would prove it.
 
-Every claim keeps its page and the sentence it came from. Text is untrusted: nothing here interprets it
-beyond these patterns, and claims are de-duplicated (first occurrence wins) so repetition changes nothing.
+A claim is **negated** when a negation ("not", "no", "never", "without", "n't", "removed", …) stands in the same clause
+shortly before it: "the judges do not run in parallel" claims the absence of a parallel graph, and is checked
+as such. Every claim keeps its page and the sentence it came from. Text is untrusted: nothing here interprets
+it beyond these patterns, and claims are de-duplicated (first occurrence wins) so repetition changes nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from checks.detectives.doc_analyst import PATH_TOKEN
 COMPONENT = re.compile(r"(?<![\w./-])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)(?![\w/-])|(?<![\w.])([a-z_][a-z0-9_]{2,})\(\)")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])")
 MAX_QUOTE = 240
+NEGATION = re.compile(r"\b(?:not|no|never|without|neither|nor|cannot|lacks?|none|nothing|removed|deleted|dropped|"
+                      r"eliminated)\b|n't\b", re.I)
+CLAUSE_BREAK = re.compile(r"[,;:()]|\b(?:but|while|whereas|although|though|yet|and|so|because)\b", re.I)
+NEGATION_WORDS = 6  # how far back, in words, a negation still governs the claim
 
 # feature id → (pattern in the report, evidence kind that proves it, what the report claims)
 FEATURES: dict[str, tuple[re.Pattern[str], str, str]] = {
@@ -51,24 +57,33 @@ def _quote(sentence: str) -> str:
     return sentence if len(sentence) <= MAX_QUOTE else sentence[: MAX_QUOTE - 1] + "…"
 
 
+def is_negated(sentence: str, start: int) -> bool:
+    """Does a negation govern the claim that starts at ``start``? Only the words of its own clause just before
+    it count: "no os.system" inside a feature's own phrase is not a negation of it."""
+    clause = CLAUSE_BREAK.split(sentence[:start])[-1]
+    return bool(NEGATION.search(" ".join(clause.split()[-NEGATION_WORDS:])))
+
+
 def extract_claims(document: ReportDocument) -> list[Claim]:
     """Every distinct claim of the report, in order of first appearance."""
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, bool]] = set()
     claims: list[Claim] = []
 
-    def add(kind: str, value: str, page: int, sentence: str) -> None:
-        key = (kind, value)
+    def add(kind: str, value: str, page: int, sentence: str, start: int) -> None:
+        negated = is_negated(sentence, start)
+        key = (kind, value, negated)
         if key not in seen:
             seen.add(key)
-            claims.append(Claim(kind=kind, value=value, page=page, quote=_quote(sentence)))
+            claims.append(Claim(kind=kind, value=value, page=page, quote=_quote(sentence), negated=negated))
 
     for page in document.pages:
         for sentence in sentences(page.text):
-            for path in PATH_TOKEN.findall(sentence):
-                add("path", path, page.number, sentence)
-            for camel, call in COMPONENT.findall(sentence):
-                add("component", camel or call, page.number, sentence)
+            for match in PATH_TOKEN.finditer(sentence):
+                add("path", match.group(0), page.number, sentence, match.start())
+            for match in COMPONENT.finditer(sentence):
+                add("component", match.group(1) or match.group(2), page.number, sentence, match.start())
             for feature, (pattern, _kind, _what) in FEATURES.items():
-                if pattern.search(sentence):
-                    add("feature", feature, page.number, sentence)
+                found = pattern.search(sentence)
+                if found is not None:
+                    add("feature", feature, page.number, sentence, found.start())
     return claims

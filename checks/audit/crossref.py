@@ -7,6 +7,9 @@
 - a **feature** is verified when the evidence kind that proves it is on the record; when the record holds the
   opposite fact (no graph, a linear graph, no schema, unsafe calls...) the claim is a **hallucination**;
   otherwise it stays unverified.
+
+A **negated** claim (the report says something is *absent*) is checked the other way round: a feature the code
+has, or a file or component the repository holds, makes it a hallucination; a confirmed absence verifies it.
 """
 
 from __future__ import annotations
@@ -38,8 +41,45 @@ def _find_path(path: str, paths: Sequence[str]) -> str | None:
     return next((p for p in paths if p.endswith(suffix)), None)
 
 
+def _feature_record(claim: Claim, evidence: Sequence[Evidence]) -> tuple[str, Evidence | None, Evidence | None]:
+    """What a feature claim says, the evidence that the feature is there, and the evidence that it is not."""
+    _pattern, kind, what = FEATURES[claim.value]
+    proof = next((e for e in evidence if e.kind == kind), None)
+    against = CONTRADICTIONS.get(kind, frozenset())
+    return what, proof, next((e for e in evidence if e.kind in against and e.severity != "info"), None)
+
+
+def check_absence(claim: Claim, paths: Sequence[str], facts: ArchitectureFacts,
+                  evidence: Sequence[Evidence]) -> ClaimCheck:
+    """A negated claim: the report says ``claim.value`` is not there."""
+    if claim.kind == "path":
+        found = _find_path(claim.value, paths)
+        if found is None:
+            return ClaimCheck(claim=claim, status="verified", detail=f"{claim.value} is indeed not in the repository")
+        return ClaimCheck(claim=claim, status="hallucination", location=Location(path=found),
+                          detail=f"the report says {claim.value} is absent, but {found} exists")
+    if claim.kind == "component":
+        where = next(iter(facts.defines(claim.value)), None) or facts.uses(claim.value)
+        if where is None:
+            return ClaimCheck(claim=claim, status="verified",
+                              detail=f"{claim.value} is indeed neither defined nor used in the code")
+        return ClaimCheck(claim=claim, status="hallucination", location=where,
+                          detail=f"the report says there is no {claim.value}, but the code has it at {where}")
+    what, proof, absence = _feature_record(claim, evidence)
+    if absence is not None:
+        return ClaimCheck(claim=claim, status="verified", location=absence.location,
+                          detail=f"the report says it is not so that {what}, and indeed: {absence.summary}")
+    if proof is not None:
+        return ClaimCheck(claim=claim, status="hallucination", location=proof.location,
+                          detail=f"the report says it is not so that {what}, but: {proof.summary}")
+    return ClaimCheck(claim=claim, status="unverified",
+                      detail=f"the record neither shows nor refutes that it is not so that {what}")
+
+
 def check_claim(claim: Claim, paths: Sequence[str], facts: ArchitectureFacts,
                 evidence: Sequence[Evidence]) -> ClaimCheck:
+    if claim.negated:
+        return check_absence(claim, paths, facts, evidence)
     if claim.kind == "path":
         found = _find_path(claim.value, paths)
         if found is None:
@@ -57,10 +97,7 @@ def check_claim(claim: Claim, paths: Sequence[str], facts: ArchitectureFacts,
                               location=used)
         return ClaimCheck(claim=claim, status="unverified",
                           detail=f"{claim.value} is neither defined nor used in the code")
-    _pattern, kind, what = FEATURES[claim.value]
-    proof = next((e for e in evidence if e.kind == kind), None)
-    against = CONTRADICTIONS.get(kind, frozenset())
-    contradiction = next((e for e in evidence if e.kind in against and e.severity != "info"), None)
+    what, proof, contradiction = _feature_record(claim, evidence)
     if contradiction is not None:
         return ClaimCheck(claim=claim, status="hallucination",
                           detail=f"the report says {what}, but: {contradiction.summary}",

@@ -104,6 +104,7 @@ class Claim(Model):
     value: str
     page: int
     quote: str
+    negated: bool = Field(default=False, description="the report says this is absent (\"does not run in parallel\")")
 
 
 class ClaimCheck(Model):

@@ -158,7 +158,8 @@ def render_audit(result: AuditResult, rubric: Rubric) -> str:
         order = {"hallucination": 0, "unverified": 1, "verified": 2}
         claims = sorted(result.claims, key=lambda c: (order[c.status], c.claim.page, c.claim.kind, c.claim.value))
         for check in claims[:MAX_CLAIMS]:
-            lines.append(f"| {check.status} | `{escape_md(check.claim.value, 120)}` | {check.claim.kind} | "
+            kind = f"{check.claim.kind} (absent)" if check.claim.negated else check.claim.kind
+            lines.append(f"| {check.status} | `{escape_md(check.claim.value, 120)}` | {kind} | "
                          f"{check.claim.page} | {escape_md(check.claim.quote, QUOTE_CHARS)} | "
                          f"{escape_md(check.detail)} |")
         if len(claims) > MAX_CLAIMS:

@@ -50,15 +50,15 @@ def claim_evidence(report: ReportDocument, checks: Sequence[ClaimCheck]) -> list
     for check in checks:
         claim = check.claim
         items.append(Evidence(
-            id=f"{ID}.claim:{claim.kind}:{claim.value}",
+            id=f"{ID}.claim:{claim.kind}:{claim.value}" + (":negated" if claim.negated else ""),
             detective=ID,
             kind=STATUS_KIND[check.status],
             summary=f"{claim.kind} claim {claim.value!r}: {check.detail}",
             location=report_location(report, claim.page),
             severity=STATUS_SEVERITY[check.status],
-            facts={"claim": claim.kind, "value": claim.value, "page": claim.page, "quote": claim.quote,
-                   "status": check.status, "found_at": str(check.location) if check.location else None,
-                   "report": True},
+            facts={"claim": claim.kind, "value": claim.value, "negated": claim.negated, "page": claim.page,
+                   "quote": claim.quote, "status": check.status,
+                   "found_at": str(check.location) if check.location else None, "report": True},
         ))
     return items
 

@@ -9,6 +9,7 @@ returned as separate *untrusted* sections; the prompt wraps those in nonce delim
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from checks.models import SEVERITY_ORDER, Brief, Evidence
@@ -47,8 +48,13 @@ class Section:
 
 @dataclass(frozen=True)
 class Digest:
+    """What one judge reads: trusted facts, untrusted sections, and what the case is (a pull request by
+    default; a whole-repository audit sets ``subject`` and ``heading``)."""
+
     facts: str
     untrusted: tuple[Section, ...]
+    subject: str = "pull-request"
+    heading: str | None = None
 
     @property
     def size(self) -> int:
@@ -86,7 +92,7 @@ def _facts(brief: Brief) -> str:
     return "\n".join(lines)
 
 
-def _evidence(brief: Brief, budget: int) -> str:
+def evidence_lines(brief: Brief, budget: int) -> str:
     lines: list[str] = []
     used = 0
     ordered = sorted(brief.evidence, key=risk_key)
@@ -144,6 +150,9 @@ def _diff(brief: Brief, budget: DigestBudget) -> str:
     return "\n".join(parts) or "(empty diff)"
 
 
+DigestBuilder = Callable[[Brief, DigestBudget, tuple[str, ...]], Digest]
+
+
 def build_digest(brief: Brief, budget: DigestBudget | None = None, known_secrets: tuple[str, ...] = ()) -> Digest:
     """The digest one judge reads. Pure: the same brief and budget give the same digest."""
     budget = budget or DigestBudget()
@@ -153,7 +162,7 @@ def build_digest(brief: Brief, budget: DigestBudget | None = None, known_secrets
 
     case = brief.case
     untrusted = [
-        Section("evidence", clean(_evidence(brief, budget.evidence), budget.evidence)),
+        Section("evidence", clean(evidence_lines(brief, budget.evidence), budget.evidence)),
         Section("pr-title", clean(case.title or "(no title)", budget.title)),
         Section("pr-body", clean(case.body or "(no description)", budget.body)),
     ]

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from checks.errors import JudgeError, LLMError
-from checks.judges.digest import DigestBudget, build_digest
+from checks.judges.digest import DigestBudget, DigestBuilder, build_digest
 from checks.judges.prompt import (
     MAX_ARGUMENT,
     RULES_MARKER,
@@ -90,7 +90,8 @@ class LLMJudge:
     """A rubric persona judged by a language model, with its offline persona as the fallback."""
 
     def __init__(self, persona: str, client: LLMClient, *, nonce_key: bytes, fallback: Judge | None = None,
-                 budget: DigestBudget | None = None, known_secrets: tuple[str, ...] = ()) -> None:
+                 budget: DigestBudget | None = None, known_secrets: tuple[str, ...] = (),
+                 digest: DigestBuilder = build_digest) -> None:
         if len(nonce_key) < 16:
             raise ValueError("nonce_key must hold at least 16 bytes")
         self.persona = persona
@@ -99,16 +100,17 @@ class LLMJudge:
         self.budget = budget or DigestBudget()
         self._nonce_key = nonce_key
         self._known_secrets = known_secrets
+        self._digest = digest
 
     def first_request(self, brief: Brief, rubric: Rubric) -> LLMRequest:
         """The first request this judge sends for ``brief`` (pure; exposed for tests and audits)."""
         if self.persona not in rubric.judges:
             raise JudgeError(self.persona, "the rubric has no instructions for this persona")
         nonce = self.nonce(brief, rubric)
-        digest = build_digest(brief, self.budget, self._known_secrets)
+        digest = self._digest(brief, self.budget, self._known_secrets)
         return LLMRequest(
             purpose=self.persona,
-            system=system_prompt(rubric, self.persona, nonce),
+            system=system_prompt(rubric, self.persona, nonce, digest.subject),
             turns=(LLMTurn(role="user", text=user_prompt(rubric, brief, digest, nonce)),),
             tool_name=TOOL_NAME,
             tool_description=TOOL_DESCRIPTION,

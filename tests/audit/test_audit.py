@@ -134,13 +134,26 @@ def test_the_schema_extension_rejects_bad_levels_and_audit_settings(tmp_path: Pa
     load_rubric()  # the default PR rubric, without levels or an audit section, still loads
 
 
-def test_the_settings_choose_the_vision_provider_or_say_why_there_is_none():
-    from app.audit import audit_parts
+async def test_the_settings_choose_the_bench_and_the_vision_provider_or_say_why_there_is_none():
+    import contextlib
 
-    offline = audit_parts(load_settings(llm_provider="offline"))
-    assert offline.classifier is None and offline.classifier_missing == "no vision provider configured"
-    keyless = audit_parts(load_settings(llm_provider="anthropic", llm_api_key=None))
-    assert keyless.classifier is None and "API key" in keyless.classifier_missing
+    from app.audit import audit_parts, load_audit_rubric
+    from checks.audit.judges import AuditJudge
+    from checks.judges.llm import LLMJudge
+
+    rubric = load_audit_rubric(None)
+    async with contextlib.AsyncExitStack() as stack:
+        offline = audit_parts(stack, load_settings(llm_provider="offline"), rubric)
+        assert offline.classifier is None and offline.classifier_missing == "no vision provider configured"
+        assert all(isinstance(j, AuditJudge) for j in offline.judges) and not offline.notices
+        keyless = audit_parts(stack, load_settings(llm_provider="anthropic", llm_api_key=None), rubric)
+        assert keyless.classifier is None and "API key" in keyless.classifier_missing
+        assert all(isinstance(j, AuditJudge) for j in keyless.judges)
+        assert keyless.notices == ["LOGOMESH_LLM_API_KEY is not set, so the offline judges ruled instead of anthropic"]
+        keyed = audit_parts(stack, load_settings(llm_provider="anthropic", llm_api_key="sk-test"), rubric)
+        assert keyed.classifier is not None
+        assert [j.persona for j in keyed.judges] == list(rubric.judges)
+        assert all(isinstance(j, LLMJudge) for j in keyed.judges)
 
 
 async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: Path):

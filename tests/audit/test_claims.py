@@ -64,6 +64,36 @@ def test_a_linear_graph_contradicts_a_parallel_claim():
     assert "linear" in checks[0].detail
 
 
+def test_negations_claim_an_absence_only_within_their_own_clause():
+    claims = extract_claims(doc(
+        "The detectives do not run in parallel. We never shipped src/legacy.py. "
+        "There is no os.system anywhere, and the judges run in parallel. "
+        "Nothing is cached, but the StateGraph fans out (fan-out)."))
+    found = {(c.kind, c.value, c.negated) for c in claims}
+    assert ("feature", "parallel-graph", True) in found  # "do not run in parallel"
+    assert ("feature", "parallel-graph", False) in found  # "and the judges run in parallel": its own clause
+    assert ("path", "src/legacy.py", True) in found
+    assert ("feature", "safe-tools", False) in found  # "no os.system" is the safety claim itself
+    assert ("component", "StateGraph", False) in found  # "Nothing is cached" sits in the clause before "but"
+
+
+def test_a_negated_claim_is_checked_the_other_way_round():
+    sources = {"src/graph.py": GRAPH, "src/state.py": STATE, "src/judges.py": JUDGES}
+    facts = collect(sources)
+    evidence = [*architecture_evidence(facts), *safety_evidence(sources, load_rubric())]
+    report = doc("The graph does not fan out. We removed src/legacy.py. "
+                 "There is no src/graph.py any more. Nothing uses a QuantumPlanner. "
+                 "There is no chief justice.")
+    checks = {(c.claim.value, c.claim.negated): c
+              for c in cross_reference(extract_claims(report), sorted(sources), facts, evidence)}
+    assert checks[("parallel-graph", True)].status == "hallucination"  # the code fans out
+    assert "but" in checks[("parallel-graph", True)].detail
+    assert checks[("src/legacy.py", True)].status == "verified"  # absent, as the report says
+    assert checks[("src/graph.py", True)].status == "hallucination"  # it exists
+    assert checks[("QuantumPlanner", True)].status == "verified"
+    assert checks[("chief-justice", True)].status == "verified"  # no synthesis engine in these sources
+
+
 def test_document_index_chunks_pages_and_ranks_by_terms():
     long_page = " ".join(f"word{i}" for i in range(300)) + " reducer merges parallel writes"
     index = DocumentIndex(doc("The dialectic of three personas.", long_page), chunk_words=100, overlap_words=10)

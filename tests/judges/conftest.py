@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from checks.court import CourtParts, review
 from checks.judges import offline_judges
 from checks.judges.llm import LLMJudge
 from checks.models import Evaluation
-from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer
+from tests.judges.fake_anthropic import FakeAnthropicServer
 
 MODEL = "claude-sonnet-4-6"
 NONCE_KEY = b"k" * 32
@@ -57,20 +56,6 @@ def make_repo(root: Path, change: dict[str, str] | None = None) -> Path:
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", message)
     return root
-
-
-@pytest.fixture(scope="session")
-def anthropic_server() -> Iterator[FakeAnthropicServer]:
-    server = FakeAnthropicServer(FakeAnthropic())
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def fake(anthropic_server: FakeAnthropicServer) -> FakeAnthropic:
-    anthropic_server.fake.reset()
-    return anthropic_server.fake
 
 
 @pytest.fixture
