@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from app.engine import llm_judges
 from app.gitrepo import SAFE_GIT_CONFIG, SAFE_GIT_ENV, GitError, GitRepo
@@ -39,6 +40,7 @@ from checks.audit import (
     ReportDocument,
     ReportImage,
     ReportPage,
+    ReportSection,
     RepoSnapshot,
     SourceFile,
     render_audit,
@@ -47,6 +49,9 @@ from checks.audit import (
 from checks.audit.digest import build_audit_digest
 from checks.audit.judges import audit_judges
 from rubric import Rubric, build_rubric, load_rubric
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 AUDIT_RUBRIC = "auditor.json"
 CLONE_TIMEOUT = 300
@@ -57,6 +62,9 @@ MAX_TOTAL_SOURCE_BYTES = 64_000_000
 MAX_PDF_BYTES = 50_000_000
 MAX_PDF_PAGES = 500
 MAX_IMAGES = 100
+MAX_SECTIONS = 500
+MAX_OUTLINE_DEPTH = 8
+MAX_SECTION_TITLE = 200
 SOURCE_SUFFIXES = (".py",)
 URL = re.compile(r"^(?:https?|ssh|git|file)://[^\s]+$")
 SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:[^\s]+$")
@@ -276,6 +284,7 @@ def read_report(path: Path, max_bytes: int = MAX_PDF_BYTES) -> ReportDocument:
         page_objects = page_objects[:MAX_PDF_PAGES]
     pages: list[ReportPage] = []
     images: list[ReportImage] = []
+    sections = read_outline(reader, notices)
     for number, page in enumerate(page_objects, start=1):
         try:
             text = page.extract_text() or ""
@@ -299,7 +308,39 @@ def read_report(path: Path, max_bytes: int = MAX_PDF_BYTES) -> ReportDocument:
                                       width=width, height=height, size=len(image.data),
                                       sha256=hashlib.sha256(image.data).hexdigest(), data=image.data))
     return ReportDocument(name=path.name, sha256=hashlib.sha256(data).hexdigest(), pages=tuple(pages),
-                          images=tuple(images), notices=tuple(notices))
+                          sections=sections, images=tuple(images), notices=tuple(notices))
+
+
+def read_outline(reader: PdfReader, notices: list[str]) -> tuple[ReportSection, ...]:
+    """The PDF's outline (bookmarks), depth first, as the report's sections. A hostile outline (cycles, absurd
+    depth or length) is cut at the caps; an unreadable one becomes a notice."""
+    from pypdf.errors import PyPdfError
+
+    sections: list[ReportSection] = []
+
+    def walk(items: list[Any], level: int) -> None:
+        for item in items:
+            if len(sections) >= MAX_SECTIONS:
+                return
+            if isinstance(item, list):
+                if level < MAX_OUTLINE_DEPTH:
+                    walk(item, level + 1)
+                continue
+            title = " ".join(str(getattr(item, "title", "") or "").split())[:MAX_SECTION_TITLE]
+            try:
+                index = reader.get_destination_page_number(item)
+            except (PyPdfError, ValueError, KeyError, TypeError, AttributeError):
+                index = None
+            page = index + 1 if index is not None and index >= 0 else None
+            sections.append(ReportSection(title=title, page=page, level=level))
+
+    try:
+        walk(list(reader.outline), 0)
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        notices.append(f"the PDF's outline could not be read ({type(exc).__name__})")
+    if len(sections) >= MAX_SECTIONS:
+        notices.append(f"only the first {MAX_SECTIONS} outline entries were read")
+    return tuple(sections)
 
 
 def load_audit_rubric(path: Path | None) -> Rubric:

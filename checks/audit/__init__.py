@@ -12,6 +12,7 @@ from checks.audit.models import (
            ReportDocument,
            ReportImage,
            ReportPage,
+           ReportSection,
            RepoSnapshot,
            SourceFile,
 )
@@ -28,6 +29,7 @@ __all__ = [
            "ReportDocument",
            "ReportImage",
            "ReportPage",
+           "ReportSection",
            "SourceFile",
            "StructureSummary",
            "render_audit",

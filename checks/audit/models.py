@@ -87,12 +87,21 @@ class ReportImage(Model):
     data: bytes = Field(default=b"", exclude=True, repr=False)
 
 
+class ReportSection(Model):
+    """One entry of the PDF's outline (its bookmarks): the report's own table of contents."""
+
+    title: str
+    page: int | None = Field(default=None, description="1-based; None when the entry points nowhere readable")
+    level: int = Field(default=0, description="0 for a top-level section")
+
+
 class ReportDocument(Model):
-    """A PDF report as extracted: its text per page and its embedded images."""
+    """A PDF report as extracted: its text per page, its outline and its embedded images."""
 
     name: str
     sha256: str
     pages: tuple[ReportPage, ...]
+    sections: tuple[ReportSection, ...] = ()
     images: tuple[ReportImage, ...] = ()
     notices: tuple[str, ...] = ()
 
@@ -119,6 +128,7 @@ class ReportRef(Model):
     sha256: str
     pages: int
     images: int
+    sections: tuple[ReportSection, ...] = ()
 
 
 class AuditResult(Model):

@@ -11,7 +11,7 @@ the SHA-256 of the report *above* that footer, which :func:`split_dbom_footer` g
 
 from __future__ import annotations
 
-from checks.audit.models import AuditResult
+from checks.audit.models import AuditResult, ReportSection
 from checks.models import CriterionRuling, Evidence, JudicialOpinion
 from checks.render import escape_md
 from rubric import Criterion, Rubric
@@ -21,6 +21,7 @@ DBOM_MARKER = "<!-- logomesh:dbom -->"
 VERDICT_ICON = {"pass": "✅", "neutral": "⚠️", "fail": "❌"}
 MAX_CITED = 12
 MAX_CLAIMS = 60
+MAX_SECTIONS = 30
 QUOTE_CHARS = 160
 REMEDIATE_BELOW = 4.0
 
@@ -32,6 +33,15 @@ def _where(e: Evidence) -> str:
         page = f" p. {e.location.line}" if e.location.line else ""
         return f"`{escape_md(e.location.path, 120)}{page}`"
     return f"`{escape_md(str(e.location), 160)}`"
+
+
+def render_outline(sections: tuple[ReportSection, ...]) -> str:
+    if not sections:
+        return "The PDF has no outline (no bookmarked sections)."
+    shown = [("↳ " * min(s.level, 3)) + escape_md(s.title or "(untitled)", 80)
+             + (f" (p. {s.page})" if s.page is not None else "") for s in sections[:MAX_SECTIONS]]
+    more = f"; … and {len(sections) - MAX_SECTIONS} more" if len(sections) > MAX_SECTIONS else ""
+    return f"The PDF's outline ({len(sections)} section(s)): " + "; ".join(shown) + more + "."
 
 
 def _level(criterion: Criterion, score: float) -> str:
@@ -152,7 +162,7 @@ def render_audit(result: AuditResult, rubric: Rubric) -> str:
                                     result.fact_scores.get(criterion.id))
 
     if result.report is not None:
-        lines += ["## Report cross-reference", "",
+        lines += ["## Report cross-reference", "", render_outline(result.report.sections), "",
                   "| Status | Claim | Kind | Page | The report says | Finding |",
                   "| --- | --- | --- | ---: | --- | --- |"]
         order = {"hallucination": 0, "unverified": 1, "verified": 2}

@@ -71,13 +71,14 @@ def depth_evidence(report: ReportDocument, index: DocumentIndex, rubric: Rubric)
         if hits:
             found[term] = hits[0].page
     enough = index.words >= settings["min_report_words"] and len(found) >= settings["min_theory_terms"]
-    summary = (f"{index.words} word(s) on {len(report.pages)} page(s), {len(index.chunks)} chunk(s); "
+    summary = (f"{index.words} word(s) on {len(report.pages)} page(s), {len(report.sections)} outlined "
+               f"section(s), {len(index.chunks)} chunk(s); "
                f"{len(found)} of {len(settings['theory_terms'])} theory terms: "
                + (", ".join(f"{t} (p. {p})" for t, p in found.items()) or "none"))
     return Evidence(id=f"{ID}.depth", detective=ID, kind="report-depth" if enough else "report-shallow",
                     summary=summary, severity="info" if enough else "low",
-                    facts={"words": index.words, "pages": len(report.pages), "chunks": len(index.chunks),
-                           "terms": found, "report": True})
+                    facts={"words": index.words, "pages": len(report.pages), "sections": len(report.sections),
+                           "chunks": len(index.chunks), "terms": found, "report": True})
 
 
 def investigate_report(snapshot: RepoSnapshot, report: ReportDocument | None, facts: ArchitectureFacts,

@@ -209,15 +209,22 @@ def diagram_png() -> bytes:
     return out.getvalue()
 
 
-def build_report(path: Path, pages: tuple[str, ...] = (PAGE_ONE, PAGE_TWO), with_image: bool = True) -> Path:
-    """The fixture report as a real PDF (fpdf2), byte-identical on every build."""
+OUTLINE = {1: (("Architecture", 0), ("Dialectics", 1)), 2: (("Synthesis", 0), ("Safety", 1))}
+
+
+def build_report(path: Path, pages: tuple[str, ...] = (PAGE_ONE, PAGE_TWO), with_image: bool = True,
+                 outline: dict[int, tuple[tuple[str, int], ...]] | None = None) -> Path:
+    """The fixture report as a real PDF (fpdf2) with an outline (bookmarks), byte-identical on every build."""
     from fpdf import FPDF
 
     pdf = FPDF()
     pdf.set_creation_date(datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC))
     pdf.set_font("helvetica", size=11)
+    sections = OUTLINE if outline is None else outline
     for number, text in enumerate(pages, start=1):
         pdf.add_page()
+        for title, level in sections.get(number, ()):
+            pdf.start_section(title, level=level)
         pdf.multi_cell(0, 6, text)
         if with_image and number == len(pages):
             pdf.image(io.BytesIO(diagram_png()), w=120)

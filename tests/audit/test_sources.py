@@ -93,6 +93,22 @@ def test_read_report_extracts_text_per_page_and_the_embedded_image(report: Path)
     assert image.data and image.size == len(image.data)
 
 
+def test_the_outline_is_the_reports_structure_and_a_report_without_one_says_so(report: Path, tmp_path: Path):
+    from checks.audit.render import render_outline
+    from tests.audit.fixtures import build_report
+
+    doc = read_report(report)
+    assert [(s.title, s.page, s.level) for s in doc.sections] == [
+        ("Architecture", 1, 0), ("Dialectics", 1, 1), ("Synthesis", 2, 0), ("Safety", 2, 1)]
+    assert render_outline(doc.sections) == ("The PDF's outline (4 section(s)): Architecture (p. 1); "
+                                            "↳ Dialectics (p. 1); Synthesis (p. 2); ↳ Safety (p. 2).")
+    hostile = build_report(tmp_path / "h.pdf", outline={1: (("[click](https://evil.example) @octocat", 0),)})
+    shown = render_outline(read_report(hostile).sections)
+    assert "](https://evil" not in shown and "@octocat" not in shown
+    flat = read_report(build_report(tmp_path / "flat.pdf", outline={}))
+    assert flat.sections == () and render_outline(flat.sections) == "The PDF has no outline (no bookmarked sections)."
+
+
 def test_unreadable_reports_are_clear_errors(tmp_path: Path):
     with pytest.raises(ReportError, match="cannot read"):
         read_report(tmp_path / "missing.pdf")
