@@ -1,10 +1,13 @@
-"""The worker's DBOM through the real ledger and the public /dbom routes."""
+"""The worker's DBOM (and an audit's) through the real ledger and the public /dbom routes."""
 
 from __future__ import annotations
 
 import httpx
 from arq.worker import Worker
 
+from app.audit import audit_repository
+from app.ledger import open_ledger
+from app.ledger.local import audit_entanglement
 from app.worker import default_dbom_writer, worker_options
 from tests.app.conftest import Harness, pr_payload
 
@@ -34,3 +37,17 @@ async def test_worker_writes_the_ledger_and_the_dbom_link_resolves(harness: Harn
         assert (await client.get("/dbom/ffffffffffffffffffff")).status_code == 404
         assert (await client.get("/dbom/..%2f..")).status_code == 404
         assert (await client.get("/readyz")).status_code == 200
+
+    # an audit recorded in the same ledger is served by the same routes, as its report's footer links it
+    outcome = await audit_repository(str(h.repo.work), settings=h.settings)
+    ledger = await open_ledger(h.settings)
+    try:
+        audit = await ledger.append_audit(outcome.result, installation_id=None, entanglement=audit_entanglement(
+            outcome.tree_sha256, outcome.markdown, outcome.model_ids))
+    finally:
+        await ledger.close()
+    async with httpx.AsyncClient(base_url=h.url) as client:
+        served = (await client.get(f"/dbom/{audit.id}")).json()
+        assert served["dbom"]["schema"] == "logomesh.audit-dbom/v1" and served["evaluation"]["repo"] == "work"
+        page = await client.get(f"/dbom/{audit.id}.html")
+        assert page.status_code == 200 and "repository audit" in page.text
