@@ -173,6 +173,9 @@ async def test_export_render_and_document_check(ledger: Ledger, audited: AuditOu
     other = with_dbom_footer(audited.markdown, "0" * 32)
     assert "names DBOM 000" in check_document(record, other)[0].message
     assert "no DBOM footer" in check_document(record, audited.markdown)[0].message
+    ev = evaluation(5)
+    review = await ledger.append(ev, installation_id=None, entanglement=entanglement(ev))
+    assert "not an audit" in check_document(review, document)[0].message
 
 
 async def test_a_directory_audit_is_subject_to_its_tree_hash(ledger: Ledger, tmp_path: Path):
