@@ -14,33 +14,14 @@ import pytest
 
 from checks.models import TestSpec as Spec
 from sandbox.janitor import sweep
+from tests.sandbox.attacks import FORK_BOMB_TEST
 from tests.sandbox.conftest import leftovers
 
 pytestmark = pytest.mark.docker
 
 
 async def test_fork_bomb_hits_the_pid_limit(make_repo, sandboxes) -> None:
-    files = {"tests/test_fork.py": """
-        import os, signal, time
-
-        def test_fork_bomb_is_contained():
-            children = []
-            try:
-                for _ in range(200):
-                    pid = os.fork()
-                    if pid == 0:
-                        time.sleep(60)
-                        os._exit(0)
-                    children.append(pid)
-            except OSError:
-                pass
-            finally:
-                for pid in children:
-                    os.kill(pid, signal.SIGKILL)
-                for pid in children:
-                    os.waitpid(pid, 0)
-            assert 0 < len(children) < 50
-    """}
+    files = {"tests/test_fork.py": FORK_BOMB_TEST}
     result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 1, 0), result.output
 
