@@ -163,13 +163,25 @@ async def test_prompt_injection_canaries_leave_structure_score_bounds_and_secret
             assert secret not in text, f"{secret_name} leaked into {place}"
 
 
+RESET = 0  # the server refused the request line and closed the connection before its 400 could be read
+
+
 async def _raw_get(url: str, path: str) -> tuple[int, str]:
+    """The status and body of a GET sent as raw bytes, or :data:`RESET` when the server reset the connection.
+
+    A server that rejects an invalid or oversized request line answers 400 and closes at once; with our bytes
+    still unread on its side the kernel may turn that close into a reset that overtakes the 400. Either way the
+    request was refused and nothing was served."""
     host, port = url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
-    await writer.drain()
-    data = await asyncio.wait_for(reader.read(), 10)
-    writer.close()
+    try:
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        await writer.drain()
+        data = await asyncio.wait_for(reader.read(), 10)
+    except ConnectionResetError:
+        return RESET, ""
+    finally:
+        writer.close()
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), body.decode("utf-8", "replace")
 
@@ -190,7 +202,8 @@ async def test_public_endpoints_refuse_writes_path_tricks_and_oversized_ids(harn
         for path in tricks:
             tally(f"GET {path[:60]}")
             status, text = await _raw_get(h.url, path)  # raw bytes: an HTTP client would normalise the path
-            assert status in (404, 414, 400), (path, status, text[:200])
+            invalid_line = " " in path or len(path) > 8192  # h11 refuses these before any route sees them
+            assert status in ((404, 414, 400, RESET) if invalid_line else (404, 414, 400)), (path, status, text[:200])
             assert "LOGOMESH" not in text and "root:" not in text and SECRET not in text
             assert "Register LogoMesh" not in text  # a /dbom/ path never reaches another route
         tally("setup callback with a forged code")
