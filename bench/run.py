@@ -35,8 +35,6 @@ from typing import Any
 
 import httpx
 import redis.asyncio as aioredis
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -49,7 +47,7 @@ from app.settings import Settings  # noqa: E402
 from app.web import create_app  # noqa: E402
 from examples.make_example import PR_BODY, PR_TITLE  # noqa: E402
 from examples.make_example import build as build_example  # noqa: E402
-from tests.app.conftest import ServerThread, git, pr_payload  # noqa: E402
+from tests.app.conftest import ServerThread, generate_app_key, git, pr_payload  # noqa: E402
 from tests.app.fakegithub import FakeGitHub  # noqa: E402
 
 REDIS_URL = os.environ.get("LOGOMESH_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -167,15 +165,6 @@ def example_github(root: Path, public_pem: str) -> tuple[FakeGitHub, str, str]:
     return FakeGitHub(app_id=APP_ID, public_key_pem=public_pem, repos_root=root / "repos"), base, head
 
 
-def app_key() -> tuple[str, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return private, public
-
-
 def pr_event(number: int, installation: int, head: str, base: str) -> tuple[bytes, dict[str, str], str]:
     payload = pr_payload("opened.payload.json", head=head, base=base, number=number)
     payload["installation"]["id"] = installation
@@ -196,7 +185,7 @@ async def bench_stages(reviews: int) -> None:
 
     print(f"2. review stages: the example PR reviewed {reviews} times (offline judges)")
     root = Path(tempfile.mkdtemp(prefix="logomesh-bench-"))
-    private, public = app_key()
+    private, public = generate_app_key()
     github, base, head = example_github(root, public)
     prefix = f"logomesh-bench:{uuid.uuid4().hex[:8]}:"
     ids: list[str] = []
@@ -310,7 +299,7 @@ async def burst(n: int, workers: int, root: Path, github: FakeGitHub, gh_url: st
 async def bench_burst(n: int) -> None:
     print(f"3. burst: {n} pull_request events (10 installations) against 1, then 2 worker processes")
     root = Path(tempfile.mkdtemp(prefix="logomesh-bench-"))
-    private, public = app_key()
+    private, public = generate_app_key()
     github, base, head = example_github(root, public)
     results = {}
     with ServerThread(github.app()) as gh_url:

@@ -124,14 +124,19 @@ def make_repo(root: Path) -> ShopRepo:
     return ShopRepo(work=work, bare=bare, base=base, head=head, head2=head2)
 
 
-@pytest.fixture(scope="session")
-def app_key() -> tuple[str, str]:
+def generate_app_key() -> tuple[str, str]:
+    """A fresh GitHub App key pair: (private PKCS#8 PEM, public SubjectPublicKeyInfo PEM)."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption()).decode()
     public = key.public_key().public_bytes(serialization.Encoding.PEM,
                                            serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     return private, public
+
+
+@pytest.fixture(scope="session")
+def app_key() -> tuple[str, str]:
+    return generate_app_key()
 
 
 @pytest.fixture(scope="session")
@@ -187,9 +192,12 @@ class Harness:
         async with httpx.AsyncClient(base_url=self.url, timeout=10) as client:
             return await client.post("/webhook", content=body, headers=sent)
 
-    async def run_worker(self) -> Worker:
-        async def factory(_settings: Settings) -> SqliteDbom:
-            return self.dbom
+    async def run_worker(self, dbom: Any = None) -> Worker:
+        """Drain the queue with an in-process burst worker writing to ``dbom`` (default: the harness's store)."""
+        store = self.dbom if dbom is None else dbom
+
+        async def factory(_settings: Settings) -> Any:
+            return store
 
         options = worker_options(self.settings, dbom_factory=factory)
         options["on_shutdown"] = None  # the harness owns the DBOM store

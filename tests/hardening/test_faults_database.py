@@ -64,20 +64,6 @@ async def pg_schema() -> AsyncIterator[str]:
         await _sql(f'DROP SCHEMA IF EXISTS "{schema}_off" CASCADE')
 
 
-async def _run(h: Harness, gate: GatedLedger) -> Worker:
-    async def factory(_settings: Any) -> GatedLedger:
-        return gate
-
-    options = worker_options(h.settings, dbom_factory=factory)
-    options["on_shutdown"] = None
-    worker = Worker(**options, burst=True, handle_signals=False, poll_delay=0.05)
-    try:
-        await worker.main()
-    finally:
-        await worker.close()
-    return worker
-
-
 async def _gate(h: Harness, schema: str, outages: int) -> GatedLedger:
     settings = h.settings.model_copy(update={"database_url": PG_URL})
     ledger = await open_ledger(settings, schema_name=schema)
@@ -97,7 +83,7 @@ async def test_a_ledger_outage_is_retried_and_the_verdict_waits_for_its_dbom(har
     gate = await _gate(h, pg_schema, outages=1)
     try:
         await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
-        worker = await _run(h, gate)
+        worker = await h.run_worker(gate)
         assert gate.failures == 1 and worker.jobs_retried == 1
     finally:
         await gate.close()
@@ -115,7 +101,7 @@ async def test_a_lasting_ledger_outage_publishes_no_verdict(harness: Harness, ta
     gate = await _gate(h, pg_schema, outages=10_000)
     try:
         await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
-        worker = await _run(h, gate)
+        worker = await h.run_worker(gate)
     finally:
         await gate.close()
     assert gate.failures == h.settings.max_tries and worker.jobs_retried == h.settings.max_tries - 1
