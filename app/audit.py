@@ -24,7 +24,7 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -356,8 +356,8 @@ class AuditOutcome:
     result: AuditResult
     markdown: str
     rubric: Rubric
-    tree_sha256: str = ""
-    model_ids: dict[str, str] = field(default_factory=dict)
+    tree_sha256: str
+    model_ids: dict[str, str]
 
 
 def audit_parts(stack: contextlib.AsyncExitStack, settings: Settings, rubric: Rubric) -> AuditParts:
@@ -376,14 +376,15 @@ def audit_parts(stack: contextlib.AsyncExitStack, settings: Settings, rubric: Ru
         parts.judges = judges
     if settings.llm_provider != "anthropic":
         return parts
-    if settings.llm_api_key is None or not settings.llm_api_key.get_secret_value():
+    api_key = settings.llm_key()
+    if api_key is None:
         parts.classifier_missing = "the anthropic provider has no API key (LOGOMESH_LLM_API_KEY)"
         return parts
     import anthropic
 
     from app.vision_anthropic import AnthropicDiagramClassifier
 
-    client = anthropic.AsyncAnthropic(api_key=settings.llm_api_key.get_secret_value(),
+    client = anthropic.AsyncAnthropic(api_key=api_key,
                                       base_url=settings.llm_base_url, timeout=settings.llm_timeout_seconds,
                                       max_retries=settings.llm_max_retries)
     stack.push_async_callback(client.close)

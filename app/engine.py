@@ -164,7 +164,8 @@ def llm_judges(stack: contextlib.AsyncExitStack, settings: Settings, personas: I
     Anthropic cannot be reached; ``([], None)`` offline; ``([], why)`` when the provider cannot be used."""
     if settings.llm_provider == "offline":
         return [], None
-    if settings.llm_api_key is None or not settings.llm_api_key.get_secret_value():
+    api_key = settings.llm_key()
+    if api_key is None:
         return [], "LOGOMESH_LLM_API_KEY is not set, so the offline judges ruled instead of anthropic"
     import hashlib
 
@@ -172,7 +173,6 @@ def llm_judges(stack: contextlib.AsyncExitStack, settings: Settings, personas: I
     from checks.judges.digest import DigestBudget, build_digest
     from checks.judges.llm import LLMJudge
 
-    api_key = settings.llm_api_key.get_secret_value()
     budget = ReviewBudget(max_tokens=settings.llm_budget_tokens, max_usd=settings.llm_budget_usd,
                           input_usd_per_mtok=settings.llm_input_usd_per_mtok,
                           output_usd_per_mtok=settings.llm_output_usd_per_mtok)

@@ -70,6 +70,10 @@ class Settings(BaseSettings):
                 object.__setattr__(self, name, value.rstrip("/"))
         return self
 
+    def llm_key(self) -> str | None:
+        """The Anthropic API key, or None when it is unset or empty."""
+        return (self.llm_api_key.get_secret_value() or None) if self.llm_api_key is not None else None
+
     def private_key_pem(self) -> str:
         """The App's private key, from ``LOGOMESH_PRIVATE_KEY`` or the file ``LOGOMESH_PRIVATE_KEY_PATH``."""
         if self.private_key is not None:

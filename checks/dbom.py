@@ -543,7 +543,3 @@ class DbomRecord(_Frozen):
     def cis_score(self) -> float:
         """The score on [0, 1]: the CIS of a review, the unit score of an audit."""
         return float(self.body.columns()["cis_score"])
-
-    @property
-    def is_audit(self) -> bool:
-        return isinstance(self.body, AuditDbomBody)

@@ -116,12 +116,11 @@ class Ledger:
         return await self._append(body, payload)
 
     async def _append(self, body: AnyBody, payload: Mapping[str, Any]) -> DbomRecord:
-        installation_id = body.installation_id
         leaf = body.leaf_hash()
         rid = record_id_for(leaf)
         key = self.keyring.active
         signature = b64encode(key.sign(record_signing_payload(body)))
-        log_id = log_id_for(installation_id)
+        log_id = log_id_for(body.installation_id)
         try:
             async with self.engine.begin() as conn:
                 head = await self._lock_head(conn, log_id)

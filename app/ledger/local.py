@@ -4,7 +4,6 @@ one append to the ``local`` log. A ledger failure is a notice, never a failed re
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import platform
 from collections.abc import Awaitable, Callable
 from importlib.metadata import PackageNotFoundError, version
@@ -14,6 +13,7 @@ from app.ledger.errors import LedgerError
 from app.ledger.ledger import Ledger, open_ledger
 from app.settings import Settings
 from checks.audit import AuditResult
+from checks.audit.render import markdown_sha256
 from checks.dbom import AuditEntanglement, DbomRecord, Entanglement
 from checks.models import Evaluation
 
@@ -62,8 +62,8 @@ def record_dbom(evaluation: Evaluation, settings: Settings, warn: Callable[[str]
 
 
 def audit_entanglement(tree_sha256: str, markdown: str, model_ids: dict[str, str]) -> AuditEntanglement:
-    return AuditEntanglement(tree_sha256=tree_sha256, markdown_sha256=hashlib.sha256(markdown.encode()).hexdigest(),
-                             model_ids=model_ids, tool_versions=tool_versions())
+    return AuditEntanglement(tree_sha256=tree_sha256, markdown_sha256=markdown_sha256(markdown), model_ids=model_ids,
+                             tool_versions=tool_versions())
 
 
 def record_audit_dbom(result: AuditResult, entanglement: AuditEntanglement, settings: Settings,

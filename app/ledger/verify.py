@@ -14,7 +14,6 @@ what that raw evaluation yields. The checks, by name:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from checks.audit.render import split_dbom_footer
+from checks.audit.render import markdown_sha256, split_dbom_footer
 from checks.dbom import (
     AuditDbomBody,
     DbomError,
@@ -109,7 +108,7 @@ def check_document(record: DbomRecord, text: str) -> list[Problem]:
         problems.append(bad("the document has no DBOM footer"))
     elif named != record.id:
         problems.append(bad(f"the document's footer names DBOM {named}, not {record.id}"))
-    digest = hashlib.sha256(report.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = markdown_sha256(report)
     if digest != body.entanglement.markdown_sha256:
         problems.append(bad(f"the report hashes to {digest[:16]}…, the signed record says "
                             f"{body.entanglement.markdown_sha256[:16]}…: it was edited"))
@@ -141,7 +140,7 @@ def _check_record(row: Mapping[Any, Any], log_id: str, verify_sig: VerifyFn,
         raw_hash = evaluation_sha256(raw)
         rebuilt = rebuild_body(raw, body)
     except (ValueError, ValidationError) as exc:
-        kind = "an audit" if body.schema_ == "logomesh.audit-dbom/v1" else "an evaluation"
+        kind = "an audit" if isinstance(body, AuditDbomBody) else "an evaluation"
         bad("record", f"raw_result does not parse as {kind}: {str(exc)[:200]}")
         return body.leaf_hash()
     if raw_hash != row["evaluation_sha256"] or raw_hash != body.evaluation_sha256:

@@ -11,6 +11,8 @@ the SHA-256 of the report *above* that footer, which :func:`split_dbom_footer` g
 
 from __future__ import annotations
 
+import hashlib
+
 from checks.audit.models import AuditResult, ReportSection
 from checks.models import CriterionRuling, Evidence, JudicialOpinion
 from checks.render import escape_md
@@ -190,6 +192,11 @@ def render_audit(result: AuditResult, rubric: Rubric) -> str:
     lines += ["", "## Remediation plan", "", *_remediation(result, rubric, evidence), ""]
     lines.append(f"<sub>LogoMesh audit · rubric sha256 {result.rubric.sha256[:12]} · head {result.head_sha[:12]}</sub>")
     return "\n".join(lines) + "\n"
+
+
+def markdown_sha256(markdown: str) -> str:
+    """What an audit's DBOM records of its Markdown report (the report above the footer)."""
+    return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
 
 
 def with_dbom_footer(markdown: str, record_id: str, url: str | None = None) -> str:

@@ -102,7 +102,7 @@ async def test_a_real_audit_is_appended_verified_and_idempotent(ledger: Ledger, 
         await ledger.append(ev, installation_id=None, entanglement=entanglement(ev))
     record = await ledger.append_audit(audited.result, installation_id=None, entanglement=ent)
     again = await ledger.append_audit(audited.result, installation_id=None, entanglement=ent)
-    assert again.id == record.id and record.leaf_index == 2 and record.is_audit
+    assert again.id == record.id and record.leaf_index == 2
     body = record.body
     assert isinstance(body, AuditDbomBody)
     result = audited.result
