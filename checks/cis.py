@@ -94,6 +94,11 @@ def opinion_to_unit(score: float) -> float:
     return clamp((score - 1.0) / 4.0)
 
 
+def unit_to_opinion(unit: float) -> float:
+    """The inverse of :func:`opinion_to_unit`: a value on [0, 1] as a 1–5 score."""
+    return 1.0 + 4.0 * clamp(unit)
+
+
 def verdict_for(rubric: Rubric, score: float) -> str:
     if score >= rubric.verdict.pass_:
         return "pass"

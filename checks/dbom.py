@@ -33,8 +33,6 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from checks.models import Evaluation
 
-DBOM_SCHEMA = "logomesh.dbom/v1"
-AUDIT_DBOM_SCHEMA = "logomesh.audit-dbom/v1"
 RECORD_ID_LENGTH = 32  # hex characters of the leaf hash: 128 bits, URL-safe
 LEAF_PREFIX = b"\x00"
 NODE_PREFIX = b"\x01"

@@ -72,6 +72,12 @@ class Commit(Model):
     insertions: int = 0
     deletions: int = 0
 
+    @property
+    def subject(self) -> str:
+        """The message's first line (after leading and trailing blank space), or "" for an empty message."""
+        message = self.message.strip()
+        return message.splitlines()[0] if message else ""
+
 
 class TestSpec(Model):
     """What the court asks the sandbox to run."""

@@ -61,8 +61,7 @@ def _forensics(case: Case, rubric: Rubric) -> list[Evidence]:
     co_authors = sorted({m.strip() for c in commits for m in CO_AUTHOR.findall(c.message)})
     empty = [c.sha[:12] for c in commits if c.files_changed == 0]
     giant = [c.sha[:12] for c in commits if c.insertions + c.deletions > rules.giant_commit_lines]
-    terse = [c.sha[:12] for c in commits if len(c.message.strip().splitlines()[0] if c.message.strip() else "")
-             < rules.min_message_length]
+    terse = [c.sha[:12] for c in commits if len(c.subject) < rules.min_message_length]
     items = [
         Evidence(
             id=f"{ID}.history",
@@ -73,7 +72,7 @@ def _forensics(case: Case, rubric: Rubric) -> list[Evidence]:
                 "commits": len(case.commits),
                 "authors": authors,
                 "co_authors": co_authors,
-                "messages": [c.message.strip().splitlines()[0] if c.message.strip() else "" for c in commits],
+                "messages": [c.subject for c in commits],
                 "truncated": len(case.commits) > len(commits),
             },
         )

@@ -153,12 +153,17 @@ def _diff(brief: Brief, budget: DigestBudget) -> str:
 DigestBuilder = Callable[[Brief, DigestBudget, tuple[str, ...]], Digest]
 
 
+def clean_section(text: str, limit: int, known_secrets: tuple[str, ...] = ()) -> str:
+    """Untrusted text as a digest section carries it: secrets redacted, then cut to ``limit`` characters."""
+    return truncate(redact_secrets(text, known_secrets), limit)
+
+
 def build_digest(brief: Brief, budget: DigestBudget | None = None, known_secrets: tuple[str, ...] = ()) -> Digest:
     """The digest one judge reads. Pure: the same brief and budget give the same digest."""
     budget = budget or DigestBudget()
 
     def clean(text: str, limit: int) -> str:
-        return truncate(redact_secrets(text, known_secrets), limit)
+        return clean_section(text, limit, known_secrets)
 
     case = brief.case
     untrusted = [
