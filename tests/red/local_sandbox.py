@@ -9,14 +9,30 @@ code it runs is this test suite's own. The real, locked-down Docker sandbox is e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from checks.models import ProbeResult, TestRunResult, TestSpec
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    """The probe's scratch directory, at the same path for every probe of this process, as ``/tmp`` is in every
+    Docker sandbox: the probe derives its canary and secret paths from ``TMPDIR``, and payloads embed them, so a
+    random directory name would make the same review's payload bytes (and the search) differ from run to run."""
+    scratch = Path(tempfile.gettempdir()) / f"lm-red-test-{os.getpid()}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(mode=0o700)
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 class LocalProbeSandbox:
@@ -29,7 +45,7 @@ class LocalProbeSandbox:
 
     async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
         self.probes.append(code)
-        with tempfile.TemporaryDirectory(prefix="lm-red-test-") as scratch:
+        with _scratch() as scratch:
             work = Path(scratch) / "repo"
             shutil.copytree(self.repo, work)
             tmp = Path(scratch) / "tmp"
