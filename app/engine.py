@@ -80,12 +80,16 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
         return
     import asyncio
 
-    from sandbox.docker_sandbox import DockerSandbox, docker_client, require_image
+    from sandbox.docker_sandbox import DockerSandbox, SetupOptions, docker_client, require_image
     from sandbox.errors import SandboxError, SandboxUnavailable
-    from sandbox.limits import SandboxLimits
+    from sandbox.limits import SandboxCeiling, SandboxLimits
 
     image = prepared.config.sandbox.image or settings.sandbox_image
-    limits = SandboxLimits.from_rubric(prepared.rubric, settings.sandbox_timeout_seconds)
+    limits = SandboxLimits.from_rubric(prepared.rubric, settings.sandbox_timeout_seconds, ceiling=SandboxCeiling(
+        memory_mb=settings.sandbox_max_memory_mb, cpus=settings.sandbox_max_cpus, pids=settings.sandbox_max_pids))
+    setup = SetupOptions(allow=settings.sandbox_allow_setup, timeout_seconds=settings.sandbox_setup_timeout_seconds,
+                         index_url=settings.sandbox_index_url, extra_hosts=settings.sandbox_index_hosts,
+                         ca_bundle=settings.sandbox_ca_bundle, cache_mb=settings.sandbox_env_cache_mb)
     try:
         client = await asyncio.to_thread(docker_client)
         await asyncio.to_thread(require_image, client, image)
@@ -98,9 +102,11 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
     stack.callback(client.close)
     try:
         # straight from git's objects, not `git archive`: the head's .gitattributes could export-ignore tests
+        # the base run compares against the commit the change applies to: the merge base
+        base_sha = await asyncio.to_thread(repo.merge_base, prepared.case.base_sha, prepared.case.head_sha)
         parts.sandbox = await asyncio.to_thread(
             DockerSandbox.for_git, repo.git_bytes, prepared.case.head_sha, limits, image, client,
-            allow_setup=settings.sandbox_allow_setup, setup_timeout_seconds=settings.sandbox_setup_timeout_seconds,
+            base_sha=base_sha, setup=setup,
         )
     except SandboxError as exc:  # e.g. a tree larger than the work dir: the PR's problem is not T's to guess
         parts.sandbox_missing = exc.reason

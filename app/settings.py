@@ -98,6 +98,16 @@ class Settings(BaseSettings):
     # the opt-in setup phase of a repository (``test.setup``) runs with the network on: the operator may forbid it
     sandbox_allow_setup: bool = True
     sandbox_setup_timeout_seconds: int = Field(default=600, ge=1, le=3600)
+    # the setup phase reaches only this index (and LOGOMESH_SANDBOX_INDEX_HOSTS, host[:port] each)
+    sandbox_index_url: str = "https://pypi.org/simple"
+    sandbox_index_hosts: tuple[str, ...] = ()
+    # the CA bundle handed to the setup phase; unset: the one pip is configured with, else certifi's
+    sandbox_ca_bundle: Path | None = None
+    sandbox_env_cache_mb: int = Field(default=4096, ge=0)
+    # the most a repository's .logomesh.yml may raise its limits to
+    sandbox_max_memory_mb: int = Field(default=2048, ge=64)
+    sandbox_max_cpus: float = Field(default=2.0, gt=0)
+    sandbox_max_pids: int = Field(default=1024, ge=16)
 
     # rationale (R)
     embedding: Literal["auto", "on", "off"] = "auto"
@@ -136,7 +146,38 @@ class Settings(BaseSettings):
             object.__setattr__(self, "database_url", f"sqlite+aiosqlite:///{self.home / 'battles.db'}")
         if self.signing_key_path is None:
             object.__setattr__(self, "signing_key_path", self.home / "keys")
+        if self.sandbox_ca_bundle is None:
+            object.__setattr__(self, "sandbox_ca_bundle", host_ca_bundle())
         return self
+
+
+PIP_CONFIGS = (Path("/etc/pip.conf"), Path("/etc/xdg/pip/pip.conf"), Path.home() / ".config/pip/pip.conf",
+               Path.home() / ".pip/pip.conf")
+
+
+def host_ca_bundle() -> Path | None:
+    """The CA bundle this machine's pip trusts (``PIP_CERT``, then ``cert`` in pip's config files), else the
+    TLS library's default file, else certifi's: what a container behind the same proxy needs to reach the index."""
+    import configparser
+    import os
+    import ssl
+
+    candidates: list[str] = [os.environ.get("PIP_CERT", "")]
+    for path in PIP_CONFIGS:
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(path)
+        except configparser.Error:
+            continue
+        candidates.append(parser.get("global", "cert", fallback=""))
+    candidates += [os.environ.get("SSL_CERT_FILE", ""), ssl.get_default_verify_paths().cafile or ""]
+    try:
+        import certifi
+
+        candidates.append(certifi.where())
+    except ImportError:
+        pass
+    return next((Path(c) for c in candidates if c and Path(c).is_file()), None)
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -12,12 +12,24 @@ Each rule is a named function of its own, applied in this order per criterion:
 
 Then L is the judges' mean ruling, bounded to ±bound around its ground-truth anchor, and the CIS follows
 DESIGN.md exactly. ``rejection_first`` (rubric or repo config) turns any KILL into a failing verdict.
+
+The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
+
+- *Rule of Regression*    — a test that passed at base and fails with the change: ``fail``.
+- *Rule of New Failures*  — a test of the change fails: not ``pass``.
+- *Rule of the Oracle*    — a test passes only under the change's harness (it fails under the base's test files
+                            and configuration) or was reported passing although it raised: not ``pass``.
+- *Rule of Completion*    — the change's own test run did not complete: not ``pass``.
+- *Rule of Untested Change* — mutants of the changed lines ran and none was detected: not ``pass``.
+- *Rule of Measurement*   — nothing changed (``nothing to review``), or nothing the court can analyse
+                            (``not analysed: <languages>``): ``neutral``, never a score that claims measurement.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from checks import cis
 from checks.judges.base import confirmed_security_flaw, docket, is_security
@@ -125,6 +137,52 @@ def rule_on_facts(rubric: Rubric, brief: Brief, criterion: Criterion, opinions: 
     )
 
 
+LANGUAGES = {".md": "Markdown", ".rst": "reStructuredText", ".txt": "text", ".js": "JavaScript",
+             ".ts": "TypeScript", ".go": "Go", ".rs": "Rust", ".java": "Java", ".rb": "Ruby", ".c": "C", ".h": "C",
+             ".cpp": "C++", ".yml": "YAML", ".yaml": "YAML", ".toml": "TOML", ".json": "JSON", ".cfg": "config",
+             ".ini": "config", ".html": "HTML", ".css": "CSS", ".sh": "shell"}
+
+
+def _not_pass(verdict: str, reasons: list[str], why: str) -> str:
+    if verdict == "pass":
+        reasons.append(why)
+        return "neutral"
+    return verdict
+
+
+def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
+    """The verdict after the test facts' rules (module docstring), each applied reason recorded."""
+    files = brief.case.files
+    if not files:
+        reasons.append("Rule of Measurement: nothing to review (the change is empty)")
+        return "neutral"
+    diff = brief.differential
+    if diff is not None and diff.status == "measured":
+        if diff.regressed:
+            reasons.append(f"Rule of Regression: {len(diff.regressed)} test(s) passed at base and fail with this "
+                           f"change (first: {diff.regressed[0].name})")
+            return "fail"
+        if diff.new_failing:
+            verdict = _not_pass(verdict, reasons, f"Rule of New Failures: {len(diff.new_failing)} test(s) of this "
+                                f"change fail (first: {diff.new_failing[0].name})")
+        if diff.tampered:
+            verdict = _not_pass(verdict, reasons, f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only "
+                                f"under this change's test harness (first: {diff.tampered[0].name})")
+        if brief.tests is not None and brief.tests.status in ("timeout", "error"):
+            verdict = _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
+                                f"({brief.tests.reason})")
+        ran = [m for m in diff.mutants if m.status != "not_run"]
+        if ran and not any(m.status in ("killed", "timeout") for m in ran):
+            verdict = _not_pass(verdict, reasons, f"Rule of Untested Change: none of {len(ran)} small changes to "
+                                "the changed lines is detected by any test")
+    if not any(f.path.endswith(".py") and f.status != "removed" for f in files):
+        kinds = sorted({LANGUAGES.get(PurePosixPath(f.path).suffix.lower(), PurePosixPath(f.path).suffix or
+                                      PurePosixPath(f.path).name) for f in files})
+        reasons.append("Rule of Measurement: not analysed: " + ", ".join(kinds) + " (LogoMesh analyses Python code)")
+        return "neutral" if verdict != "fail" else verdict
+    return verdict
+
+
 def judge_case(
     rubric: Rubric,
     brief: Brief,
@@ -166,6 +224,7 @@ def judge_case(
     if verdict == "pass" and rubric.verdict.require_measured_tests_for_pass and testing is None:
         verdict = "neutral"
         reasons.append("Tests were not measured, so the verdict cannot be pass")
+    verdict = rules_of_tests(brief, verdict, reasons)
     kills = sorted({f"{op.judge} on {op.criterion_id}" for op in opinions if op.verdict == "KILL"})
     use_rejection_first = rubric.chief_justice.rejection_first if rejection_first is None else rejection_first
     if kills:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from checks.models import SEVERITY_ORDER
+from checks.models import SEVERITY_ORDER, TestDiff, TestRunResult
 from rubric import Rubric
 
 
@@ -33,6 +33,31 @@ def testing_score(rubric: Rubric, pass_rate: float) -> float:
     """Linear map of the sandbox pass rate: 0 % → at_zero, 100 % → at_full."""
     t = rubric.testing
     return t.at_zero + (t.at_full - t.at_zero) * clamp(pass_rate)
+
+
+def testing_from_diff(rubric: Rubric, diff: TestDiff, head: TestRunResult | None) -> float:
+    """T version 2, from a measured differential run (see README "How the score is made").
+
+    Any regression sets T to ``regressed``. A head run that did not complete scores as all failing. Otherwise
+    the share of the change's tests that hold (existing ones still passing under the base's oracle, fixed
+    ones, new passing ones, against new failing and tampered ones) is blended with the mutation kill rate
+    (weight ``mutation.weight``) and mapped linearly onto [at_zero, at_full]. No test at all scores
+    ``no_tests``, never more than a failing suite.
+    """
+    t = rubric.testing
+    if diff.regressed:
+        return t.regressed
+    if head is not None and head.status in ("timeout", "error"):
+        return t.at_zero
+    good = diff.unchanged_passing + len(diff.fixed) + len(diff.new_passing) + len(diff.expectation_changed)
+    bad = len(diff.new_failing) + len(diff.tampered)
+    if good + bad == 0:
+        return t.no_tests
+    share = good / (good + bad)
+    kill_rate = diff.kill_rate
+    if kill_rate is not None:
+        share = (1.0 - t.mutation.weight) * share + t.mutation.weight * kill_rate
+    return testing_score(rubric, share)
 
 
 def architecture_score(rubric: Rubric, violation_severities: Iterable[str]) -> float:

@@ -8,6 +8,10 @@ Example::
       command: ["python", "-m", "pytest", "-q"]
       setup: "pip install -e .[test]"     # opt-in: runs with the network on, before the tests
       timeout_seconds: 120
+      environment:                        # replaces what is detected from the project's files
+        requirements: ["pytest", "freezegun"]
+        install_project: true
+        import_roots: ["src"]
     sandbox: {image: "logomesh-sandbox:latest"}
     ignore: ["docs/**", "*.lock"]
     rejection_first: false
@@ -25,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from checks.errors import ConfigError
+from checks.models import EnvironmentOverride
 
 MAX_CONFIG_BYTES = 64 * 1024
 
@@ -58,6 +63,7 @@ class TestConfig(_Strict):
     command: tuple[str, ...] | None = None
     setup: tuple[str, ...] | None = None
     timeout_seconds: int | None = Field(default=None, ge=1, le=3600)
+    environment: EnvironmentOverride | None = None
 
     @field_validator("command", "setup", mode="before")
     @classmethod

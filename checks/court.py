@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from checks import cis
 from checks.chief_justice import judge_case
-from checks.detectives import DocAnalyst, RedTeam, RepoInvestigator, Semantic, TestRunner
+from checks.detectives import DocAnalyst, HarnessInspector, RedTeam, RepoInvestigator, Semantic, TestRunner
 from checks.errors import DetectiveError, JudgeError
 from checks.judges import offline_judges
 from checks.models import (
@@ -28,6 +28,7 @@ from checks.models import (
     RedSummary,
     RubricRef,
     SemanticResult,
+    TestDiff,
     TestRunResult,
     round_score,
 )
@@ -55,6 +56,7 @@ class CourtParts:
     def detectives(self) -> list[Detective]:
         return [
             RepoInvestigator(),
+            HarnessInspector(),
             DocAnalyst(),
             TestRunner(self.sandbox, self.sandbox_missing),
             Semantic(self.embedder, self.embedder_missing),
@@ -79,6 +81,9 @@ class ReviewState:
     def tests(self) -> TestRunResult | None:
         return next((r.tests for r in self.reports if r.tests is not None), None)
 
+    def differential(self) -> TestDiff | None:
+        return next((r.differential for r in self.reports if r.differential is not None), None)
+
     def semantic(self) -> SemanticResult | None:
         return next((r.semantic for r in self.reports if r.semantic is not None), None)
 
@@ -90,8 +95,13 @@ def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float |
     """R, A and T from the detectives' facts alone; None where nothing was measured."""
     severities = [e.severity for e in state.evidence if e.kind in ARCHITECTURE_KINDS]
     tests = state.tests()
+    diff = state.differential()
     testing: float | None = None
-    if tests is not None:
+    if diff is not None and diff.status == "measured":
+        testing = cis.testing_from_diff(rubric, diff, tests)
+    elif diff is not None and diff.status == "env_error":
+        testing = None
+    elif tests is not None:
         if tests.status == "no_tests":
             testing = rubric.testing.no_tests
         elif tests.status in ("timeout", "error"):
@@ -103,9 +113,14 @@ def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float |
     rationale = semantic.score if semantic is not None and semantic.measured else None
     return {
         "rationale": rationale,
-        "architecture": cis.architecture_score(rubric, severities),
+        "architecture": cis.architecture_score(rubric, severities) if analysable(state.case) else None,
         "testing": testing,
     }
+
+
+def analysable(case: Case) -> bool:
+    """Whether the change holds code the court can analyse (Python that is not removed)."""
+    return any(f.path.endswith(".py") and f.status != "removed" for f in case.files)
 
 
 async def _run_detective(detective: Detective, case: Case, rubric: Rubric) -> DetectiveReport:
@@ -146,7 +161,7 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
     components = measured_components(rubric, state)
     evidence = _sorted_evidence(state.evidence, [d.id for d in detectives])
     brief = Brief(case=case, evidence=evidence, tests=state.tests(), semantic=state.semantic(), red=state.red(),
-                  components=components)
+                  differential=state.differential(), components=components)
 
     answers = await asyncio.gather(*(_run_judge(j, brief, rubric) for j in parts.judges))
     judge_records: list[Evidence] = []
@@ -167,7 +182,8 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
     rationale_value = components["rationale"]
     return Evaluation(
         rationale_score=round_score(rationale_value if rationale_value is not None else rubric.rationale.not_measured),
-        architecture_score=round_score(components["architecture"] or 0.0),
+        architecture_score=round_score(components["architecture"] if components["architecture"] is not None
+                                       else rubric.architecture.baseline),
         testing_score=round_score(testing_value if testing_value is not None else rubric.testing.not_measured),
         logic_score=round_score(judgment.logic_score),
         cis_raw=round_score(judgment.cis_raw),
@@ -184,7 +200,7 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
         verdict_reasons=judgment.verdict_reasons,
         measured={
             "rationale": rationale_value is not None,
-            "architecture": True,
+            "architecture": components["architecture"] is not None,
             "testing": testing_value is not None,
             "red_team": red.ran,
         },
@@ -194,6 +210,7 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
         dissent=judgment.dissent,
         notices=tuple(state.notices),
         tests=brief.tests,
+        differential=brief.differential,
         semantic=brief.semantic,
         rubric=RubricRef(name=rubric.name, version=rubric.version, sha256=rubric.sha256),
         inputs=Inputs(

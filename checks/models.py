@@ -79,14 +79,42 @@ class Commit(Model):
         return message.splitlines()[0] if message else ""
 
 
+class Mutant(Model):
+    """One small change to one changed product line; the tests that cover the line should notice it."""
+
+    id: str
+    path: str
+    line: int
+    description: str
+    source: str = Field(repr=False, description="the whole file with the mutation applied")
+
+
+class EnvironmentOverride(Model):
+    """``test.environment`` in the base branch's ``.logomesh.yml``: replaces what detection found."""
+
+    requirements: tuple[str, ...] | None = None
+    install_project: bool | None = None
+    import_roots: tuple[str, ...] | None = None
+    python: str | None = None
+
+
 class TestSpec(Model):
-    """What the court asks the sandbox to run."""
+    """What the court asks the sandbox to run.
+
+    ``tree`` picks the tree: the head commit, the base commit, or the *guard* tree (the head's product code
+    under the base's test files and test configuration). ``mutants`` run after the tests, each against the tests
+    that covered its line, within ``mutation_seconds``.
+    """
 
     __test__ = False  # not a pytest test class
 
     command: tuple[str, ...] | None = None
     setup_command: tuple[str, ...] | None = None
     timeout_seconds: int = 300
+    tree: Literal["head", "base", "guard"] = "head"
+    mutants: tuple[Mutant, ...] = ()
+    mutation_seconds: float = 0.0
+    environment: EnvironmentOverride | None = None
 
 
 class Case(Model):
@@ -143,14 +171,71 @@ class TestCaseResult(Model):
     outcome: Literal["passed", "failed", "error", "skipped"]
     duration: float = 0.0
     message: str | None = None
+    location: str | None = Field(default=None, description="path:line in the repository where it failed")
+    rewritten: bool = Field(default=False, description="reported as passing although the call raised")
+
+
+class EnvironmentPlan(Model):
+    """What the project needs to run its tests, detected from its files (or set in ``.logomesh.yml``)."""
+
+    python: str | None
+    offered: tuple[str, ...] = ()
+    requires_python: str | None = None
+    layout: Literal["src", "flat"] = "flat"
+    import_roots: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()
+    install_project: bool = False
+    lock_files: tuple[str, ...] = ()
+    key: str = ""
+    error: str | None = None
+    overridden: bool = False
+
+
+class SetupReport(Model):
+    """How the environment was obtained: ``cached``, ``built`` (with network to the index only), ``none`` needed,
+    ``failed``, or ``forbidden`` by the server's settings."""
+
+    status: Literal["cached", "built", "none", "failed", "forbidden"]
+    seconds: float = 0.0
+    reason: str | None = None
+    refused: tuple[str, ...] = Field(default=(), description="destinations the setup tried and was refused")
+    install: str | None = Field(default=None, description="the editable install of the project: ok, failed, skipped")
+
+
+class HookSite(Model):
+    """A repository implementation of a pytest hook that decides outcomes, found live in the run."""
+
+    hook: str
+    path: str
+    line: int
+    wrapper: bool = False
+
+
+class MutantResult(Model):
+    id: str
+    path: str
+    line: int
+    description: str
+    status: Literal["killed", "survived", "uncovered", "timeout", "not_run"]
+    tests_run: int = 0
 
 
 class TestRunResult(Model):
-    """What the sandbox measured. ``status`` says whether the numbers mean anything."""
+    """What the sandbox measured. ``status`` says whether the numbers mean anything; ``env_error`` means the
+    environment, not the change, kept the tests from running (a failed install, an import error at base)."""
 
     __test__ = False  # not a pytest test class
 
-    status: Literal["ran", "no_tests", "not_measured", "timeout", "error"]
+    status: Literal["ran", "no_tests", "not_measured", "timeout", "error", "env_error"]
+    tree: Literal["head", "base", "guard"] = "head"
+    collected: int = 0
+    deselected: tuple[str, ...] = ()
+    collection_errors: tuple[TestCaseResult, ...] = ()
+    hooks: tuple[HookSite, ...] = ()
+    environment: EnvironmentPlan | None = None
+    setup: SetupReport | None = None
+    mutants: tuple[MutantResult, ...] = ()
     passed: int = 0
     failed: int = 0
     errored: int = 0
@@ -218,12 +303,60 @@ class RedAnalysis(Model):
     runtime_seconds: float | None = Field(default=None, description="wall time of the attack; never scored")
 
 
+class TestChange(Model):
+    """One test whose outcome the change moved (or, for pre-existing failures, did not)."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    base: str | None = Field(description="outcome at base; None = the test did not exist")
+    head: str = Field(description="outcome at head (under the base's oracle for existing tests); 'missing'")
+    message: str | None = None
+    location: str | None = None
+
+
+class TestDiff(Model):
+    """The tests at base and at head, keyed by node id (see ``checks/differential.py``).
+
+    ``status`` is ``measured`` only when both sides ran; ``env_error`` when the base itself could not run its
+    tests (then nothing is charged to the change); ``not_measured`` otherwise.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    status: Literal["measured", "env_error", "not_measured"]
+    reason: str | None = None
+    guarded: bool = Field(default=False, description="existing tests ran under the base's test files and config")
+    regressed: tuple[TestChange, ...] = ()
+    new_failing: tuple[TestChange, ...] = ()
+    fixed: tuple[str, ...] = ()
+    new_passing: tuple[str, ...] = ()
+    pre_existing: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    expectation_changed: tuple[str, ...] = Field(default=(), description="existing tests whose expectation the "
+                                                 "change rewrote (they fail under the base's oracle)")
+    unchanged_passing: int = 0
+    tampered: tuple[TestChange, ...] = Field(default=(), description="passing at head, failing under the base's "
+                                             "oracle or rewritten by a hook")
+    mutants: tuple[MutantResult, ...] = ()
+    base_tests: TestRunResult | None = None
+    guard_tests: TestRunResult | None = None
+
+    @property
+    def kill_rate(self) -> float | None:
+        ran = [m for m in self.mutants if m.status != "not_run"]
+        if not ran:
+            return None
+        return sum(1 for m in ran if m.status in ("killed", "timeout")) / len(ran)
+
+
 class DetectiveReport(Model):
     """What one detective hands back: evidence, and the measurement it owns (if any)."""
 
     detective: str
     evidence: tuple[Evidence, ...] = ()
     tests: TestRunResult | None = None
+    differential: TestDiff | None = None
     semantic: SemanticResult | None = None
     red: RedAnalysis | None = None
     notices: tuple[str, ...] = ()
@@ -240,6 +373,7 @@ class Brief(Model):
     tests: TestRunResult | None
     semantic: SemanticResult | None
     red: RedAnalysis
+    differential: TestDiff | None = None
     components: dict[str, float | None] = Field(
         description="rationale/architecture/testing from facts; None = not measured")
 
@@ -324,6 +458,7 @@ class Evaluation(Model):
     semantic: SemanticResult | None
     rubric: RubricRef
     inputs: Inputs
+    differential: TestDiff | None = None
 
     def canonical_json(self) -> str:
         """Byte-stable JSON: sorted keys, fixed separators."""

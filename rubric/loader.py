@@ -87,16 +87,28 @@ class ForensicsRules(_Frozen):
     max_commits: int
 
 
+class MutationRules(_Frozen):
+    max_mutants: int
+    seconds: float
+    weight: float
+
+
 class TestingRules(_Frozen):
+    """T, version 2: from the differential run (base vs head) and the mutation kill rate (checks/court.py)."""
+
+    version: int
     at_zero: float
     at_full: float
     no_tests: float
     not_measured: float
     timeout_seconds: int
+    regressed: float
+    mutation: MutationRules
 
 
 class SandboxRules(_Frozen):
-    """Limits of one sandboxed run; a repository may lower them, never raise them."""
+    """Limits of one sandboxed run. A repository may lower the size limits; memory, CPU and PIDs it may also
+    raise, up to the ceilings the operator sets (``LOGOMESH_SANDBOX_MAX_*``, applied in ``SandboxLimits``)."""
 
     memory_mb: int
     cpus: float
@@ -109,9 +121,9 @@ class SandboxRules(_Frozen):
 
 
 # Limits a repository's overrides may only lower: raising them would let a PR buy itself more resources.
-LOWER_ONLY = (("sandbox", "memory_mb"), ("sandbox", "cpus"), ("sandbox", "pids"), ("sandbox", "work_mb"),
-              ("sandbox", "tmp_mb"), ("sandbox", "nofile"), ("sandbox", "fsize_mb"), ("sandbox", "output_kb"),
-              ("testing", "timeout_seconds"))
+# (memory, CPU, PIDs and time may be raised: the operator's ceilings in settings bound them.)
+LOWER_ONLY = (("sandbox", "work_mb"), ("sandbox", "tmp_mb"), ("sandbox", "nofile"), ("sandbox", "fsize_mb"),
+              ("sandbox", "output_kb"))
 
 
 class LogicRules(_Frozen):

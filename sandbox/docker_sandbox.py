@@ -2,24 +2,28 @@
 
 One run is: a size-capped tmpfs volume for ``/sandbox`` → a container (read-only root, no network, non-root,
 ``cap_drop=ALL``, ``no-new-privileges``, the default seccomp profile, memory/CPU/PID limits, ulimits, tini as
-PID 1 holding it open) → the tree copied in as a tar with ``put_archive`` → the runner exec'd with a wall-clock
-timeout and an output cap → the JUnit report read back with ``get_archive`` while the volume still holds it →
-container and volume removed in ``finally``, even when the job is cancelled. Nothing is bind-mounted.
+PID 1 holding it open) → the tree copied in as a tar with ``put_archive``, LogoMesh's runner beside it in
+``/sandbox/logomesh`` (root-owned, read-only) → the runner exec'd with ``python -I``, a wall-clock timeout and an
+output cap → ``results.json`` read back with ``get_archive`` while the volume still holds it → container and
+volume removed in ``finally``, even when the job is cancelled. Nothing is bind-mounted.
 
-An optional setup phase (``test.setup`` in the base branch's ``.logomesh.yml``) runs first in its own
-container *with* the network, is committed to a temporary image, and the tests then run from that image with
-the network off.
+The project's environment (``sandbox/environment.py`` detects it) is built by the setup phase
+(``sandbox/setup_phase.py``): a venv in its own container whose only network is the package index, committed
+to a cached image; the tests then run from that image with the network off. Three trees can run: the head,
+the base, and the guard tree (the head's code under the base's tests, ``sandbox/trees.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import io
 import json
 import tarfile
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -30,18 +34,27 @@ import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount, Ulimit
 
-from checks.models import ProbeResult, TestCaseResult, TestRunResult, TestSpec
+from checks.models import EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
+from sandbox.environment import plan_environment
 from sandbox.errors import SandboxError, SandboxUnavailable
-from sandbox.junit import JUnitError, parse_junit
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output
-from sandbox.tarball import pack_directory, pack_git_tree, repack_archive, single_file_tar
+from sandbox.results import read_results
+from sandbox.setup_phase import Prepared, prepare_environment
+from sandbox.tarball import owned_files_tar, repack_archive, single_file_tar
+from sandbox.trees import DirTree, GitTree, TarTree, Tree, guard_tree, harness_differs, pytest_config, tar_of
 
 LABEL = "org.logomesh.sandbox"
 LABEL_OWNER = "org.logomesh.sandbox.owner"
 LABEL_CREATED = "org.logomesh.sandbox.created"
 MOUNT = "/sandbox"
 WORKDIR = "/sandbox/repo"
+HERE = "/sandbox/logomesh"  # LogoMesh's runner, outside the repository tree
+# results of base commits' runs, by commit, image, runner and spec: the base of many changes runs once
+BASE_CACHE_SIZE = 64
+BASE_RESULTS: OrderedDict[str, TestRunResult] = OrderedDict()
+# the version that setuptools-scm, hatch-vcs and pdm report for a tree without .git
+PRETEND_VERSION = "0.0.0"
 MAX_RESULTS_BYTES = 16 * 1024 * 1024
 # exit codes of a SIGKILLed process: 137 directly, 247 when the runner passes on its child's -9
 SIGKILLED = (137, 247)
@@ -53,8 +66,30 @@ ENV = {
     "PYTHONUNBUFFERED": "1",
     "PYTHONUSERBASE": "/home/sandbox/.local",
     "PIP_BREAK_SYSTEM_PACKAGES": "1",
-    "LOGOMESH_JUNIT_XML": "/sandbox/out/junit.xml",
 }
+
+
+def pytest_arguments(command: list[str] | None) -> list[str] | None:
+    """The arguments of a pytest command (``pytest …``, ``python -m pytest …``); None for any other command."""
+    if not command:
+        return None
+    first = command[0].rsplit("/", 1)[-1]
+    if first in ("pytest", "py.test"):
+        return command[1:]
+    if first.startswith("python") and command[1:3] in (["-m", "pytest"], ["-m", "py.test"]):
+        return command[3:]
+    return None
+
+
+def image_pythons(client: docker.DockerClient, image: str) -> tuple[str, ...]:
+    """The interpreter versions an image offers (its ``org.logomesh.python`` label)."""
+    from sandbox.image import PYTHON_LABEL
+
+    try:
+        labels = client.images.get(image).labels or {}
+    except DockerException:
+        return ()
+    return tuple(v.strip() for v in labels.get(PYTHON_LABEL, "").split(",") if v.strip())
 
 
 def docker_client(timeout: int = 60) -> docker.DockerClient:
@@ -68,14 +103,21 @@ def docker_client(timeout: int = 60) -> docker.DockerClient:
 
 
 def require_image(client: docker.DockerClient, image: str) -> None:
+    """The image must exist and have the layout the runner expects (its tools venv, its labels)."""
+    from sandbox.image import IMAGE_VERSION, VERSION_LABEL
+
     try:
-        client.images.get(image)
+        labels = client.images.get(image).labels or {}
     except ImageNotFound as exc:
         raise SandboxUnavailable(
             f"the sandbox image {image} is missing; build it with `logomesh sandbox build-image`", image
         ) from exc
     except DockerException as exc:
         raise SandboxUnavailable(f"cannot inspect the sandbox image {image}: {exc}", image) from exc
+    if labels.get(VERSION_LABEL) != IMAGE_VERSION:
+        raise SandboxUnavailable(
+            f"the sandbox image {image} has an older layout (version {labels.get(VERSION_LABEL) or '1'}, "
+            f"need {IMAGE_VERSION}); rebuild it with `logomesh sandbox build-image --force`", image)
 
 
 @dataclass
@@ -99,44 +141,77 @@ class _Run:
     volume: Any = None
     images: list[str] = field(default_factory=list)
     helpers: list[Any] = field(default_factory=list)
+    networks: list[str] = field(default_factory=list)
     # blocking steps still running in worker threads; cleanup waits for them so nothing is created after it
     pending: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
-class DockerSandbox:
-    """The :class:`~checks.protocols.Sandbox` for one repository tree (the head commit of a change)."""
+@dataclass(frozen=True)
+class SetupOptions:
+    """The operator's settings for the setup phase (network to the package index only)."""
 
-    def __init__(self, client: docker.DockerClient, tree_tar: bytes, limits: SandboxLimits, image: str, *,
-                 allow_setup: bool = True, setup_timeout_seconds: float = 600.0) -> None:
+    allow: bool = True
+    timeout_seconds: float = 600.0
+    index_url: str = "https://pypi.org/simple"
+    extra_hosts: tuple[str, ...] = ()
+    ca_bundle: Path | None = None
+    cache_mb: int = 4096
+    memory_mb: int = 1024
+    pids: int = 512
+
+
+class DockerSandbox:
+    """The :class:`~checks.protocols.Sandbox` for one change: the head tree, and the base tree when known."""
+
+    def __init__(self, client: docker.DockerClient, tree: Tree | bytes, limits: SandboxLimits, image: str, *,
+                 base: Tree | None = None, allow_setup: bool = True, setup_timeout_seconds: float = 600.0,
+                 setup: SetupOptions | None = None) -> None:
         self.client = client
-        self.tree_tar = tree_tar
+        self.head: Tree = tree if not isinstance(tree, bytes) else TarTree(tree)
+        self.base = base
         self.limits = limits
         self.image = image
-        self.allow_setup = allow_setup
-        self.setup_timeout_seconds = setup_timeout_seconds
+        self.setup = setup or SetupOptions(allow=allow_setup, timeout_seconds=setup_timeout_seconds)
         self.owner = uuid.uuid4().hex
+        self._tars: dict[str, bytes] = {}
+
+    @property
+    def allow_setup(self) -> bool:
+        return self.setup.allow
+
+    @property
+    def tree_tar(self) -> bytes:
+        return self._tar(self.head)
+
+    def _tar(self, tree: Tree) -> bytes:
+        if tree.name not in self._tars:
+            self._tars[tree.name] = tar_of(tree, self.limits.work_mb * 1024 * 1024)
+        return self._tars[tree.name]
 
     # --- construction -----------------------------------------------------------------------------------
 
     @classmethod
     def for_tree(cls, path: Path, limits: SandboxLimits, image: str, client: docker.DockerClient | None = None,
-                 **options: Any) -> DockerSandbox:
+                 base: Path | None = None, **options: Any) -> DockerSandbox:
         """A sandbox for a directory tree (its symlinks are packed as links, never followed)."""
         client = client or docker_client()
         require_image(client, image)
-        buf = io.BytesIO()
-        pack_directory(Path(path), buf, limits.work_mb * 1024 * 1024)
-        return cls(client, buf.getvalue(), limits, image, **options)
+        sandbox = cls(client, DirTree(Path(path)), limits, image,
+                      base=DirTree(Path(base), "base") if base is not None else None, **options)
+        sandbox.tree_tar  # noqa: B018 - packed now, so an oversized tree fails here, not mid-review
+        return sandbox
 
     @classmethod
     def for_git(cls, git_bytes: Any, head_sha: str, limits: SandboxLimits, image: str,
-                client: docker.DockerClient | None = None, **options: Any) -> DockerSandbox:
-        """A sandbox for the tree of ``head_sha`` read from git's object store (``GitRepo.git_bytes``)."""
+                client: docker.DockerClient | None = None, base_sha: str | None = None,
+                **options: Any) -> DockerSandbox:
+        """A sandbox for the tree of ``head_sha`` (and ``base_sha``) read from git's object store."""
         client = client or docker_client()
         require_image(client, image)
-        buf = io.BytesIO()
-        pack_git_tree(git_bytes, head_sha, buf, limits.work_mb * 1024 * 1024)
-        return cls(client, buf.getvalue(), limits, image, **options)
+        base = GitTree(git_bytes, base_sha, "base") if base_sha else None
+        sandbox = cls(client, GitTree(git_bytes, head_sha, "head"), limits, image, base=base, **options)
+        sandbox.tree_tar  # noqa: B018 - packed now, so an oversized tree fails here, not mid-review
+        return sandbox
 
     @classmethod
     def for_archive(cls, archive: Path, limits: SandboxLimits, image: str,
@@ -149,35 +224,141 @@ class DockerSandbox:
             repack_archive(source, buf, limits.work_mb * 1024 * 1024)
         return cls(client, buf.getvalue(), limits, image, **options)
 
+    def tree_for(self, which: str) -> Tree | None:
+        if which == "head":
+            return self.head
+        if self.base is None:
+            return None
+        if which == "base":
+            return self.base
+        if isinstance(self.head, GitTree) and isinstance(self.base, GitTree):
+            return guard_tree(self.head, self.base)
+        return None
+
+    def harness_changed(self) -> bool:
+        """Whether the change touched test files or test configuration (the guard run is then worth running)."""
+        if isinstance(self.head, GitTree) and isinstance(self.base, GitTree):
+            return harness_differs(self.head, self.base)
+        return False
+
     # --- the Sandbox protocol -----------------------------------------------------------------------------
 
     async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        """Run one tree's tests; a base commit's result is cached for the process (same base, many changes)."""
+        key = self._cache_key(spec)
+        if key is not None and key in BASE_RESULTS:
+            BASE_RESULTS.move_to_end(key)
+            return BASE_RESULTS[key]
+        result = await self._run_tests(spec)
+        if key is not None and result.status in ("ran", "no_tests", "env_error"):
+            BASE_RESULTS[key] = result
+            while len(BASE_RESULTS) > BASE_CACHE_SIZE:
+                BASE_RESULTS.popitem(last=False)
+        return result
+
+    def _cache_key(self, spec: TestSpec) -> str | None:
+        if spec.tree != "base" or not isinstance(self.base, GitTree) or spec.mutants:
+            return None
+        try:
+            image_id = self.client.images.get(self.image).id
+        except DockerException:
+            return None
+        runner = b"".join(resources.files("sandbox").joinpath(f"inside/{n}").read_bytes()
+                          for n in ("runner.py", "launch.py", "collector.py"))
+        material = [self.base.sha, image_id, spec.model_dump_json(), repr(self.limits), repr(self.setup),
+                    hashlib.sha256(runner).hexdigest()]
+        return hashlib.sha256(repr(material).encode()).hexdigest()
+
+    async def _run_tests(self, spec: TestSpec) -> TestRunResult:
         limits = self.limits.with_timeout(spec.timeout_seconds)
         started = time.monotonic()
         run = _Run()
+        tree = self.tree_for(spec.tree)
+        if tree is None:
+            return TestRunResult(status="not_measured", tree=spec.tree, image=self.image,
+                                 reason=f"the {spec.tree} tree is not available to this sandbox")
         try:
-            image = self.image
-            if spec.setup_command:
-                if not self.allow_setup:
-                    return TestRunResult(status="not_measured", image=self.image,
-                                         reason="the repository asks for a setup phase, which this server forbids")
-                prepared: tuple[str, TestRunResult | None] = await self._thread(
-                    run, self._setup, run, spec.setup_command)
-                image, failure = prepared
-                if failure is not None:
-                    return failure
-            await self._thread(run, self._start, run, image, None)
-            config = json.dumps({"command": list(spec.command) if spec.command else None})
-            source = resources.files("sandbox").joinpath("runner.py").read_text(encoding="utf-8")
-            result = await self._exec(run, ["python3", "-c", source, config], limits)
+            plan = await asyncio.to_thread(self._plan, tree, spec)
+            base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image}
+            if plan.error:
+                return TestRunResult(status="env_error", reason=plan.error, **base)
+            prepared: Prepared = await self._thread(run, prepare_environment, self, run, plan, tree, spec)
+            base["setup"] = prepared.report
+            if prepared.failure is not None:
+                return TestRunResult(status="env_error", reason=prepared.failure, output=prepared.output,
+                                     **base)
+            extra = self._logomesh_files(spec, tree)
+            await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
+            config = self._runner_config(spec, plan, prepared, tree)
+            python = prepared.python
+            result = await self._exec(run, [python, "-I", f"{HERE}/runner.py", json.dumps(config)], limits,
+                                      env=prepared.env)
             files = await self._thread(run, self._read_results, run)
-            return self._test_result(result, files, spec, limits, time.monotonic() - started)
+            return self._test_result(result, files, spec, limits, time.monotonic() - started, base)
         except (SandboxError, DockerException) as exc:
             # a failure of LogoMesh itself must not cost the PR points: T is "not measured", with the reason
             why = exc.reason if isinstance(exc, SandboxError) else f"Docker failed: {exc}"
-            return TestRunResult(status="not_measured", reason=f"the sandbox failed: {why}", image=self.image)
+            return TestRunResult(status="not_measured", tree=spec.tree, reason=f"the sandbox failed: {why}",
+                                 image=self.image)
         finally:
             await asyncio.shield(self._cleanup(run))
+
+    def _plan(self, tree: Tree, spec: TestSpec) -> EnvironmentPlan:
+        offered = image_pythons(self.client, self.image)
+        plan = plan_environment(tree.read, tree.paths(), offered)
+        override = spec.environment
+        if override is None:
+            return plan
+        changes: dict[str, Any] = {"overridden": True}
+        if override.requirements is not None:
+            changes["requirements"] = override.requirements
+            changes["sources"] = (".logomesh.yml test.environment.requirements",)
+        if override.install_project is not None:
+            changes["install_project"] = override.install_project
+        if override.import_roots is not None:
+            changes["import_roots"] = override.import_roots
+        if override.python is not None:
+            chosen = override.python if override.python in offered else None
+            changes["python"] = chosen
+            changes["error"] = None if chosen else (f".logomesh.yml asks for Python {override.python}; the "
+                                                    f"sandbox image offers {', '.join(offered)}")
+        updated = plan.model_copy(update=changes)
+        key = hashlib.sha256(json.dumps([updated.python, list(updated.requirements)]).encode()).hexdigest()
+        return updated.model_copy(update={"key": key})
+
+    def _logomesh_files(self, spec: TestSpec, tree: Tree) -> bytes:
+        files = {name: resources.files("sandbox").joinpath(f"inside/{name}").read_bytes()
+                 for name in ("runner.py", "launch.py", "collector.py")}
+        if spec.tree == "guard" and self.base is not None:
+            found = pytest_config(self.base.read)
+            name, text = found if found is not None else ("pytest.ini", "[pytest]\n")
+            files[f"guard-{name.lstrip('.')}"] = text.encode("utf-8", "surrogatepass")
+        return owned_files_tar(HERE.lstrip("/").split("/", 1)[1], files)
+
+    def _runner_config(self, spec: TestSpec, plan: EnvironmentPlan, prepared: Prepared, tree: Tree) -> dict[str, Any]:
+        args = ["-q", "-p", "no:cacheprovider", "--continue-on-collection-errors", "-o", "console_output_style=classic"]
+        if spec.tree == "guard" and self.base is not None:
+            found = pytest_config(self.base.read)
+            name = found[0] if found is not None else "pytest.ini"
+            args += ["-c", f"{HERE}/guard-{name.lstrip('.')}", "--rootdir", WORKDIR]
+        mutants = [m.model_dump() for m in spec.mutants]
+        command = list(spec.command) if spec.command else None
+        pytest_rest = pytest_arguments(command)
+        if pytest_rest is not None:  # a pytest command runs through LogoMesh's runner, with its arguments
+            args += pytest_rest
+            command = None
+        return {
+            "command": command,
+            "install_project": plan.install_project and prepared.has_env,
+            "import_roots": list(plan.import_roots),
+            "pytest_args": args,
+            "coverage_paths": sorted({m.path for m in spec.mutants}),
+            "mutants": mutants,
+            "mutation_seconds": spec.mutation_seconds,
+            "unittest": True,
+            "env": {"SETUPTOOLS_SCM_PRETEND_VERSION": PRETEND_VERSION, "PDM_BUILD_SCM_VERSION": PRETEND_VERSION,
+                    "HATCH_BUILD_HOOK_VCS_VERSION": PRETEND_VERSION},
+        }
 
     async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
         limits = self.limits.with_timeout(timeout_seconds)
@@ -221,14 +402,15 @@ class DockerSandbox:
     def _labels(self) -> dict[str, str]:
         return {LABEL: "1", LABEL_OWNER: self.owner, LABEL_CREATED: str(int(time.time()))}
 
-    def _host_config(self, *, network: bool, read_only: bool, mounts: list[Mount]) -> dict[str, Any]:
-        lim = self.limits
+    def _host_config(self, *, network: str | None, read_only: bool, mounts: list[Mount],
+                     limits: SandboxLimits | None = None) -> dict[str, Any]:
+        lim = limits or self.limits
         config: dict[str, Any] = self.client.api.create_host_config(
             mem_limit=f"{lim.memory_mb}m",
             memswap_limit=f"{lim.memory_mb}m",
             nano_cpus=int(lim.cpus * 1e9),
             pids_limit=lim.pids,
-            network_mode="bridge" if network else "none",
+            network_mode=network or "none",
             read_only=read_only,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges:true"],
@@ -242,16 +424,19 @@ class DockerSandbox:
         )
         return config
 
-    def _create(self, run: _Run, image: str, *, network: bool, read_only: bool, mounts: list[Mount]) -> Any:
+    def _create(self, run: _Run, image: str, *, network: str | None, read_only: bool, mounts: list[Mount],
+                limits: SandboxLimits | None = None) -> Any:
+        """A container holding still (``sleep``) until exec'd; ``network`` None means no network at all."""
         api = self.client.api
         created = api.create_container(
             image, command=["sleep", "infinity"], user=f"{SANDBOX_UID}:{SANDBOX_UID}", environment=ENV,
-            working_dir="/", labels=self._labels(), network_disabled=not network,
-            host_config=self._host_config(network=network, read_only=read_only, mounts=mounts),
+            working_dir="/", labels=self._labels(), network_disabled=network is None,
+            host_config=self._host_config(network=network, read_only=read_only, mounts=mounts, limits=limits),
         )
         return created["Id"]
 
-    def _start(self, run: _Run, image: str, extra_tar: bytes | None) -> None:
+    def _start(self, run: _Run, image: str, extra_tar: bytes | None, tree: Tree | None = None,
+               copy_from: str | None = None) -> None:
         lim = self.limits
         try:
             run.volume = self.client.volumes.create(
@@ -259,58 +444,39 @@ class DockerSandbox:
                 driver_opts={"type": "tmpfs", "device": "tmpfs",
                              "o": f"size={lim.work_mb}m,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755,nosuid,nodev"},
             ).name
-            run.container = self._create(run, image, network=False, read_only=True,
+            run.container = self._create(run, image, network=None, read_only=True,
                                          mounts=[Mount(MOUNT, run.volume, type="volume")])
             self.client.api.start(run.container)
             # the volume is a tmpfs: it only holds data while the container runs, so copy in after start
-            self.client.api.put_archive(run.container, MOUNT, self.tree_tar)
+            if copy_from is None:
+                self.client.api.put_archive(run.container, MOUNT, self._tar(tree or self.head))
             if extra_tar is not None:
                 self.client.api.put_archive(run.container, MOUNT, extra_tar)
         except ImageNotFound as exc:
             raise SandboxUnavailable(f"the sandbox image {image} is missing", image) from exc
         except DockerException as exc:
             raise SandboxError(f"the sandbox could not start: {exc}") from exc
+        if copy_from is not None:
+            # what a repository's own setup command wrote into its tree is kept: copy the prepared tree over
+            copied = asyncio.run(self._exec_in(run.container, ["cp", "-a", f"{copy_from}/.", f"{MOUNT}/"],
+                                               self.limits.with_timeout(120)))
+            if copied.exit_code != 0:
+                raise SandboxError("the prepared tree could not be copied into the sandbox: "
+                                   + clean_output(bytes(copied.combined), 2000))
 
-    def _setup(self, run: _Run, command: tuple[str, ...]) -> tuple[str, TestRunResult | None]:
-        """The opt-in setup phase: network on, its own timeout, committed to a temporary image."""
-        try:
-            helper = self._create(run, self.image, network=True, read_only=False, mounts=[])
-            run.helpers.append(helper)
-            self.client.api.put_archive(helper, MOUNT, self.tree_tar)
-            self.client.api.start(helper)
-        except DockerException as exc:
-            raise SandboxError(f"the setup container could not start: {exc}") from exc
-        limits = self.limits.with_timeout(self.setup_timeout_seconds)
-        result = asyncio.run(self._exec_in(helper, list(command), limits, env={"HOME": "/home/sandbox"}))
-        if result.timed_out or result.exit_code != 0:
-            why = (f"killed: setup timeout after {limits.timeout_seconds:g} s" if result.timed_out
-                   else "killed: out of memory" if result.oom_killed
-                   else f"setup command failed with exit code {result.exit_code}")
-            return self.image, TestRunResult(status="error", reason=why, image=self.image,
-                                             output=clean_output(bytes(result.combined), self.limits.output_bytes),
-                                             duration=round(result.duration, 3))
-        tag = f"logomesh-prepared:{uuid.uuid4().hex[:16]}"
-        try:
-            self.client.api.kill(helper)
-            repo, _, version = tag.partition(":")
-            self.client.api.commit(helper, repository=repo, tag=version,
-                                   conf={"Labels": self._labels(), "User": f"{SANDBOX_UID}:{SANDBOX_UID}"})
-        except DockerException as exc:
-            raise SandboxError(f"the prepared image could not be committed: {exc}") from exc
-        run.images.append(tag)
-        return tag, None
-
-    async def _exec(self, run: _Run, argv: list[str], limits: SandboxLimits) -> _Exec:
-        return await self._exec_in(run.container, argv, limits, run=run)
+    async def _exec(self, run: _Run, argv: list[str], limits: SandboxLimits,
+                    env: dict[str, str] | None = None) -> _Exec:
+        return await self._exec_in(run.container, argv, limits, env=env, run=run)
 
     async def _exec_in(self, container: str, argv: list[str], limits: SandboxLimits,
-                       env: dict[str, str] | None = None, run: _Run | None = None) -> _Exec:
+                       env: dict[str, str] | None = None, run: _Run | None = None,
+                       workdir: str = WORKDIR) -> _Exec:
         api = self.client.api
         since = int(time.time()) - 1
 
         def create() -> str:
             created: dict[str, str] = api.exec_create(
-                container, argv, stdout=True, stderr=True, user=f"{SANDBOX_UID}:{SANDBOX_UID}", workdir=WORKDIR,
+                container, argv, stdout=True, stderr=True, user=f"{SANDBOX_UID}:{SANDBOX_UID}", workdir=workdir,
                 environment={**ENV, **(env or {})})
             return created["Id"]
 
@@ -382,7 +548,7 @@ class DockerSandbox:
         with tarfile.open(fileobj=io.BytesIO(bytes(buf)), mode="r:") as tar:
             for member in tar.getmembers():
                 name = member.name.split("/", 1)[1] if "/" in member.name else ""
-                if name not in ("junit.xml", "meta.json"):
+                if name != "results.json":
                     continue
                 if not member.isreg():
                     files[name] = "not a regular file (a symlink or a special file); refusing to read it"
@@ -405,13 +571,16 @@ class DockerSandbox:
         for image in run.images:
             with contextlib.suppress(DockerException):
                 api.remove_image(image, force=True)
+        for network in run.networks:
+            with contextlib.suppress(DockerException):
+                api.remove_network(network)
 
     # --- results --------------------------------------------------------------------------------------------
 
     def _test_result(self, run: _Exec, files: dict[str, bytes | str], spec: TestSpec, limits: SandboxLimits,
-                     elapsed: float) -> TestRunResult:
+                     elapsed: float, base: dict[str, Any]) -> TestRunResult:
         output = clean_output(bytes(run.combined), limits.output_bytes)
-        base: dict[str, Any] = {"output": output, "image": self.image, "duration": round(elapsed, 3)}
+        base = {**base, "output": output, "duration": round(elapsed, 3)}
         if run.timed_out:
             return TestRunResult(status="timeout", reason=f"killed: wall-clock timeout after "
                                  f"{limits.timeout_seconds:g} s", **base)
@@ -421,36 +590,16 @@ class DockerSandbox:
         if run.output_overflow:
             return TestRunResult(status="error", reason=f"killed: output exceeded {limits.output_kill_bytes} "
                                  "bytes", **base)
-        meta: dict[str, Any] = {}
-        raw_meta = files.get("meta.json")
-        if isinstance(raw_meta, bytes) and len(raw_meta) < 4096:
-            try:
-                loaded = json.loads(raw_meta)
-                meta = loaded if isinstance(loaded, dict) else {}
-            except ValueError:
-                meta = {}
-        junit = files.get("junit.xml")
-        if isinstance(junit, str):
-            return TestRunResult(status="error", reason=f"the JUnit report is {junit}", **base)
         if "error" in files:
             return TestRunResult(status="error", reason=str(files["error"]), **base)
-        if junit is None:
-            if spec.command and meta.get("runner") == "custom" and run.exit_code is not None:
-                outcome = "passed" if run.exit_code == 0 else "failed"
-                name = " ".join(spec.command)[:300]
-                case = TestCaseResult(name=name, outcome=outcome,
-                                      message=None if outcome == "passed" else f"exit code {run.exit_code}")
-                return TestRunResult(status="ran", passed=int(outcome == "passed"), failed=int(outcome != "passed"),
-                                     tests=(case,), **base)
-            return TestRunResult(status="error", reason=f"the test run wrote no JUnit report "
-                                 f"(exit code {run.exit_code})", **base)
+        raw = files.get("results.json")
+        if isinstance(raw, str):
+            return TestRunResult(status="error", reason=f"the results file is {raw}", **base)
         try:
-            report = parse_junit(junit)
-        except JUnitError as exc:
-            return TestRunResult(status="error", reason=f"unreadable JUnit report: {exc}", **base)
-        counts = {"passed": report.count("passed"), "failed": report.count("failed"),
-                  "errored": report.count("error"), "skipped": report.count("skipped")}
-        executed = counts["passed"] + counts["failed"] + counts["errored"]
-        status = "ran" if executed else "no_tests"
-        reason = "the report was cut at its test-case limit" if report.truncated else None
-        return TestRunResult(status=status, tests=report.tests, reason=reason, **counts, **base)
+            loaded = json.loads(raw) if isinstance(raw, bytes) and len(raw) <= MAX_RESULTS_BYTES else None
+        except ValueError:
+            loaded = None
+        if not isinstance(loaded, dict):
+            return TestRunResult(status="error", reason=f"the runner wrote no readable results (exit code "
+                                 f"{run.exit_code})", **base)
+        return read_results(loaded, spec, base)

@@ -1,11 +1,19 @@
-"""Build the sandbox image offline: debootstrap a minimal Debian, add python3 and pytest, ``docker import`` it.
+"""Build the sandbox image offline: debootstrap a minimal Debian, add LogoMesh's own interpreter, ``docker import``.
 
-No registry is needed, only a Debian mirror (the one apt already uses on this machine). The debootstrap folder
-is cached (``/var/cache/logomesh`` by default) so a rebuild is a ``docker import`` of a few seconds.
-Production users may instead build ``sandbox/Dockerfile`` (python-slim with pytest).
+No registry is needed, only a Debian mirror (the one apt already uses on this machine) and the package index the
+host's pip uses (for the wheels of pytest and coverage). The debootstrap folder is cached (``/var/cache/logomesh``
+by default) so a rebuild is a ``docker import`` of a few seconds. Production users may instead build
+``sandbox/Dockerfile``, which lays out the same paths.
 
-The image runs as the non-root user ``sandbox`` (uid 10001), has ``/sandbox`` (where each run's tmpfs volume is
-mounted) and ``/home/sandbox`` (where an opt-in setup phase installs with ``pip --user``).
+Layout the sandbox relies on (both images):
+
+- ``/opt/logomesh/tools``: a venv of the image's CPython **without** the distribution's site-packages, holding
+  pytest and coverage. Projects' environments are venvs made from the same interpreter; the tools are appended
+  to their path, so a project's own pins win.
+- the label ``org.logomesh.python`` lists the interpreter versions the image offers (``3.11``), and
+  ``org.logomesh.image-version`` the layout's version: an image of an older layout is rebuilt, never used.
+- the non-root user ``sandbox`` (uid 10001) owns ``/sandbox`` (each run's tmpfs volume) and ``/opt/logomesh/envs``
+  (where the setup phase builds a project's environment).
 """
 
 from __future__ import annotations
@@ -27,8 +35,17 @@ DEFAULT_TAG = "logomesh-sandbox:latest"
 DEFAULT_CACHE = Path("/var/cache/logomesh")
 DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-PACKAGES = ("python3", "python3-pytest", "python3-pip")
+PACKAGES = ("python3", "python3-venv", "python3-pip")
 IMAGE_LABEL = "org.logomesh.image"
+# bump when the layout above changes: an image with another version is rebuilt, never run
+IMAGE_VERSION = "2"
+VERSION_LABEL = "org.logomesh.image-version"
+PYTHON_LABEL = "org.logomesh.python"
+PYTHON_VERSIONS = "3.11"
+TOOLS = "/opt/logomesh/tools"
+ENVS = "/opt/logomesh/envs"
+# what the runner needs in the tools venv; wheels come from the host's package index, installed with --no-index
+TOOL_REQUIREMENTS = ("pytest>=8,<9", "coverage>=7.4,<8")
 # dropped from the image: package caches and documentation, nothing a test run reads
 EXCLUDES = ("./var/cache/apt/archives", "./var/lib/apt/lists", "./usr/share/doc", "./usr/share/man",
             "./usr/share/locale", "./usr/share/info")
@@ -37,6 +54,8 @@ CHANGES = (
     "WORKDIR /sandbox/repo",
     "ENV LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 HOME=/tmp",
     f"LABEL {IMAGE_LABEL}=sandbox",
+    f"LABEL {VERSION_LABEL}={IMAGE_VERSION}",
+    f"LABEL {PYTHON_LABEL}={PYTHON_VERSIONS}",
     'CMD ["python3"]',
 )
 
@@ -64,10 +83,11 @@ def apt_mirror(sources: tuple[Path, ...] = (Path("/etc/apt/sources.list"), Path(
 
 
 def image_exists(tag: str) -> bool:
+    """Whether ``tag`` exists with this layout's version (an image of an older layout does not count)."""
     client = docker_client()
     try:
-        client.images.get(tag)
-        return True
+        labels = client.images.get(tag).labels or {}
+        return labels.get(VERSION_LABEL) == IMAGE_VERSION
     except ImageNotFound:
         return False
     finally:
@@ -90,7 +110,37 @@ def _debootstrap(rootfs: Path, suite: str, mirror: str, say: Say) -> None:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise SandboxError(f"debootstrap failed (exit {proc.returncode}):\n{tail}")
     _add_user(partial)
+    _add_tools(partial, say)
+    (partial / "opt/logomesh/image-version").write_text(IMAGE_VERSION + "\n", encoding="utf-8")
     partial.rename(rootfs)
+
+
+def _add_tools(root: Path, say: Say) -> None:
+    """The tools venv: pytest and coverage from wheels the host's pip fetches, installed with no network."""
+    wheels = root / "tmp/logomesh-wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    say("fetching the wheels of " + ", ".join(TOOL_REQUIREMENTS))
+    download = subprocess.run(
+        ["python3", "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--dest", str(wheels),
+         "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--platform",
+         "manylinux2014_" + os.uname().machine, "--platform", "manylinux_2_17_" + os.uname().machine,
+         *TOOL_REQUIREMENTS],
+        capture_output=True, text=True, check=False)
+    if download.returncode != 0:
+        raise SandboxError(f"could not fetch the sandbox tools' wheels:\n{download.stderr[-2000:]}")
+    steps = (["python3", "-m", "venv", "--without-pip", TOOLS],
+             ["python3", "-m", "pip", "--python", TOOLS + "/bin/python", "install", "--quiet", "--no-index",
+              "--no-cache-dir", "--find-links", "/tmp/logomesh-wheels", *TOOL_REQUIREMENTS])  # noqa: S108
+    for argv in steps:
+        proc = subprocess.run(["chroot", str(root), *argv], capture_output=True, text=True, check=False,
+                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
+                                   "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_BREAK_SYSTEM_PACKAGES": "1"})
+        if proc.returncode != 0:
+            raise SandboxError(f"building the tools venv failed ({' '.join(argv[:3])}):\n{proc.stderr[-2000:]}")
+    shutil.rmtree(wheels)
+    envs = root / ENVS.lstrip("/")
+    envs.mkdir(parents=True, exist_ok=True)
+    os.chown(envs, SANDBOX_UID, SANDBOX_UID)
 
 
 def _add_user(root: Path) -> None:
@@ -112,6 +162,10 @@ def build_image(tag: str = DEFAULT_TAG, *, cache_dir: Path = DEFAULT_CACHE, suit
         say(f"{tag} already exists")
         return False
     rootfs = Path(cache_dir) / f"rootfs-{suite}"
+    marker = rootfs / "opt/logomesh/image-version"
+    if rootfs.exists() and not (marker.is_file() and marker.read_text(encoding="utf-8").strip() == IMAGE_VERSION):
+        say(f"the cached root file system {rootfs} has an older layout; rebuilding it")
+        shutil.rmtree(rootfs)
     if not (rootfs / "usr/bin/python3").exists():
         rootfs.parent.mkdir(parents=True, exist_ok=True)
         _debootstrap(rootfs, suite, mirror or apt_mirror(), say)

@@ -13,11 +13,20 @@ SANDBOX_UID = 10001
 
 
 @dataclass(frozen=True)
+class SandboxCeiling:
+    """The most a repository's ``.logomesh.yml`` may ask for (operator settings ``LOGOMESH_SANDBOX_MAX_*``)."""
+
+    memory_mb: int = 2048
+    cpus: float = 2.0
+    pids: int = 1024
+
+
+@dataclass(frozen=True)
 class SandboxLimits:
-    memory_mb: int = 128
-    cpus: float = 0.5
-    pids: int = 50
-    work_mb: int = 64
+    memory_mb: int = 512
+    cpus: float = 1.0
+    pids: int = 256
+    work_mb: int = 256
     tmp_mb: int = 32
     nofile: int = 256
     fsize_mb: int = 32
@@ -27,14 +36,18 @@ class SandboxLimits:
     output_kill_kb: int = 16 * 1024
 
     @classmethod
-    def from_rubric(cls, rubric: Rubric, timeout_seconds: float | None = None) -> SandboxLimits:
+    def from_rubric(cls, rubric: Rubric, timeout_seconds: float | None = None,
+                    ceiling: SandboxCeiling | None = None) -> SandboxLimits:
+        """The rubric's limits (after the repository's overrides), bounded by the operator's ceiling;
+        ``timeout_seconds`` is the operator's ceiling on time."""
         rules = rubric.sandbox
+        top = ceiling or SandboxCeiling()
         timeout = float(rubric.testing.timeout_seconds)
         if timeout_seconds is not None:
             timeout = min(timeout, float(timeout_seconds))
-        return cls(memory_mb=rules.memory_mb, cpus=rules.cpus, pids=rules.pids, work_mb=rules.work_mb,
-                   tmp_mb=rules.tmp_mb, nofile=rules.nofile, fsize_mb=rules.fsize_mb, output_kb=rules.output_kb,
-                   timeout_seconds=timeout)
+        return cls(memory_mb=min(rules.memory_mb, top.memory_mb), cpus=min(rules.cpus, top.cpus),
+                   pids=min(rules.pids, top.pids), work_mb=rules.work_mb, tmp_mb=rules.tmp_mb,
+                   nofile=rules.nofile, fsize_mb=rules.fsize_mb, output_kb=rules.output_kb, timeout_seconds=timeout)
 
     def with_timeout(self, seconds: float) -> SandboxLimits:
         return replace(self, timeout_seconds=min(self.timeout_seconds, max(0.1, float(seconds))))

@@ -53,10 +53,11 @@ def _dir_entry(name: str, mode: int = 0o755) -> tarfile.TarInfo:
 
 
 class _Packer:
-    def __init__(self, out: BinaryIO, limit: int) -> None:
+    def __init__(self, out: BinaryIO, limit: int, mtime: int = 0) -> None:
         self.tar = tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT)  # noqa: SIM115 - closed by close()
         self.limit = limit
         self.size = 0
+        self.mtime = mtime
         self.tar.addfile(_dir_entry(REPO_DIR))
         self.tar.addfile(_dir_entry(OUT_DIR))
 
@@ -67,7 +68,7 @@ class _Packer:
             return
         info = tarfile.TarInfo(f"{REPO_DIR}/{safe}")
         info.uid = info.gid = SANDBOX_UID
-        info.mtime = 0
+        info.mtime = self.mtime
         if kind == "dir":
             info.type, info.mode = tarfile.DIRTYPE, 0o755
             self.tar.addfile(info)
@@ -110,20 +111,27 @@ def repack_archive(source: BinaryIO, out: BinaryIO, limit: int) -> None:
 GitBytes = Callable[..., bytes]
 
 
-def pack_git_tree(git_bytes: GitBytes, sha: str, out: BinaryIO, limit: int) -> None:
+def pack_git_tree(git_bytes: GitBytes, sha: str, out: BinaryIO, limit: int, mtime: int = 0) -> None:
     """Pack the tree of commit ``sha`` straight from git's object store.
 
     Not ``git archive``: that obeys the tree's own ``.gitattributes`` (``export-ignore``, ``export-subst``), so
     a PR could hide its failing tests from the sandbox. Submodules (gitlinks) are left out.
     """
     listing = git_bytes("ls-tree", "-r", "-z", "--full-tree", sha)
-    entries: list[tuple[str, str, str]] = []
+    found: list[tuple[str, tuple[str, str]]] = []
     for record in filter(None, listing.split(b"\0")):
         meta, _, raw_path = record.partition(b"\t")
         mode, kind, oid = meta.decode("ascii").split(" ")
         if kind == "blob" and mode in ("100644", "100755", "120000"):
-            entries.append((raw_path.decode("utf-8", "surrogateescape"), mode, oid))
-    packer = _Packer(out, limit)
+            found.append((raw_path.decode("utf-8", "surrogateescape"), (mode, oid)))
+    pack_git_entries(git_bytes, found, out, limit, mtime)
+
+
+def pack_git_entries(git_bytes: GitBytes, found: list[tuple[str, tuple[str, str]]], out: BinaryIO, limit: int,
+                     mtime: int = 0) -> None:
+    """Pack ``(path, (mode, blob id))`` entries read from git's object store, every entry dated ``mtime``."""
+    entries = [(path, mode, oid) for path, (mode, oid) in found]
+    packer = _Packer(out, limit, mtime)
     made: set[str] = set()
     batch = 500  # one cat-file process per batch keeps memory bounded by the batch, not the repository
     for start in range(0, len(entries), batch):
@@ -168,6 +176,20 @@ def pack_directory(root: Path, out: BinaryIO, limit: int) -> None:
                 with os.fdopen(fd, "rb") as handle:
                     packer.add(rel, "file", st.st_mode, handle, st.st_size)
     packer.close()
+
+
+def owned_files_tar(directory: str, files: dict[str, bytes]) -> bytes:
+    """A directory of read-only files owned by root: the sandbox user can run them but not change them."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(directory)
+        info.type, info.mode, info.uid, info.gid = tarfile.DIRTYPE, 0o555, 0, 0
+        tar.addfile(info)
+        for name, data in sorted(files.items()):
+            entry = tarfile.TarInfo(f"{directory}/{name}")
+            entry.size, entry.mode, entry.uid, entry.gid = len(data), 0o444, 0, 0
+            tar.addfile(entry, io.BytesIO(data))
+    return buf.getvalue()
 
 
 def single_file_tar(name: str, data: bytes, mode: int = 0o644) -> bytes:

@@ -1,20 +1,30 @@
-"""TestRunner — the change's tests, run for real in the sandbox at the head commit.
+"""TestRunner — the change's tests, run for real in the sandbox at the head and at the base, and compared.
 
-What: asks the :class:`~checks.protocols.Sandbox` to run the test command and turns the measured outcome
-into evidence: counts, duration, the failing tests' names and their trimmed output.
-Why: T is ground truth. A claim that tests pass means nothing until they ran where PR code cannot hurt anyone;
-without a sandbox T is "not measured" and the verdict cannot be ``pass``.
-Example: ``12 passed, 1 failed (test_login) in 3.2 s``.
+What: asks the :class:`~checks.protocols.Sandbox` for three runs: the head commit (with mutants of the changed
+product lines, each run against the tests that covered its line), the base commit, and — when the change
+touched test files or test configuration — the *guard* tree (the head's product code under the base's tests and
+configuration). :func:`checks.differential.classify` keys them by node id: regressed, new failing, tampered,
+fixed, pre-existing failures, removed. Each is evidence with the failing line and message; so are surviving
+mutants, the environment the tests ran in, and an environment that could not run them.
+Why: T is ground truth. A pass rate at head alone can be forged by the change (a conftest hook, a deselection,
+a deleted test) and charges old failures to the author; the base's oracle and the mutants cannot be.
+Example: ``regressed: tests/test_ops.py::test_add — tests/test_ops.py:5: assert 6 == 5``.
 """
 
 from __future__ import annotations
 
-from checks.models import Case, DetectiveReport, Evidence, Location, TestRunResult
+import asyncio
+
+from checks.differential import classify
+from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult
+from checks.mutation import mutants_for
 from checks.protocols import Sandbox
+from checks.testpaths import is_harness_path, is_test_path
 from rubric import Rubric
 
 ID = "tests"
 MAX_FAILURES_LISTED = 20
+MAX_MUTANTS_LISTED = 10
 
 
 class TestRunner:
@@ -28,51 +38,163 @@ class TestRunner:
     async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport:
         if self.sandbox is None:
             result = TestRunResult(status="not_measured", reason=self.unavailable_reason)
-        else:
-            spec = case.test_spec
-            if spec.timeout_seconds > rubric.testing.timeout_seconds:
-                spec = spec.model_copy(update={"timeout_seconds": rubric.testing.timeout_seconds})
-            result = await self.sandbox.run_tests(spec)
-        return DetectiveReport(detective=ID, evidence=tuple(evidence_for(result)), tests=result)
+            return DetectiveReport(detective=ID, evidence=tuple(evidence_for(result)), tests=result)
+        spec = case.test_spec
+        if spec.timeout_seconds > rubric.testing.timeout_seconds:
+            spec = spec.model_copy(update={"timeout_seconds": rubric.testing.timeout_seconds})
+        mutation = rubric.testing.mutation
+        mutants = mutants_for(case, mutation.max_mutants) if not spec.command else ()
+        head = await self.sandbox.run_tests(spec.model_copy(update={
+            "tree": "head", "mutants": mutants, "mutation_seconds": mutation.seconds}))
+        guarded = any(is_harness_path(f.path) for f in case.files)
+        runs = [self.sandbox.run_tests(spec.model_copy(update={"tree": "base"}))]
+        if guarded:
+            runs.append(self.sandbox.run_tests(spec.model_copy(update={"tree": "guard"})))
+        answers = await asyncio.gather(*runs)
+        base, guard = answers[0], (answers[1] if guarded else None)
+        diff = differential(case, base, head, guard)
+        evidence = evidence_for(head) + diff_evidence(diff) + mutant_evidence(diff)
+        return DetectiveReport(detective=ID, evidence=tuple(evidence), tests=head, differential=diff)
 
 
-def evidence_for(result: TestRunResult) -> list[Evidence]:
-    facts = {
+def differential(case: Case, base: TestRunResult, head: TestRunResult, guard: TestRunResult | None) -> TestDiff:
+    if base.status == "not_measured" and base.reason and "not available" in base.reason:
+        return TestDiff(status="not_measured", reason="the base commit is not available to the sandbox",
+                        mutants=head.mutants, base_tests=base)
+    changed = {f.path for f in case.files if is_test_path(f.path)} | {
+        f.old_path for f in case.files if f.old_path and is_test_path(f.old_path)}
+    return classify(base, head, guard, changed)
+
+
+def _facts(result: TestRunResult) -> dict[str, object]:
+    facts: dict[str, object] = {
         "status": result.status,
         "passed": result.passed,
         "failed": result.failed,
         "errored": result.errored,
         "skipped": result.skipped,
-        "duration": round(result.duration, 3),
+        "collected": result.collected,
         "reason": result.reason,
         "image": result.image,
     }
+    if result.environment is not None:
+        env = result.environment
+        facts["environment"] = {"python": env.python, "layout": env.layout, "sources": list(env.sources),
+                                "requirements": list(env.requirements)[:30], "overridden": env.overridden,
+                                "lock_files": list(env.lock_files)}
+    if result.setup is not None:
+        facts["setup"] = {"status": result.setup.status, "install": result.setup.install,
+                          "refused": list(result.setup.refused), "reason": result.setup.reason}
+    return facts
+
+
+def evidence_for(result: TestRunResult) -> list[Evidence]:
+    facts = _facts(result)
+    items: list[Evidence] = []
+    if result.environment is not None:
+        env = result.environment
+        how = "; ".join(env.sources) if env.sources else "nothing to install"
+        setup = f", environment {result.setup.status}" if result.setup is not None else ""
+        items.append(Evidence(
+            id=f"{ID}.environment", detective=ID, kind="test-environment", severity="info", facts=facts,
+            summary=(f"Python {env.python or '—'} ({env.layout} layout) from {how}{setup}"
+                     + (" — set in .logomesh.yml" if env.overridden else ""))))
     if result.status == "not_measured":
-        return [Evidence(id=f"{ID}.not-measured", detective=ID, kind="tests-not-measured",
-                         summary=f"Tests not measured: {result.reason}", severity="low", facts=facts)]
+        return [*items, Evidence(id=f"{ID}.not-measured", detective=ID, kind="tests-not-measured",
+                                 summary=f"Tests not measured: {result.reason}", severity="low", facts=facts)]
+    if result.status == "env_error":
+        return [*items, Evidence(id=f"{ID}.env-error", detective=ID, kind="tests-env-error",
+                                 summary=f"The environment could not run the tests (not the change's fault): "
+                                 f"{result.reason}", severity="low", facts=facts)]
     if result.status == "no_tests":
-        return [Evidence(id=f"{ID}.none", detective=ID, kind="no-tests",
-                         summary="No tests were found at the head commit", severity="medium", facts=facts)]
+        return [*items, Evidence(id=f"{ID}.none", detective=ID, kind="no-tests",
+                                 summary="No tests were found at the head commit", severity="medium", facts=facts)]
     if result.status in ("timeout", "error"):
-        summary = f"Test run {result.status}: {result.reason or 'no detail'}"
-        items = [Evidence(id=f"{ID}.{result.status}", detective=ID, kind="tests-" + result.status,
-                          summary=summary, severity="high", facts=facts)]
+        items.append(Evidence(id=f"{ID}.{result.status}", detective=ID, kind="tests-" + result.status,
+                              summary=f"Test run {result.status}: {result.reason or 'no detail'}", severity="high",
+                              facts=facts))
     else:
         summary = (f"{result.passed} passed, {result.failed} failed, {result.errored} errors, "
-                   f"{result.skipped} skipped")
-        severity = "info" if result.failed + result.errored == 0 else "high"
-        items = [Evidence(id=f"{ID}.run", detective=ID, kind="tests", summary=summary,
-                          severity=severity, facts=facts)]
-    failing = [t for t in result.tests if t.outcome in ("failed", "error")]
-    for test in failing[:MAX_FAILURES_LISTED]:
-        path = test.name.split("::", 1)[0] if "::" in test.name else None
+                   f"{result.skipped} skipped at head")
+        severity = "info" if result.failed + result.errored == 0 else "medium"
+        items.append(Evidence(id=f"{ID}.run", detective=ID, kind="tests", summary=summary,
+                              severity=severity, facts=facts))
+    for hook in result.hooks[:MAX_FAILURES_LISTED]:
         items.append(Evidence(
-            id=f"{ID}.failure:{test.name}",
-            detective=ID,
-            kind="test-failure",
-            summary=f"{test.outcome}: {test.name}",
-            location=Location(path=path) if path else None,
-            severity="high",
-            facts={"name": test.name, "outcome": test.outcome, "message": (test.message or "")[:2000]},
-        ))
+            id=f"{ID}.hook:{hook.path}:{hook.line}:{hook.hook}", detective=ID, kind="harness-hook",
+            summary=f"{hook.path}:{hook.line} implements {hook.hook} and was loaded by the test run",
+            location=Location(path=hook.path, line=hook.line), severity="medium",
+            facts={"hook": hook.hook, "wrapper": hook.wrapper}))
+    return items
+
+
+def _location(location: str | None, name: str) -> Location | None:
+    if location and ":" in location:
+        path, _, line = location.rpartition(":")
+        return Location(path=path, line=int(line)) if line.isdigit() else Location(path=path)
+    path = name.split("::", 1)[0]
+    return Location(path=path) if path.endswith(".py") else None
+
+
+def diff_evidence(diff: TestDiff) -> list[Evidence]:
+    facts: dict[str, object] = {
+        "status": diff.status, "guarded": diff.guarded, "regressed": len(diff.regressed),
+        "new_failing": len(diff.new_failing), "tampered": len(diff.tampered), "fixed": len(diff.fixed),
+        "new_passing": len(diff.new_passing), "pre_existing": len(diff.pre_existing), "removed": len(diff.removed),
+        "expectation_changed": len(diff.expectation_changed), "unchanged_passing": diff.unchanged_passing,
+    }
+    if diff.status != "measured":
+        return [Evidence(id=f"{ID}.differential", detective=ID, kind="tests-differential", severity="low",
+                         summary=f"No comparison with the base: {diff.reason}", facts=facts)]
+    summary = (f"against the base: {len(diff.regressed)} regressed, {len(diff.new_failing)} new failing, "
+               f"{len(diff.fixed)} fixed, {len(diff.new_passing)} new passing, {len(diff.pre_existing)} failing "
+               f"before and after (not charged), {len(diff.removed)} removed")
+    serious = diff.regressed or diff.new_failing or diff.tampered
+    items = [Evidence(id=f"{ID}.differential", detective=ID, kind="tests-differential", summary=summary,
+                      severity="high" if serious else "low" if diff.removed else "info", facts=facts)]
+    groups = (("regressed", diff.regressed, "critical", "passed at base, fails with this change"),
+              ("new-failing", diff.new_failing, "high", "a test of this change fails"),
+              ("tampered", diff.tampered, "critical", "passes only with this change's harness: under the base's "
+               "test files and configuration it fails"))
+    for kind, changes, severity, meaning in groups:
+        for change in changes[:MAX_FAILURES_LISTED]:
+            message = f" — {change.message}" if change.message else ""
+            items.append(Evidence(
+                id=f"{ID}.{kind}:{change.name}", detective=ID, kind="test-" + kind, severity=severity,
+                summary=f"{kind.replace('-', ' ')}: {change.name} ({meaning}){message}"[:600],
+                location=_location(change.location, change.name),
+                facts={"name": change.name, "base": change.base, "head": change.head,
+                       "message": (change.message or "")[:2000]}))
+    for name in diff.removed[:MAX_FAILURES_LISTED]:
+        items.append(Evidence(id=f"{ID}.removed:{name}", detective=ID, kind="test-removed", severity="medium",
+                              summary=f"removed: {name} passed at base and no longer runs at head",
+                              location=_location(None, name), facts={"name": name}))
+    if diff.expectation_changed:
+        items.append(Evidence(
+            id=f"{ID}.expectation-changed", detective=ID, kind="test-expectation-changed", severity="low",
+            summary=f"{len(diff.expectation_changed)} existing test(s) now expect something else (they fail under "
+                    f"the base's version and pass under the change's): {', '.join(diff.expectation_changed[:5])}",
+            facts={"names": list(diff.expectation_changed[:50])}))
+    return items
+
+
+def mutant_evidence(diff: TestDiff) -> list[Evidence]:
+    mutants = [m for m in diff.mutants if m.status != "not_run"]
+    if not mutants:
+        return []
+    killed = sum(1 for m in mutants if m.status in ("killed", "timeout"))
+    not_run = len(diff.mutants) - len(mutants)
+    items = [Evidence(
+        id=f"{ID}.mutation", detective=ID, kind="test-mutation",
+        severity="info" if killed == len(mutants) else "medium" if killed else "high",
+        summary=(f"mutation: the tests detect {killed} of {len(mutants)} small changes to the changed lines"
+                 + (f" ({not_run} not run within the budget)" if not_run else "")),
+        facts={"killed": killed, "total": len(mutants), "not_run": not_run})]
+    for mutant in [m for m in mutants if m.status in ("survived", "uncovered")][:MAX_MUTANTS_LISTED]:
+        why = "no test runs this line" if mutant.status == "uncovered" else "is not detected by any test"
+        items.append(Evidence(
+            id=f"{ID}.mutant:{mutant.id}", detective=ID, kind="surviving-mutant", severity="low",
+            summary=f"{mutant.description} at {mutant.path}:{mutant.line} {why}",
+            location=Location(path=mutant.path, line=mutant.line),
+            facts={"status": mutant.status, "description": mutant.description, "tests_run": mutant.tests_run}))
     return items

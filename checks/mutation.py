@@ -1,0 +1,158 @@
+"""Mutants of the product lines a change adds: does any test notice when the new code is subtly wrong?
+
+``mutants_for(case, max_mutants)`` is pure and deterministic: the same change yields the same mutants in the
+same order. For each changed Python file that is product code (not a test path), every AST node that starts on
+a line the change adds is a candidate site:
+
+- comparison operators (``<`` ↔ ``<=``, ``>`` ↔ ``>=``, ``==`` ↔ ``!=``, ``in`` ↔ ``not in``, ``is`` ↔ ``is not``);
+- arithmetic operators (``+`` ↔ ``-``, ``*`` ↔ ``/``, ``//`` → ``/``, ``%`` → ``*``);
+- boolean operators (``and`` ↔ ``or``) and conditions (``if c`` → ``if not c``);
+- constants (``n`` → ``n + 1``, ``True`` ↔ ``False``);
+- return values (``return x`` → ``return None``) and statement deletion (an expression statement → ``pass``).
+
+Sites are taken round-robin over lines (one per line before a second on any line), then cut at the budget.
+Each mutant carries the whole mutated file (``ast.unparse``); the sandbox runs it only against the tests that
+covered its line at head. A test suite that kills none of them does not exercise the change.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+from collections.abc import Callable, Iterator
+
+from checks.models import Case, ChangedFile, Mutant
+from checks.testpaths import is_test_path
+
+COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+}
+BINOP_SWAPS: dict[type[ast.operator], type[ast.operator]] = {
+    ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.FloorDiv: ast.Div,
+    ast.Mod: ast.Mult,
+}
+SYMBOLS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=", ast.In: "in",
+           ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not", ast.Add: "+", ast.Sub: "-", ast.Mult: "*",
+           ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.And: "and", ast.Or: "or"}
+
+Edit = Callable[[ast.AST], str | None]  # mutates the node in place; returns a description, None = not applicable
+
+
+def _site_edits(node: ast.AST) -> Iterator[Edit]:
+    if isinstance(node, ast.Compare) and type(node.ops[0]) in COMPARE_SWAPS:
+        def compare(n: ast.AST) -> str | None:
+            assert isinstance(n, ast.Compare)
+            old = type(n.ops[0])
+            n.ops[0] = COMPARE_SWAPS[old]()
+            return f"changing `{SYMBOLS[old]}` to `{SYMBOLS[COMPARE_SWAPS[old]]}`"
+        yield compare
+    if isinstance(node, ast.BinOp) and type(node.op) in BINOP_SWAPS:
+        def binop(n: ast.AST) -> str | None:
+            assert isinstance(n, ast.BinOp)
+            old = type(n.op)
+            n.op = BINOP_SWAPS[old]()
+            return f"changing `{SYMBOLS[old]}` to `{SYMBOLS[BINOP_SWAPS[old]]}`"
+        yield binop
+    if isinstance(node, ast.BoolOp):
+        def boolop(n: ast.AST) -> str | None:
+            assert isinstance(n, ast.BoolOp)
+            old = type(n.op)
+            n.op = ast.Or() if old is ast.And else ast.And()
+            return f"changing `{SYMBOLS[old]}` to `{'or' if old is ast.And else 'and'}`"
+        yield boolop
+    if isinstance(node, ast.If | ast.While):
+        def negate(n: ast.AST) -> str | None:
+            assert isinstance(n, ast.If | ast.While)
+            n.test = ast.UnaryOp(op=ast.Not(), operand=n.test)
+            return "negating the condition"
+        yield negate
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
+        def constant(n: ast.AST) -> str | None:
+            assert isinstance(n, ast.Constant)
+            old = n.value
+            assert isinstance(old, int | float)
+            n.value = (not old) if isinstance(old, bool) else old + 1
+            return f"changing the constant `{old!r}` to `{n.value!r}`"
+        yield constant
+    if isinstance(node, ast.Return) and node.value is not None and not (
+            isinstance(node.value, ast.Constant) and node.value.value is None):
+        def returns(n: ast.AST) -> str | None:
+            assert isinstance(n, ast.Return)
+            n.value = ast.Constant(value=None)
+            return "returning `None` instead"
+        yield returns
+    if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant):
+        def delete(n: ast.AST) -> str | None:
+            return "deleting the statement"
+        yield delete
+
+
+def _apply(tree: ast.Module, index: int, edit: Edit) -> tuple[str, str] | None:
+    """Apply ``edit`` to the ``index``-th node of a fresh copy; ``(source, description)``."""
+    clone = copy.deepcopy(tree)
+    nodes = list(ast.walk(clone))
+    target = nodes[index]
+    if isinstance(target, ast.Expr) and edit.__name__ == "delete":
+        for parent in nodes:
+            for _name, value in ast.iter_fields(parent):
+                if isinstance(value, list) and target in value:
+                    value[value.index(target)] = ast.Pass()
+        description: str | None = "deleting the statement"
+    else:
+        description = edit(target)
+    if description is None:
+        return None
+    try:
+        return ast.unparse(ast.fix_missing_locations(clone)), description
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def _file_mutants(changed: ChangedFile) -> list[list[Mutant]]:
+    """Per added line (in line order), the mutants starting on it."""
+    if changed.content is None or not changed.added_lines:
+        return []
+    try:
+        tree = ast.parse(changed.content)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    added = set(changed.added_lines)
+    per_line: dict[int, list[Mutant]] = {}
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                  and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    for index, node in enumerate(ast.walk(tree)):
+        line = getattr(node, "lineno", None)
+        if line not in added or id(node) in docstrings:
+            continue
+        for edit in _site_edits(node):
+            applied = _apply(tree, index, edit)
+            if applied is None:
+                continue
+            source, description = applied
+            digest = hashlib.sha256(f"{changed.path}:{line}:{description}:{source}".encode()).hexdigest()[:12]
+            per_line.setdefault(line, []).append(Mutant(id=digest, path=changed.path, line=line,
+                                                         description=description, source=source))
+    return [per_line[line] for line in sorted(per_line)]
+
+
+def mutants_for(case: Case, max_mutants: int) -> tuple[Mutant, ...]:
+    """Up to ``max_mutants`` mutants over the change's product lines, spread over lines first."""
+    if max_mutants <= 0:
+        return ()
+    lines: list[list[Mutant]] = []
+    for changed in sorted(case.files, key=lambda f: f.path):
+        if changed.path.endswith(".py") and changed.status != "removed" and not is_test_path(changed.path):
+            lines.extend(_file_mutants(changed))
+    chosen: list[Mutant] = []
+    seen: set[str] = set()
+    depth = 0
+    while len(chosen) < max_mutants and any(depth < len(line) for line in lines):
+        for line in lines:
+            if depth < len(line) and len(chosen) < max_mutants and line[depth].id not in seen:
+                seen.add(line[depth].id)
+                chosen.append(line[depth])
+        depth += 1
+    return tuple(chosen)

@@ -1,0 +1,230 @@
+"""EnvironmentPlan: what a project needs to run its tests, detected from its files with no configuration.
+
+``plan_environment(read, paths, offered)`` is a pure function of a tree (``read(path)`` returns a file's text or
+None; ``paths`` lists the tree). It looks, in this order, at:
+
+- ``pyproject.toml``: ``requires-python``; ``[build-system] requires`` (the editable install runs offline, so the
+  backend must be in the environment); ``[project] dependencies``; the test extras and dependency groups
+  (``test``, ``tests``, ``testing``; ``dev`` only when none of those exists), ``include-group`` resolved;
+- ``setup.cfg``: ``install_requires`` and the same extras; ``setup.py`` alone implies setuptools;
+- ``requirements*.txt`` and ``requirements/*.txt`` (``.txt`` preferred over a pip-tools ``.in``) named for
+  tests (or dev when none is), and the top-level ``requirements.txt``, with ``-r`` includes followed inside the tree;
+- ``tox.ini`` ``[testenv]`` ``deps`` (``-r`` followed) and ``extras``;
+- lock files (uv, poetry, pdm, Pipfile) are named in the plan; their projects' groups are read from pyproject.
+
+The layout (``src/`` or flat) gives the import roots. The interpreter is the newest offered version that the
+project's ``requires-python`` admits; none admitted is a plan with an ``error``. The plan's ``key`` hashes the
+interpreter and the requirement lines: environments are cached under it.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import json
+import re
+import tomllib
+from collections.abc import Callable, Sequence
+from pathlib import PurePosixPath
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from checks.models import EnvironmentPlan
+
+Reader = Callable[[str], str | None]
+TEST_NAMES = ("test", "tests", "testing")
+DEV_NAMES = ("dev", "develop", "development")
+LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "Pipfile")
+MAX_INCLUDE_DEPTH = 5
+MAX_REQUIREMENTS = 300
+
+
+def _toml(read: Reader, path: str) -> dict[str, object]:
+    text = read(path)
+    if text is None:
+        return {}
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _table(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def _pick(names: Sequence[str]) -> list[str]:
+    """The test-named entries, or the dev-named ones when there is no test one."""
+    tests = [n for n in names if n.lower() in TEST_NAMES]
+    return tests or [n for n in names if n.lower() in DEV_NAMES]
+
+
+def _requirement_lines(read: Reader, path: str, depth: int = 0, seen: set[str] | None = None) -> list[str]:
+    seen = seen if seen is not None else set()
+    if path in seen or depth > MAX_INCLUDE_DEPTH:
+        return []
+    seen.add(path)
+    text = read(path)
+    if text is None:
+        return []
+    lines: list[str] = []
+    base = PurePosixPath(path).parent
+    for raw in text.replace("\\\n", " ").splitlines():
+        line = re.split(r"(^|\s)#", raw, maxsplit=1)[0].strip()
+        if not line:
+            continue
+        include = re.match(r"^(-r|--requirement)\s*=?\s*(\S+)", line)
+        if include:
+            lines.extend(_requirement_lines(read, _join(base, include.group(2)), depth + 1, seen))
+            continue
+        if line.startswith("-"):
+            continue  # options (-e ., -c, --hash, --index-url) are not requirements; the operator sets the index
+        lines.append(re.sub(r"\s+--hash[= ]\S+", "", line))
+    return lines
+
+
+def _join(base: PurePosixPath, name: str) -> str:
+    parts: list[str] = []
+    for part in (base / name).parts:
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part not in (".", ""):
+            parts.append(part)
+    return "/".join(parts)
+
+
+def _groups(project: dict[str, object], groups: dict[str, object], name: str, depth: int = 0) -> list[str]:
+    out: list[str] = []
+    entries = groups.get(name)
+    for item in entries if isinstance(entries, list) else []:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("include-group"), str) and depth < MAX_INCLUDE_DEPTH:
+            out.extend(_groups(project, groups, str(item["include-group"]), depth + 1))
+    return out
+
+
+def choose_python(requires: str | None, offered: Sequence[str]) -> tuple[str | None, str | None]:
+    """(version, error): the newest offered version ``requires`` admits."""
+    if not offered:
+        return None, "the sandbox image offers no Python interpreter"
+    if not requires:
+        return sorted(offered, key=_version_key)[-1], None
+    try:
+        spec = SpecifierSet(requires)
+    except InvalidSpecifier:
+        return sorted(offered, key=_version_key)[-1], None
+    admitted = [v for v in offered if spec.contains(v + ".0", prereleases=True) or spec.contains(v + ".99")]
+    if not admitted:
+        return None, (f"requires-python {requires} admits none of the interpreters the sandbox image offers "
+                      f"({', '.join(offered)})")
+    return sorted(admitted, key=_version_key)[-1], None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str]) -> EnvironmentPlan:
+    names = set(paths)
+    sources: list[str] = []
+    requirements: list[str] = []
+
+    def add(source: str, lines: Sequence[str]) -> None:
+        fresh = [line for line in lines if line not in requirements]
+        if lines:
+            sources.append(source)
+        requirements.extend(fresh)
+
+    pyproject = _toml(read, "pyproject.toml") if "pyproject.toml" in names else {}
+    project = _table(pyproject.get("project"))
+    build = _table(pyproject.get("build-system"))
+    declared = project.get("requires-python")
+    requires_python = declared if isinstance(declared, str) else None
+    install_project = False
+    if pyproject:
+        build_requires = _strings(build.get("requires")) or (["setuptools>=61", "wheel"] if project else [])
+        if build.get("build-backend") or project or "setup.py" in names:
+            install_project = True
+            build_requires = build_requires or ["setuptools>=61", "wheel"]
+            # what the backend's editable build asks for on top (get_requires_for_build_editable)
+            if any(r.replace(" ", "").lower().startswith("hatchling") for r in build_requires):
+                build_requires = [*build_requires, "editables"]
+            add("pyproject.toml [build-system] requires", build_requires)
+        add("pyproject.toml [project] dependencies", _strings(project.get("dependencies")))
+        extras = _table(project.get("optional-dependencies"))
+        for extra in _pick(list(extras)):
+            add(f"pyproject.toml [project.optional-dependencies] {extra}", _strings(extras[extra]))
+        groups = _table(pyproject.get("dependency-groups"))
+        for group in _pick(list(groups)):
+            add(f"pyproject.toml [dependency-groups] {group}", _groups(project, groups, group))
+    if "setup.cfg" in names:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(read("setup.cfg") or "")
+        except configparser.Error:
+            parser = configparser.ConfigParser()
+        if parser.has_option("options", "install_requires"):
+            add("setup.cfg install_requires", _cfg_list(parser.get("options", "install_requires")))
+        if parser.has_option("options", "python_requires") and requires_python is None:
+            requires_python = parser.get("options", "python_requires").strip() or None
+        if parser.has_section("options.extras_require"):
+            section = dict(parser.items("options.extras_require"))
+            for extra in _pick(list(section)):
+                add(f"setup.cfg extras_require {extra}", _cfg_list(section[extra]))
+    if ("setup.py" in names or "setup.cfg" in names) and not install_project:
+        install_project = True
+        add("setup.py (setuptools)", ["setuptools>=61", "wheel"])
+    files = sorted(p for p in names if re.fullmatch(r"(requirements[^/]*|requirements/[^/]+)\.(txt|in)", p))
+    txt = {p[:-3] for p in files if p.endswith(".txt")}
+    files = [p for p in files if p.endswith(".txt") or p[:-3] not in txt]
+    stems = {p: PurePosixPath(p).stem.replace("requirements", "").strip("-_.") for p in files}
+    picked = _pick([s for s in stems.values() if s])
+    for path in files:
+        stem = stems[path]
+        if (stem == "" and path.startswith("requirements.")) or (stem and stem in picked):
+            add(path, _requirement_lines(read, path))
+    if "tox.ini" in names:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(read("tox.ini") or "")
+        except configparser.Error:
+            parser = configparser.ConfigParser()
+        if parser.has_section("testenv"):
+            deps = parser.get("testenv", "deps", fallback="")
+            tox_lines: list[str] = []
+            for dep in _cfg_list(deps.replace("{toxinidir}/", "")):
+                include = re.match(r"^-r\s*(\S+)", dep)
+                tox_lines.extend(_requirement_lines(read, include.group(1)) if include else
+                                 [] if dep.startswith("-") else [dep])
+            add("tox.ini [testenv] deps", tox_lines)
+            tox_extras = _pick(_cfg_list(parser.get("testenv", "extras", fallback="").replace(",", "\n")))
+            optional = _table(project.get("optional-dependencies"))
+            for extra in tox_extras:
+                add(f"tox.ini [testenv] extras {extra}", _strings(optional.get(extra)))
+    python, error = choose_python(requires_python, offered)
+    src_layout = any(p.startswith("src/") and p.endswith(".py") for p in names)
+    requirements = requirements[:MAX_REQUIREMENTS]
+    key_material = json.dumps({"python": python, "requirements": requirements}, sort_keys=True)
+    return EnvironmentPlan(
+        python=python,
+        offered=tuple(offered),
+        requires_python=requires_python,
+        layout="src" if src_layout else "flat",
+        import_roots=("src",) if src_layout else (),
+        sources=tuple(sources),
+        requirements=tuple(requirements),
+        install_project=install_project,
+        lock_files=tuple(sorted(n for n in names if n in LOCK_FILES)),
+        key=hashlib.sha256(key_material.encode()).hexdigest(),
+        error=error,
+    )
+
+
+def _cfg_list(value: str) -> list[str]:
+    return [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]

@@ -1,0 +1,93 @@
+"""Start pytest (or unittest) for the runner, inside the sandbox; standard library plus pytest only.
+
+Run as ``python -I /sandbox/logomesh/launch.py CONFIG`` by ``runner.py``. It builds ``sys.path`` itself instead of
+trusting the environment: the editable install's site directory (its ``.pth`` files processed), then the
+repository and its import roots placed *after* the standard library, so a repository module named like a
+standard one (``subprocess.py``) never replaces it. LogoMesh's collector is handed to pytest as a plugin
+object, registered before any of the repository's conftest files or plugins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import site
+import sys
+import time
+import unittest
+
+REPO = "/sandbox/repo"
+HERE = "/sandbox/logomesh"
+
+
+def set_path(config: dict) -> None:
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    packages = os.path.join(config.get("site") or "/sandbox/site", "lib", version, "site-packages")
+    if os.path.isdir(packages):
+        site.addsitedir(packages)
+    stdlib_end = max((i for i, p in enumerate(sys.path) if "site-packages" not in p and p), default=0) + 1
+    roots = [REPO] + [os.path.join(REPO, r) for r in config.get("import_roots") or [] if r not in ("", ".")]
+    for offset, root in enumerate(roots):
+        sys.path.insert(stdlib_end + offset, root)
+
+
+def run_unittest(out: str) -> int:
+    records = []
+
+    class Recorder(unittest.TextTestResult):
+        def _add(self, test: unittest.TestCase, outcome: str, message: str | None = None) -> None:
+            records.append({"id": test.id(), "outcome": outcome, "duration": 0.0, "message": message})
+
+        def addSuccess(self, test):
+            super().addSuccess(test)
+            self._add(test, "passed")
+
+        def addFailure(self, test, err):
+            super().addFailure(test, err)
+            self._add(test, "failed", self._exc_info_to_string(err, test)[-2000:])
+
+        def addError(self, test, err):
+            super().addError(test, err)
+            self._add(test, "error", self._exc_info_to_string(err, test)[-2000:])
+
+        def addSkip(self, test, reason):
+            super().addSkip(test, reason)
+            self._add(test, "skipped", reason)
+
+        def addExpectedFailure(self, test, err):
+            super().addExpectedFailure(test, err)
+            self._add(test, "skipped", "expected failure")
+
+        def addUnexpectedSuccess(self, test):
+            super().addUnexpectedSuccess(test)
+            self._add(test, "failed", "unexpected success")
+
+    os.chdir(REPO)
+    suite = unittest.TestLoader().discover(".", top_level_dir=".")
+    result = unittest.TextTestRunner(resultclass=Recorder, verbosity=1).run(suite)
+    with open(out, "w", encoding="utf-8") as handle:
+        json.dump({"tests": records, "collected": [r["id"] for r in records], "errors": [], "hooks": [],
+                   "deselected": []}, handle)
+    return 0 if result.wasSuccessful() else 1
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    set_path(config)
+    if config.get("unittest"):
+        sys.exit(run_unittest(config["out"]))
+    sys.path.insert(0, HERE)
+    import collector  # LogoMesh's own, from outside the repository
+
+    sys.path.remove(HERE)
+    import pytest
+
+    plugin = collector.Collector(config["out"], config.get("coverage_paths") or [], REPO)
+    started = time.monotonic()
+    code = pytest.main(list(config.get("args") or []), plugins=[plugin])
+    plugin.finish(int(code), time.monotonic() - started)
+    sys.exit(int(code))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""The test runner that executes *inside* the sandbox container (standard library only, Python >= 3.8).
+
+It is copied to ``/sandbox/logomesh`` (owned by root, read-only, outside the repository tree) and started as
+``python -I /sandbox/logomesh/runner.py CONFIG``: no ``PYTHONPATH``, no user site, no script directory on the
+path, so nothing in the repository can shadow a module it imports. It
+
+1. installs the project in editable mode into ``/sandbox/site`` (offline: the environment already holds the
+   build backend), so generated files such as ``_version.py`` exist and src layouts import;
+2. starts ``launch.py`` in a child process, which runs pytest in-process with LogoMesh's collector
+   (``collector.py``) as a plugin object: the outcomes come from the collector, never from a report file the
+   repository's hooks could write, and never from an exit code the repository can choose;
+3. falls back to ``unittest`` discovery only when the collector saw pytest collect nothing and no error;
+4. optionally runs mutants (``mutate`` mode): each changed line is mutated in place and only the tests that
+   covered it run against it; a mutant is killed when one of them fails.
+
+Everything here runs next to PR code and proves nothing by itself: the host treats ``results.json`` as hostile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = "/sandbox/logomesh"
+OUT = "/sandbox/out"
+SITE = "/sandbox/site"
+RESULTS = OUT + "/results.json"
+COLLECTED = OUT + "/collected.json"
+TAIL = 3000
+
+
+def tail(data: bytes) -> str:
+    return data.decode("utf-8", "replace")[-TAIL:]
+
+
+def install_project(config: dict, env: dict) -> dict:
+    if not config.get("install_project"):
+        return {"status": "skipped", "reason": "no build metadata (pyproject.toml, setup.py or setup.cfg)"}
+    argv = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+            "--no-cache-dir", "--disable-pip-version-check", "--quiet", "--prefix", SITE, "-e", "."]
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                              timeout=config.get("install_timeout", 300))
+    except subprocess.TimeoutExpired:
+        return {"status": "failed", "reason": "the editable install timed out"}
+    outcome = {"status": "ok" if proc.returncode == 0 else "failed",
+               "seconds": round(time.monotonic() - started, 3)}
+    if proc.returncode != 0:
+        outcome["reason"] = tail(proc.stdout)
+    return outcome
+
+
+def child_env(config: dict) -> dict:
+    env = dict(os.environ)
+    for name in ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONINSPECT"):
+        env.pop(name, None)
+    env.update(config.get("env") or {})
+    return env
+
+
+def run_pytest(config: dict, env: dict, args: list, extra: dict, timeout: float | None) -> tuple:
+    """One pytest run through launch.py; (exit code, the collector's record or None, output tail)."""
+    with contextlib.suppress(OSError):
+        os.unlink(COLLECTED)
+    launch = {"import_roots": config.get("import_roots") or [], "site": SITE, "args": args, "out": COLLECTED}
+    launch.update(extra)
+    argv = [sys.executable, "-I", HERE + "/launch.py", json.dumps(launch)]
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=timeout)
+        code, output = proc.returncode, proc.stdout
+    except subprocess.TimeoutExpired as exc:
+        code, output = None, exc.stdout or b""
+    record = None
+    try:
+        with open(COLLECTED, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        record = None
+    return code, record, output
+
+
+def run_unittest(env: dict) -> tuple:
+    argv = [sys.executable, "-I", HERE + "/launch.py", json.dumps({"unittest": True, "out": COLLECTED,
+                                                                 "import_roots": [], "site": SITE})]
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    try:
+        with open(COLLECTED, encoding="utf-8") as handle:
+            return proc.returncode, json.load(handle), proc.stdout
+    except (OSError, ValueError):
+        return proc.returncode, None, proc.stdout
+
+
+def mutate(config: dict, env: dict, results: dict) -> None:
+    """Run each covered mutant against the tests that covered its line, within the time budget."""
+    deadline = time.monotonic() + float(config.get("mutation_seconds") or 0)
+    coverage = (results.get("record") or {}).get("coverage") or {}
+    verdicts = []
+    for mutant in config.get("mutants") or []:
+        path, line = mutant["path"], str(mutant["line"])
+        tests = sorted(set(coverage.get(path, {}).get(line, [])))
+        if not tests:
+            verdicts.append({"id": mutant["id"], "status": "uncovered", "tests_run": 0})
+            continue
+        left = deadline - time.monotonic()
+        if left <= 1:
+            verdicts.append({"id": mutant["id"], "status": "not_run", "tests_run": 0})
+            continue
+        target = os.path.join("/sandbox/repo", path)
+        with open(target, "rb") as handle:
+            original = handle.read()
+        try:
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write(mutant["source"])
+            code, record, _ = run_pytest(config, env, ["-x", "-q", "-p", "no:cacheprovider", *tests],
+                                         {"coverage_paths": []}, timeout=max(1.0, left))
+        finally:
+            with open(target, "wb") as handle:
+                handle.write(original)
+        if code is None:
+            status = "timeout"  # a mutant that hangs the tests is detected by them, as a hang
+        elif record is None:
+            status = "killed"  # the test process died: the mutant broke it
+        else:
+            outcomes = [t.get("outcome") for t in record.get("tests", [])]
+            status = "killed" if any(o in ("failed", "error") for o in outcomes) or record.get("errors") \
+                else "survived"
+        verdicts.append({"id": mutant["id"], "status": status, "tests_run": len(tests)})
+    results["mutants"] = verdicts
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    env = child_env(config)
+    results: dict = {"runner": "pytest"}
+    command = config.get("command")
+    if command:
+        results["runner"] = "custom"
+        try:
+            results["exit_code"] = subprocess.call(list(command), env=env)
+        except OSError as exc:
+            results["exit_code"] = 127
+            results["error"] = f"command not runnable: {exc}"
+        write(results)
+        return
+    results["install"] = install_project(config, env)
+    code, record, output = run_pytest(config, env, list(config.get("pytest_args") or []),
+                                      {"coverage_paths": config.get("coverage_paths") or []}, timeout=None)
+    results["exit_code"] = code
+    results["record"] = record
+    sys.stdout.write(output.decode("utf-8", "replace"))
+    sys.stdout.flush()
+    if record is not None and not record.get("tests") and not record.get("errors") and config.get("unittest"):
+        code, unit_record, unit_output = run_unittest(env)
+        if unit_record is not None and unit_record.get("tests"):
+            results.update({"runner": "unittest", "exit_code": code, "record": unit_record})
+            sys.stdout.write(unit_output.decode("utf-8", "replace"))
+    if record is not None and config.get("mutants"):
+        results["mutation_started"] = True
+        mutate(config, env, results)
+    write(results)
+
+
+def write(results: dict) -> None:
+    with open(RESULTS, "w", encoding="utf-8") as handle:
+        json.dump(results, handle)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""Turn the runner's ``results.json`` into a :class:`~checks.models.TestRunResult`. The file is hostile.
+
+Every field is type-checked, counted and trimmed; what cannot be read is dropped, never trusted. Outcomes come
+only from LogoMesh's collector, not from the test output, the exit code or any report the repository wrote.
+
+An *environment* failure is told apart from the change's failure here: when nothing passed and every
+collection error is an import error (or the editable install failed), the status is ``env_error`` and the
+reason quotes the first import error, with the ``.logomesh.yml`` that would fix it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from checks.models import HookSite, MutantResult, SetupReport, TestCaseResult, TestRunResult, TestSpec
+from sandbox.redact import redact
+
+MAX_TESTS = 20_000
+MAX_NAME = 300
+MAX_MESSAGE = 2000
+IMPORT_ERROR = re.compile(r"\b(ModuleNotFoundError|ImportError)\b[^|]*")
+MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+OUTCOMES = ("passed", "failed", "error", "skipped")
+MUTANT_STATUSES = ("killed", "survived", "uncovered", "timeout", "not_run")
+
+
+def _text(value: Any, limit: int) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return redact(value[:limit])
+
+
+def _case(item: Any, default_outcome: str = "passed") -> TestCaseResult | None:
+    if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+        return None
+    outcome = item.get("outcome", default_outcome)
+    if outcome not in OUTCOMES:
+        return None
+    duration = item.get("duration")
+    location = item.get("location")
+    return TestCaseResult(
+        name=item["id"][:MAX_NAME] or ".", outcome=outcome,
+        duration=float(duration) if isinstance(duration, int | float) and 0 <= duration < 1e9 else 0.0,
+        message=_text(item.get("message"), MAX_MESSAGE),
+        location=location[:MAX_NAME] if isinstance(location, str) else None,
+        rewritten=item.get("rewritten") is True)
+
+
+def _list(value: Any, limit: int = MAX_TESTS) -> list[Any]:
+    return value[:limit] if isinstance(value, list) else []
+
+
+def import_error_line(messages: list[str | None]) -> str | None:
+    for message in messages:
+        match = IMPORT_ERROR.search(message or "")
+        if match:
+            return match.group(0).strip()[:300]
+    return None
+
+
+def fix_hint(line: str | None) -> str:
+    module = MISSING_MODULE.search(line or "")
+    name = module.group(1).split(".")[0] if module else "the-missing-package"
+    return ("add it to the project's test dependencies (a `test` extra, dependency group or "
+            "requirements-test.txt), or set it in the base branch's .logomesh.yml:\n"
+            "test:\n  environment:\n    requirements: [\"" + name.replace('"', "") + "\"]")
+
+
+def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -> TestRunResult:
+    setup: SetupReport | None = base.get("setup")
+    install: dict[str, Any] = loaded["install"] if isinstance(loaded.get("install"), dict) else {}
+    install_status = install.get("status") if isinstance(install.get("status"), str) else None
+    if setup is not None and install_status:
+        setup = setup.model_copy(update={"install": install_status[:20]})
+        base = {**base, "setup": setup}
+    if loaded.get("runner") == "custom":
+        code = loaded.get("exit_code")
+        outcome = "passed" if code == 0 else "failed"
+        name = " ".join(spec.command or ())[:MAX_NAME] or "custom command"
+        case = TestCaseResult(name=name, outcome=outcome, message=None if code == 0 else f"exit code {code}")
+        return TestRunResult(status="ran", passed=int(code == 0), failed=int(code != 0), tests=(case,),
+                             collected=1, **base)
+    record = loaded.get("record")
+    if not isinstance(record, dict):
+        code = loaded.get("exit_code")
+        return TestRunResult(status="error", reason=(
+            f"pytest ended (exit code {code}) before LogoMesh's collector could report: something the run loaded "
+            "stopped the process early"), **base)
+    tests = [c for c in (_case(t) for t in _list(record.get("tests"))) if c is not None]
+    errors = [c for c in (_case({**e, "outcome": "error"}) for e in _list(record.get("errors"), 200)
+                          if isinstance(e, dict)) if c is not None]
+    hooks = tuple(HookSite(hook=h["hook"][:60], path=h["path"][:MAX_NAME], line=h["line"],
+                           wrapper=h.get("wrapper") is True)
+                  for h in _list(record.get("hooks"), 200)
+                  if isinstance(h, dict) and isinstance(h.get("hook"), str) and isinstance(h.get("path"), str)
+                  and isinstance(h.get("line"), int))
+    deselected = tuple(d[:MAX_NAME] for d in _list(record.get("deselected")) if isinstance(d, str))
+    collected = len([c for c in _list(record.get("collected")) if isinstance(c, str)])
+    mutants = _mutants(loaded, spec)
+    counts = {"passed": sum(t.outcome == "passed" for t in tests),
+              "failed": sum(t.outcome == "failed" for t in tests),
+              "errored": sum(t.outcome == "error" for t in tests) + len(errors),
+              "skipped": sum(t.outcome == "skipped" for t in tests)}
+    fields = {**counts, **base, "tests": tuple(tests), "collection_errors": tuple(errors), "hooks": hooks,
+              "deselected": deselected, "collected": collected, "mutants": mutants}
+    messages = [e.message for e in errors] + [t.message for t in tests if t.outcome == "error"]
+    import_line = import_error_line(messages)
+    install_failed = install_status == "failed"
+    every_error_imports = bool(messages) and all(IMPORT_ERROR.search(m or "") for m in messages)
+    if counts["passed"] == 0 and (every_error_imports or (install_failed and messages)):
+        why = [f"the tests could not import what they need: {import_line}" if import_line
+               else "the tests could not run in this environment"]
+        if install_failed:
+            why.append("the project's editable install failed: " + str(install.get("reason") or "")[-400:])
+        why.append(fix_hint(import_line))
+        return TestRunResult(status="env_error", reason="; ".join(why), **fields)
+    executed = counts["passed"] + counts["failed"] + counts["errored"]
+    status = "ran" if executed else "no_tests"
+    return TestRunResult(status=status, **fields)
+
+
+def _mutants(loaded: dict[str, Any], spec: TestSpec) -> tuple[MutantResult, ...]:
+    if not spec.mutants:
+        return ()
+    verdicts: dict[Any, dict[str, Any]] = {
+        v.get("id"): v for v in _list(loaded.get("mutants"), 1000) if isinstance(v, dict)}
+    out: list[MutantResult] = []
+    for mutant in spec.mutants:
+        verdict = verdicts.get(mutant.id, {})
+        status = verdict.get("status") if verdict.get("status") in MUTANT_STATUSES else "not_run"
+        tests_run = verdict.get("tests_run") if isinstance(verdict.get("tests_run"), int) else 0
+        out.append(MutantResult(id=mutant.id, path=mutant.path, line=mutant.line, description=mutant.description,
+                                status=status, tests_run=tests_run))
+    return tuple(out)

@@ -1,0 +1,220 @@
+"""The setup phase: build a project's environment where the only network is the package index, and cache it.
+
+For an :class:`~checks.models.EnvironmentPlan` with requirements (or a repository's own ``test.setup`` command):
+
+1. a Docker network created ``internal`` (no route off the host) and an :class:`~sandbox.egress.EgressProxy` on
+   its gateway that lets through only the index's hosts;
+2. a setup container on that network (writable root, its own limits and timeout) that makes a venv of the chosen
+   interpreter at ``/opt/logomesh/envs/project``, installs the requirements through the proxy with the
+   operator's CA bundle, and appends LogoMesh's tools (pytest, coverage) to its path *after* the project's pins;
+3. the container committed as ``logomesh-env:<key>`` — the key hashes the image, the interpreter, the requirement
+   lines and the index — so base and head runs, and later reviews, reuse it. The cache is bounded in MB; the
+   least recently used environments are removed first (a hit re-tags the image, which dates it).
+
+A repository's own ``test.setup`` command runs after the install in a copy of its tree; that image is not cached
+(it depends on the tree) and what the command wrote into the tree is carried into the test run.
+
+Called in a worker thread (it blocks); errors are :class:`~sandbox.errors.SandboxError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from docker.errors import DockerException, ImageNotFound
+
+from checks.models import EnvironmentPlan, SetupReport, TestSpec
+from sandbox.egress import EgressProxy, allowed_for
+from sandbox.errors import SandboxError
+from sandbox.limits import SANDBOX_UID
+from sandbox.redact import clean_output
+from sandbox.tarball import owned_files_tar
+
+if TYPE_CHECKING:
+    from sandbox.docker_sandbox import DockerSandbox, _Run
+    from sandbox.trees import Tree
+
+TOOLS_PYTHON = "/opt/logomesh/tools/bin/python"
+ENV_DIR = "/opt/logomesh/envs/project"
+ENV_PYTHON = ENV_DIR + "/bin/python"
+PREPARED_TREE = "/opt/logomesh/envs/repo"
+SETUP_DIR = "/opt/logomesh/envs/setup"
+ENV_REPOSITORY = "logomesh-env"
+ENV_LABEL = "org.logomesh.env"
+OUTPUT_TAIL = 4000
+
+
+@dataclass
+class Prepared:
+    image: str
+    python: str = TOOLS_PYTHON
+    has_env: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    report: SetupReport = field(default_factory=lambda: SetupReport(status="none"))
+    failure: str | None = None
+    output: str = ""
+    copy_from: str | None = None
+
+
+def _env_vars(has_env: bool) -> dict[str, str]:
+    path = (ENV_DIR + "/bin:" if has_env else "") + "/opt/logomesh/tools/bin:/usr/local/bin:/usr/bin:/bin"
+    return {"PATH": path, "VIRTUAL_ENV": ENV_DIR} if has_env else {"PATH": path}
+
+
+def env_tag(sandbox: DockerSandbox, plan: EnvironmentPlan, spec: TestSpec, tree: Tree) -> str:
+    try:
+        image_id = sandbox.client.images.get(sandbox.image).id
+    except DockerException:
+        image_id = sandbox.image
+    material = [image_id, plan.key, sandbox.setup.index_url, list(spec.setup_command or ())]
+    if spec.setup_command:
+        material.append(hashlib.sha256(sandbox._tar(tree)).hexdigest())
+    return f"{ENV_REPOSITORY}:{hashlib.sha256(repr(material).encode()).hexdigest()[:32]}"
+
+
+def prepare_environment(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
+                        spec: TestSpec) -> Prepared:
+    custom = spec.setup_command
+    if not plan.requirements and not custom:
+        return Prepared(image=sandbox.image)
+    if not sandbox.setup.allow:
+        return Prepared(image=sandbox.image, report=SetupReport(
+            status="forbidden", reason="this server runs no setup phase (LOGOMESH_SANDBOX_ALLOW_SETUP=false); the "
+            "tests ran with LogoMesh's tools only"))
+    tag = env_tag(sandbox, plan, spec, tree)
+    if not custom:
+        try:
+            sandbox.client.images.get(tag)
+            repository, _, version = tag.partition(":")
+            with contextlib.suppress(DockerException):
+                sandbox.client.api.tag(tag, repository, version)  # dates the entry for LRU eviction
+            return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True),
+                            report=SetupReport(status="cached"))
+        except ImageNotFound:
+            pass
+    return _build(sandbox, run, plan, tree, spec, tag)
+
+
+def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree, spec: TestSpec,
+           tag: str) -> Prepared:
+    started = time.monotonic()
+    api = sandbox.client.api
+    options = sandbox.setup
+    name = f"logomesh-setup-{uuid.uuid4().hex[:16]}"
+    try:
+        network = sandbox.client.networks.create(name, driver="bridge", internal=True, labels=sandbox._labels())
+        run.networks.append(network.id)
+        network.reload()
+        gateway = network.attrs["IPAM"]["Config"][0]["Gateway"]
+    except (DockerException, KeyError, IndexError) as exc:
+        raise SandboxError(f"the setup network could not be created: {exc}") from exc
+    limits = replace(sandbox.limits, memory_mb=max(sandbox.limits.memory_mb, options.memory_mb),
+                     pids=max(sandbox.limits.pids, options.pids), cpus=max(sandbox.limits.cpus, 1.0),
+                     tmp_mb=max(sandbox.limits.tmp_mb, 1024), fsize_mb=max(sandbox.limits.fsize_mb, 1024),
+                     nofile=max(sandbox.limits.nofile, 4096), timeout_seconds=options.timeout_seconds)
+    allowed = allowed_for([options.index_url], options.extra_hosts)
+    with EgressProxy(gateway, allowed) as proxy:
+        try:
+            helper = sandbox._create(run, sandbox.image, network=name, read_only=False, mounts=[], limits=limits)
+            run.helpers.append(helper)
+            api.start(helper)
+            files = {"requirements.txt": ("\n".join(plan.requirements) + "\n").encode()}
+            if options.ca_bundle is not None:
+                files["ca.pem"] = options.ca_bundle.read_bytes()
+            api.put_archive(helper, "/opt/logomesh/envs", owned_files_tar("setup", files))
+            if spec.setup_command:
+                api.put_archive(helper, "/opt/logomesh/envs", sandbox._tar(tree))
+        except (DockerException, OSError) as exc:
+            raise SandboxError(f"the setup container could not start: {exc}") from exc
+        env = {
+            "HTTP_PROXY": proxy.url, "HTTPS_PROXY": proxy.url, "http_proxy": proxy.url, "https_proxy": proxy.url,
+            "NO_PROXY": "", "no_proxy": "", "PIP_INDEX_URL": options.index_url, "PIP_NO_CACHE_DIR": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_PROGRESS_BAR": "off", "PIP_DEFAULT_TIMEOUT": "60",
+            "HOME": "/tmp", "TMPDIR": "/tmp",  # noqa: S108 - the container's own tmpfs
+            **_env_vars(True),
+        }
+        if options.ca_bundle is not None:
+            for variable in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+                env[variable] = SETUP_DIR + "/ca.pem"
+        python = f"python{plan.python}" if plan.python else "python3"
+        site = f"{ENV_DIR}/lib/python{plan.python or '3'}/site-packages"
+        tools = f"/opt/logomesh/tools/lib/python{plan.python or '3'}/site-packages"
+        script = (f"set -e\n{python} -m venv {ENV_DIR}\n"
+                  f"{ENV_PYTHON} -m pip install --quiet -r {SETUP_DIR}/requirements.txt\n"
+                  f"echo {tools} > {site}/zz-logomesh-tools.pth\n")
+        steps: list[tuple[list[str], str]] = [(["sh", "-c", script], "/")]
+        if spec.setup_command:
+            steps.append((list(spec.setup_command), PREPARED_TREE))
+        output = bytearray()
+        for argv, workdir in steps:
+            result = asyncio.run(sandbox._exec_in(helper, argv, limits, env=env, workdir=workdir))
+            output.extend(result.combined)
+            if result.timed_out or result.exit_code != 0:
+                why = (f"setup timed out after {limits.timeout_seconds:g} s" if result.timed_out
+                       else "setup ran out of memory" if result.oom_killed
+                       else f"installing the environment failed (exit code {result.exit_code})"
+                       if argv[0] == "sh" else f"the setup command failed (exit code {result.exit_code})")
+                text = clean_output(bytes(output), OUTPUT_TAIL * 4)[-OUTPUT_TAIL:]
+                last = [line for line in text.splitlines() if line.strip()][-3:]
+                refused = tuple(proxy.log.refused)
+                return Prepared(image=sandbox.image, failure=why + (": " + " | ".join(last) if last else ""),
+                                output=text, report=SetupReport(status="failed", reason=why, refused=refused,
+                                                                seconds=round(time.monotonic() - started, 3)))
+        refused = tuple(proxy.log.refused)
+    labels = {**_image_labels(sandbox), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or ""}
+    try:
+        api.kill(helper)
+        repository, _, version = tag.partition(":")
+        api.commit(helper, repository=repository, tag=version,
+                   conf={"Labels": labels, "User": f"{SANDBOX_UID}:{SANDBOX_UID}", "WorkingDir": "/sandbox/repo"})
+    except DockerException as exc:
+        raise SandboxError(f"the environment could not be committed: {exc}") from exc
+    report = SetupReport(status="built", seconds=round(time.monotonic() - started, 3), refused=refused)
+    if spec.setup_command:
+        run.images.append(tag)  # it holds this tree: used once, removed with the run
+        return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,
+                        copy_from=PREPARED_TREE)
+    evict(sandbox.client, sandbox.setup.cache_mb, keep=tag)
+    return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report)
+
+
+def _image_labels(sandbox: DockerSandbox) -> dict[str, str]:
+    try:
+        return dict(sandbox.client.images.get(sandbox.image).labels or {})
+    except DockerException:
+        return {}
+
+
+def evict(client: Any, cache_mb: int, keep: str | None = None) -> list[str]:
+    """Remove the least recently used environments until the cache fits ``cache_mb``; the removed tags."""
+    try:
+        images = client.api.images(filters={"label": ENV_LABEL})
+    except DockerException:
+        return []
+    entries: list[tuple[str, str, int]] = []
+    for info in images:
+        tags = [t for t in info.get("RepoTags") or [] if t.startswith(ENV_REPOSITORY + ":")]
+        if not tags:
+            continue
+        try:
+            inspected = client.api.inspect_image(info["Id"])
+        except DockerException:
+            continue
+        used = (inspected.get("Metadata") or {}).get("LastTagTime") or inspected.get("Created") or ""
+        entries.append((str(used), tags[0], int(info.get("Size") or 0)))
+    entries.sort(reverse=True)
+    removed: list[str] = []
+    total = 0
+    for _used, tag, size in entries:
+        total += size
+        if total > cache_mb * 1024 * 1024 and tag != keep:
+            with contextlib.suppress(DockerException):
+                client.api.remove_image(tag)
+                removed.append(tag)
+    return removed
