@@ -16,7 +16,7 @@ DESIGN.md exactly. ``rejection_first`` (rubric or repo config) turns any KILL in
 The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
 
 - *Rule of Regression*    — a test that passed at base and fails with the change: ``fail``.
-- *Rule of New Failures*  — a test of the change fails: not ``pass``.
+- *Rule of New Failures*  — a test the change adds or edits fails: ``fail`` (a red test is a red check).
 - *Rule of the Oracle*    — a test passes only under the change's harness (it fails under the base's test files
                             and configuration) or was reported passing although it raised: not ``pass``.
 - *Rule of Completion*    — the change's own test run did not complete: not ``pass``.
@@ -158,16 +158,18 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         return "neutral"
     diff = brief.differential
     if diff is not None and diff.status == "measured":
+        if diff.tampered:  # recorded even when a regression fails the change below: it says how it was hidden
+            reasons.append(f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only under this change's test "
+                           f"harness (first: {diff.tampered[0].name})")
+            verdict = "neutral" if verdict == "pass" else verdict
         if diff.regressed:
             reasons.append(f"Rule of Regression: {len(diff.regressed)} test(s) passed at base and fail with this "
                            f"change (first: {diff.regressed[0].name})")
             return "fail"
         if diff.new_failing:
-            verdict = _not_pass(verdict, reasons, f"Rule of New Failures: {len(diff.new_failing)} test(s) of this "
-                                f"change fail (first: {diff.new_failing[0].name})")
-        if diff.tampered:
-            verdict = _not_pass(verdict, reasons, f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only "
-                                f"under this change's test harness (first: {diff.tampered[0].name})")
+            reasons.append(f"Rule of New Failures: {len(diff.new_failing)} test(s) of this change fail (first: "
+                           f"{diff.new_failing[0].name})")
+            return "fail"
         if brief.tests is not None and brief.tests.status in ("timeout", "error"):
             verdict = _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
                                 f"({brief.tests.reason})")

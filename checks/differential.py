@@ -10,8 +10,8 @@ regressed              passed at base; fails, errors, is skipped or missing unde
 expectation changed    passed at base, fails under the base's oracle, passes at head, and the change edited its
                        test file or test data: the change rewrote what the test expects (judged as new behaviour)
 tampered               passed at base, fails under the base's oracle, passes at head although the change did not
-                       edit the test: the harness made it pass; also any head test reported passing while its call
-                       raised (``rewritten``)
+                       edit the test: the harness made it pass (it is also *regressed*: under the base's oracle the
+                       behaviour broke); also any head test reported passing while its call raised (``rewritten``)
 removed                passed at base; missing (deleted, deselected) or skipped at head
 fixed                  failed at base, passes under the base's oracle
 pre-existing failure   fails at base and at head: not charged to the change
@@ -103,6 +103,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                     expectation.append(name)
                 else:
                     tampered.append(_change(name, was.outcome, now, now_outcome))
+                    regressed.append(_change(name, was.outcome, now, now_outcome))
             else:
                 regressed.append(_change(name, was.outcome, now or at_h, now_outcome))
         elif was.outcome in FAILING:

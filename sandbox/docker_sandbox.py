@@ -426,10 +426,14 @@ class DockerSandbox:
 
     def _create(self, run: _Run, image: str, *, network: str | None, read_only: bool, mounts: list[Mount],
                 limits: SandboxLimits | None = None) -> Any:
-        """A container holding still (``sleep``) until exec'd; ``network`` None means no network at all."""
+        """A container holding still (``sleep``) until exec'd; ``network`` None means no network at all.
+
+        The holder runs as root (without capabilities) so that nothing exec'd as the sandbox user can stop it:
+        the runner ends every process of that user before it writes its results, and the container stays up.
+        """
         api = self.client.api
         created = api.create_container(
-            image, command=["sleep", "infinity"], user=f"{SANDBOX_UID}:{SANDBOX_UID}", environment=ENV,
+            image, command=["sleep", "infinity"], user="0:0", environment=ENV,
             working_dir="/", labels=self._labels(), network_disabled=network is None,
             host_config=self._host_config(network=network, read_only=read_only, mounts=mounts, limits=limits),
         )
@@ -592,6 +596,10 @@ class DockerSandbox:
                                  "bytes", **base)
         if "error" in files:
             return TestRunResult(status="error", reason=str(files["error"]), **base)
+        if run.exit_code != 0:
+            # the runner exits 0 after writing; anything else means it was stopped, and the file is not its own
+            return TestRunResult(status="error", reason=f"LogoMesh's runner was stopped (exit code {run.exit_code}) "
+                                 "before it could report", **base)
         raw = files.get("results.json")
         if isinstance(raw, str):
             return TestRunResult(status="error", reason=f"the results file is {raw}", **base)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -29,7 +30,8 @@ HERE = "/sandbox/logomesh"
 OUT = "/sandbox/out"
 SITE = "/sandbox/site"
 RESULTS = OUT + "/results.json"
-COLLECTED = OUT + "/collected.json"
+# the collector's record goes to a name chosen per run, so nothing written ahead of time can stand in for it
+COLLECTED = OUT + "/collected-" + os.urandom(8).hex() + ".json"
 TAIL = 3000
 
 
@@ -166,9 +168,15 @@ def main() -> None:
 
 
 def write(results: dict) -> None:
+    # first stop every other process of the sandbox user (a test may leave one behind to rewrite the results)
+    with contextlib.suppress(OSError):
+        os.kill(-1, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.unlink(RESULTS)
     with open(RESULTS, "w", encoding="utf-8") as handle:
         json.dump(results, handle)
 
 
 if __name__ == "__main__":
     main()
+    sys.exit(0)  # the host trusts results.json only after this exit: a killed runner exits otherwise

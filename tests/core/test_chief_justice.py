@@ -5,7 +5,19 @@ from __future__ import annotations
 import pytest
 
 from checks.chief_justice import dissent_for, judge_case, rule_of_evidence, rule_of_functionality, rule_of_security
-from checks.models import Brief, Case, Evidence, JudicialOpinion, RedAnalysis, RedFinding
+from checks.models import (
+    Brief,
+    Case,
+    ChangedFile,
+    Evidence,
+    JudicialOpinion,
+    MutantResult,
+    RedAnalysis,
+    RedFinding,
+    TestChange,
+    TestDiff,
+    TestRunResult,
+)
 from rubric import load_rubric
 
 RUBRIC = load_rubric()
@@ -18,10 +30,69 @@ def op(judge: str, score: int, criterion: str = "architecture", verdict: str = "
                            verdict=verdict)
 
 
-def brief(evidence=(), red=None, components=None) -> Brief:
-    case = Case(base_sha="a" * 40, head_sha="b" * 40, diff="", files=())
-    return Brief(case=case, evidence=tuple(evidence), tests=None, semantic=None, red=red or RedAnalysis(),
+PY_FILE = ChangedFile(path="calc/ops.py", status="modified", added_lines=(1,), content="x = 1\n")
+
+
+def brief(evidence=(), red=None, components=None, files=(PY_FILE,), diff=None, tests=None) -> Brief:
+    case = Case(base_sha="a" * 40, head_sha="b" * 40, diff="", files=tuple(files))
+    return Brief(case=case, evidence=tuple(evidence), tests=tests, semantic=None, red=red or RedAnalysis(),
+                 differential=diff,
                  components=components or {"rationale": None, "architecture": 0.8, "testing": 0.85})
+
+
+GOOD = [op(j, 5, c) for j in ("prosecutor", "defense", "tech_lead") for c in ("intent", "architecture", "testing",
+                                                                               "security")]
+FAILING = TestChange(name="tests/test_ops.py::test_add", base="passed", head="failed",
+                     message="tests/test_ops.py:5: assert 6 == 5", location="tests/test_ops.py:5")
+
+
+def measured(**fields) -> TestDiff:
+    return TestDiff(status="measured", unchanged_passing=10, **fields)
+
+
+def killed(status="killed") -> MutantResult:
+    return MutantResult(id="m1", path="calc/ops.py", line=1, description="changing `+` to `-`", status=status)
+
+
+@pytest.mark.parametrize(("diff", "verdict", "rule"), [
+    (measured(), "pass", None),
+    (measured(mutants=(killed(),)), "pass", None),
+    (measured(regressed=(FAILING,)), "fail", "Rule of Regression"),
+    (measured(new_failing=(FAILING,)), "fail", "Rule of New Failures"),
+    (measured(tampered=(FAILING,)), "neutral", "Rule of the Oracle"),
+    (measured(mutants=(killed("survived"), killed("uncovered").model_copy(update={"id": "m2"}))), "neutral",
+     "Rule of Untested Change"),
+    # a mutant the budget left unrun proves nothing either way
+    (measured(mutants=(killed("not_run"),)), "pass", None),
+    # the base could not run: nothing is charged to the change
+    (TestDiff(status="env_error", reason="no module named freezegun", regressed=(FAILING,)), "pass", None),
+])
+def test_the_verdict_follows_the_test_facts(diff, verdict, rule):
+    j = judge_case(RUBRIC, brief(diff=diff), GOOD)
+    assert j.verdict == verdict
+    applied = [r for r in j.verdict_reasons if r.startswith("Rule of")]
+    assert applied == ([] if rule is None else [applied[0]]) and (rule is None or applied[0].startswith(rule))
+
+
+def test_a_head_run_that_did_not_complete_is_not_a_pass():
+    tests = TestRunResult(status="error", reason="pytest ended (exit code 5) before LogoMesh's collector reported")
+    j = judge_case(RUBRIC, brief(diff=measured(), tests=tests), GOOD)
+    assert j.verdict == "neutral"
+    assert any(r.startswith("Rule of Completion") for r in j.verdict_reasons)
+
+
+def test_an_empty_change_is_nothing_to_review_and_other_languages_are_not_analysed():
+    empty = judge_case(RUBRIC, brief(files=()), GOOD)
+    assert empty.verdict == "neutral"
+    assert "Rule of Measurement: nothing to review (the change is empty)" in empty.verdict_reasons
+    docs = judge_case(RUBRIC, brief(files=(ChangedFile(path="docs/index.rst", status="modified"),
+                                           ChangedFile(path="web/app.js", status="added"))), GOOD)
+    assert docs.verdict == "neutral"
+    assert any("not analysed: JavaScript, reStructuredText" in r for r in docs.verdict_reasons)
+    # a non-Python change that breaks a test still fails
+    broke = judge_case(RUBRIC, brief(files=(ChangedFile(path="data/x.json", status="modified"),),
+                                     diff=measured(regressed=(FAILING,))), GOOD)
+    assert broke.verdict == "fail"
 
 
 def test_rule_of_evidence_pulls_contradicting_opinions_into_the_band():
