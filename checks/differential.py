@@ -7,8 +7,10 @@ and test configuration (when the change touched neither, the head run is that ru
 =====================  ==========================================================================================
 regressed              passed at base; fails, errors, is skipped or missing under the base's oracle, and does not
                        pass at head either
-expectation changed    passed at base, fails under the base's oracle, passes at head, and the change edited its
-                       test file or test data: the change rewrote what the test expects (judged as new behaviour)
+expectation changed    passed at base, fails under the base's oracle, and the change edited its test file or test
+                       data so that the test passes at head — under the same node id, or, for a parametrised test
+                       whose id holds the expected value, as another case of the same test function that passes:
+                       the change rewrote what the test expects (judged as new behaviour, shown as evidence)
 tampered               passed at base, fails under the base's oracle, passes at head although the change did not
                        edit the test: the harness made it pass (it is also *regressed*: under the base's oracle the
                        behaviour broke); also any head test reported passing while its call raised (``rewritten``)
@@ -46,6 +48,11 @@ def _change(name: str, base: str | None, head: TestCaseResult | None, outcome: s
                       location=head.location if head else None)
 
 
+def _function_of(node_id: str) -> str:
+    """The test function of a node id, without its parameters (``f.py::test_x[1-a]`` → ``f.py::test_x``)."""
+    return node_id.split("[", 1)[0]
+
+
 def _file_of(node_id: str) -> str:
     return node_id.split("::", 1)[0]
 
@@ -73,6 +80,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         return TestDiff(status="not_measured", reason=f"the guard run was not measured: {oracle.reason}",
                         base_tests=base, guard_tests=guard, mutants=head.mutants)
     at_base, at_head, under_oracle = outcomes(base), outcomes(head), outcomes(oracle)
+    passing_functions = {_function_of(n) for n, r in at_head.items() if r.outcome == PASSED}
     changed_dirs = {path.rsplit("/", 1)[0] for path in changed_tests if "/" in path}
     regressed: list[TestChange] = []
     tampered: list[TestChange] = []
@@ -96,7 +104,8 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                     removed.append(name)
                 else:
                     unchanged += 1
-            elif head_outcome == PASSED:
+            elif head_outcome == PASSED or (head_outcome == "missing" and "[" in name
+                                            and _function_of(name) in passing_functions):
                 test_file = _file_of(name)
                 edited = test_file in changed_tests or any(test_file.startswith(d + "/") for d in changed_dirs)
                 if edited:

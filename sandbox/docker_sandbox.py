@@ -287,11 +287,11 @@ class DockerSandbox:
             if prepared.failure is not None:
                 return TestRunResult(status="env_error", reason=prepared.failure, output=prepared.output,
                                      **base)
-            extra = self._logomesh_files(spec, tree)
-            await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
             config = self._runner_config(spec, plan, prepared, tree)
+            extra = self._logomesh_files(spec, tree, config)
+            await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
             python = prepared.python
-            result = await self._exec(run, [python, "-I", f"{HERE}/runner.py", json.dumps(config)], limits,
+            result = await self._exec(run, [python, "-I", f"{HERE}/runner.py", f"{HERE}/config.json"], limits,
                                       env=prepared.env)
             files = await self._thread(run, self._read_results, run)
             return self._test_result(result, files, spec, limits, time.monotonic() - started, base)
@@ -326,13 +326,14 @@ class DockerSandbox:
         key = hashlib.sha256(json.dumps([updated.python, list(updated.requirements)]).encode()).hexdigest()
         return updated.model_copy(update={"key": key})
 
-    def _logomesh_files(self, spec: TestSpec, tree: Tree) -> bytes:
+    def _logomesh_files(self, spec: TestSpec, tree: Tree, config: dict[str, Any]) -> bytes:
         files = {name: resources.files("sandbox").joinpath(f"inside/{name}").read_bytes()
                  for name in ("runner.py", "launch.py", "collector.py")}
         if spec.tree == "guard" and self.base is not None:
             found = pytest_config(self.base.read)
             name, text = found if found is not None else ("pytest.ini", "[pytest]\n")
             files[f"guard-{name.lstrip('.')}"] = text.encode("utf-8", "surrogatepass")
+        files["config.json"] = json.dumps(config).encode()  # a file: mutants' sources outgrow an argument
         return owned_files_tar(HERE.lstrip("/").split("/", 1)[1], files)
 
     def _runner_config(self, spec: TestSpec, plan: EnvironmentPlan, prepared: Prepared, tree: Tree) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The janitor: removes sandbox containers, volumes and prepared images that a crashed run left behind.
 
 Everything a run creates carries the ``org.logomesh.sandbox`` label and its creation time; a run removes its
-own objects in ``finally``, so anything older than the longest possible run is an orphan.
+own objects in ``finally``, so anything older than the longest possible run is an orphan. Setup networks are
+swept the same way. Cached environments (``logomesh-env:*``) are not orphans: their cache evicts them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import docker
 from docker.errors import DockerException
 
 from sandbox.docker_sandbox import LABEL, LABEL_CREATED
+from sandbox.setup_phase import ENV_LABEL
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,14 @@ def sweep(client: docker.DockerClient, older_than_seconds: float = 3900.0) -> Sw
                 api.remove_volume(info["Name"], force=True)
                 volumes += 1
     for info in api.images(filters={"label": LABEL}):
+        if ENV_LABEL in (info.get("Labels") or {}):
+            continue  # a cached environment: bounded by its own eviction (sandbox/setup_phase.py), not an orphan
         if _old(info.get("Labels"), cutoff):
             with contextlib.suppress(DockerException):
                 api.remove_image(info["Id"], force=True)
                 images += 1
+    for network in api.networks(filters={"label": LABEL}):
+        if _old(network.get("Labels"), cutoff):
+            with contextlib.suppress(DockerException):
+                api.remove_network(network["Id"])
     return Swept(containers, volumes, images)

@@ -72,7 +72,11 @@ def run_unittest(out: str) -> int:
 
 
 def main() -> None:
-    config = json.loads(sys.argv[1])
+    argument = sys.argv[1]
+    if argument.startswith("@"):
+        with open(argument[1:], encoding="utf-8") as handle:
+            argument = handle.read()
+    config = json.loads(argument)
     set_path(config)
     if config.get("unittest"):
         sys.exit(run_unittest(config["out"]))

@@ -1,7 +1,7 @@
 """The test runner that executes *inside* the sandbox container (standard library only, Python >= 3.8).
 
 It is copied to ``/sandbox/logomesh`` (owned by root, read-only, outside the repository tree) and started as
-``python -I /sandbox/logomesh/runner.py CONFIG``: no ``PYTHONPATH``, no user site, no script directory on the
+``python -I /sandbox/logomesh/runner.py /sandbox/logomesh/config.json``: no ``PYTHONPATH``, no user site, no script directory on the
 path, so nothing in the repository can shadow a module it imports. It
 
 1. installs the project in editable mode into ``/sandbox/site`` (offline: the environment already holds the
@@ -71,7 +71,13 @@ def run_pytest(config: dict, env: dict, args: list, extra: dict, timeout: float 
         os.unlink(COLLECTED)
     launch = {"import_roots": config.get("import_roots") or [], "site": SITE, "args": args, "out": COLLECTED}
     launch.update(extra)
-    argv = [sys.executable, "-I", HERE + "/launch.py", json.dumps(launch)]
+    text = json.dumps(launch)
+    if len(text) > 64 * 1024:  # a long list of node ids outgrows one argument
+        path = OUT + "/launch-" + os.urandom(8).hex() + ".json"
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        text = "@" + path
+    argv = [sys.executable, "-I", HERE + "/launch.py", text]
     try:
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=timeout)
         code, output = proc.returncode, proc.stdout
@@ -136,7 +142,8 @@ def mutate(config: dict, env: dict, results: dict) -> None:
 
 
 def main() -> None:
-    config = json.loads(sys.argv[1])
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        config = json.load(handle)
     env = child_env(config)
     results: dict = {"runner": "pytest"}
     command = config.get("command")

@@ -74,6 +74,7 @@ class ShopRepo:
     base: str
     head: str
     head2: str
+    failing: str  # a change whose own test fails
 
 
 BASE_FILES = {
@@ -116,12 +117,19 @@ def make_repo(root: Path) -> ShopRepo:
     (work / ".logomesh.yml").write_text(WEAK_CONFIG)
     git(work, "commit", "-q", "-am", "Parse the percentage safely")
     head2 = git(work, "rev-parse", "HEAD")
+    git(work, "checkout", "-q", "-b", "failing", base)
+    (work / "shop/discount.py").write_text("def apply_discount(total, percent):\n"
+                                           "    return round(total * (1 + percent / 100), 2)\n")
+    (work / "tests/test_discount.py").write_text(HEAD_FILES["tests/test_discount.py"])
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "Add percentage discounts")
+    failing = git(work, "rev-parse", "HEAD")
     bare = root / "repos" / "octo" / "shop.git"
     bare.parent.mkdir(parents=True)
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
     git(bare, "config", "uploadpack.allowAnySHA1InWant", "true")
     git(bare, "config", "http.receivepack", "false")
-    return ShopRepo(work=work, bare=bare, base=base, head=head, head2=head2)
+    return ShopRepo(work=work, bare=bare, base=base, head=head, head2=head2, failing=failing)
 
 
 def generate_app_key() -> tuple[str, str]:

@@ -160,3 +160,13 @@ def test_an_ordinary_change_has_no_harness_evidence():
     assert inspect(_harness_case(
         ChangedFile(path="calc.py", status="modified", added_lines=(1, 2), content=code),
         ChangedFile(path="tests/test_calc.py", status="added", added_lines=(1, 2, 3, 4), content=test))) == []
+
+
+def test_a_rewritten_parametrised_expectation_is_not_a_regression_but_a_deleted_test_is():
+    base = run(("t.py::test_x[1-one]", "passed"), ("t.py::test_y", "passed"))
+    guard = run(("t.py::test_x[1-one]", "failed"), ("t.py::test_y", "failed"))
+    # the change updated the expected value, which is part of the id; it deleted test_y outright
+    head = run(("t.py::test_x[1-uno]", "passed"))
+    diff = classify(base, head, guard, changed_tests={"t.py"})
+    assert diff.expectation_changed == ("t.py::test_x[1-one]",)
+    assert [c.name for c in diff.regressed] == ["t.py::test_y"]

@@ -1,0 +1,57 @@
+"""End to end with the real sandbox: a signed webhook for a PR whose own test fails ends in a failing check run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.web import create_app
+from sandbox.docker_sandbox import docker_client
+from sandbox.errors import SandboxUnavailable
+from tests.app.conftest import REDIS_URL, REPO, Harness, ServerThread, pr_payload
+from tests.app.sqlite_dbom import SqliteDbom
+
+pytestmark = pytest.mark.docker
+FAILING_PR = 8
+
+
+@pytest.fixture
+async def docker_harness(settings, github, repo, tmp_path: Path):
+    import redis.asyncio as aioredis
+
+    try:
+        docker_client().close()
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no Docker engine can be reached: {exc.reason}")
+    settings = settings.model_copy(update={"sandbox": "docker", "job_timeout_seconds": 600})
+    github.add_pull(REPO, FAILING_PR, head=repo.failing, base=repo.base, title="Add percentage discounts",
+                    body="apply_discount(total, percent) takes a percentage off the cart total.")
+    dbom = await SqliteDbom.open(tmp_path / "dbom.db")
+    redis = aioredis.from_url(REDIS_URL)
+    try:
+        with ServerThread(create_app(settings, env_path=tmp_path / ".env")) as url:
+            yield Harness(settings, url, github, repo, dbom, redis)
+    finally:
+        keys = [k async for k in redis.scan_iter(match=settings.redis_prefix + "*")]
+        if keys:
+            await redis.delete(*keys)
+        await redis.aclose()
+        await dbom.close()
+
+
+async def test_a_pr_whose_test_fails_gets_a_failing_check_run(docker_harness: Harness) -> None:
+    harness = docker_harness
+    payload = pr_payload("opened.payload.json", head=harness.repo.failing, base=harness.repo.base,
+                         number=FAILING_PR)
+    answer = await harness.post("pull_request", payload)
+    assert answer.status_code == 202, answer.text
+    await harness.run_worker()
+    runs = harness.github.check_runs_for(harness.repo.failing)
+    assert len(runs) == 1
+    run = runs[0]
+    assert run["status"] == "completed"
+    assert run["conclusion"] == "failure", run["output"]["summary"][:2000]
+    summary = run["output"]["summary"].replace("\\", "")  # Markdown escapes
+    assert "Rule of New Failures" in summary
+    assert "tests/test_discount.py::test_discount" in summary
