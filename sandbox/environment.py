@@ -181,8 +181,8 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         install_project = True
         add("setup.py (setuptools)", ["setuptools>=61", "wheel"])
     files = sorted(p for p in names if re.fullmatch(r"(requirements[^/]*|requirements/[^/]+)\.(txt|in)", p))
-    txt = {p[:-3] for p in files if p.endswith(".txt")}
-    files = [p for p in files if p.endswith(".txt") or p[:-3] not in txt]
+    txt = {p.rsplit(".", 1)[0] for p in files if p.endswith(".txt")}
+    files = [p for p in files if p.endswith(".txt") or p.rsplit(".", 1)[0] not in txt]
     stems = {p: PurePosixPath(p).stem.replace("requirements", "").strip("-_.") for p in files}
     picked = _pick([s for s in stems.values() if s])
     for path in files:

@@ -1,8 +1,9 @@
 """The test runner that executes *inside* the sandbox container (standard library only, Python >= 3.8).
 
-It is copied to ``/sandbox/logomesh`` (owned by root, read-only, outside the repository tree) and started as
-``python -I /sandbox/logomesh/runner.py /sandbox/logomesh/config.json``: no ``PYTHONPATH``, no user site, no script directory on the
-path, so nothing in the repository can shadow a module it imports. It
+It is copied to ``/sandbox/logomesh`` (owned by root, read-only, outside the repository tree) with its
+``config.json`` and started as ``python -I /sandbox/logomesh/runner.py /sandbox/logomesh/config.json``: no
+``PYTHONPATH``, no user site, no script directory on the path, so nothing in the repository can shadow a module
+it imports. It
 
 1. installs the project in editable mode into ``/sandbox/site`` (offline: the environment already holds the
    build backend), so generated files such as ``_version.py`` exist and src layouts import;

@@ -130,7 +130,8 @@ def _harness_case(*files: ChangedFile) -> Case:
 
 
 def test_harness_changes_are_located_evidence():
-    conftest = "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    yield\n"
+    conftest = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
+                "def pytest_runtest_makereport(item, call):\n    yield\n")
     compat = "def pytest_pyfunc_call(pyfuncitem):\n    return True\n"
     config = "[tool.pytest.ini_options]\naddopts = \"-p pkg._compat -k 'not slow'\"\n"
     skip = "import pytest\n\n@pytest.mark.skip\ndef test_a():\n    assert 0\n"

@@ -1,0 +1,193 @@
+"""Environments with zero configuration: detection, a real package index on loopback, egress limited to it,
+caching, and an environment that cannot run the tests reported as such (not charged to the change)."""
+
+from __future__ import annotations
+
+import http.server
+import socketserver
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.engine import review_repository
+from app.settings import load_settings
+from checks.models import TestSpec
+from rubric import load_rubric
+from sandbox.docker_sandbox import DockerSandbox, SetupOptions
+from sandbox.environment import choose_python, plan_environment
+from sandbox.limits import SandboxCeiling, SandboxLimits
+from tests.gitfixture import RepoBuilder
+
+IMAGE = "logomesh-sandbox:latest"
+
+
+def reader(files: dict[str, str]):
+    return lambda path: files.get(path)
+
+
+def test_detection_reads_pep621_extras_groups_requirements_and_tox():
+    files = {
+        "pyproject.toml": ('[build-system]\nrequires = ["hatchling", "hatch-vcs"]\nbuild-backend = "hatchling.build"\n'
+                           '[project]\nname = "p"\nrequires-python = ">=3.9"\ndependencies = ["attrs>=22"]\n'
+                           '[project.optional-dependencies]\ntests = ["freezegun"]\ndocs = ["sphinx"]\n'
+                           '[dependency-groups]\ntest = ["pytest-mock", {include-group = "base"}]\nbase = ["six"]\n'),
+        "requirements/tests.txt": "pytest==8.3.5\n-r common.txt\n--hash=sha256:abc\n",
+        "requirements/tests.in": "pytest\n",
+        "requirements/common.txt": "idna==3.7  # via requests\n",
+        "tox.ini": "[testenv]\ndeps =\n    coverage\n    -r requirements/tests.txt\nextras = tests\n",
+        "src/p/__init__.py": "",
+    }
+    plan = plan_environment(reader(files), sorted(files), ("3.11",))
+    assert plan.python == "3.11" and plan.layout == "src" and plan.import_roots == ("src",)
+    assert plan.install_project
+    assert list(plan.requirements) == ["hatchling", "hatch-vcs", "editables", "attrs>=22", "freezegun",
+                                       "pytest-mock", "six", "pytest==8.3.5", "idna==3.7", "coverage"]
+    assert "pyproject.toml [project.optional-dependencies] tests" in plan.sources
+    assert "sphinx" not in plan.requirements
+    assert plan.key == plan_environment(reader(files), sorted(files), ("3.11",)).key
+
+
+def test_no_configuration_at_all_is_a_plain_flat_project():
+    plan = plan_environment(reader({"calc.py": "", "test_calc.py": ""}), ["calc.py", "test_calc.py"], ("3.11",))
+    assert plan.requirements == () and not plan.install_project and plan.layout == "flat"
+
+
+def test_requires_python_picks_the_interpreter_or_says_none_fits():
+    assert choose_python(">=3.8", ("3.10", "3.11")) == ("3.11", None)
+    assert choose_python("<3.11", ("3.10", "3.11")) == ("3.10", None)
+    version, error = choose_python(">=3.12", ("3.11",))
+    assert version is None and error is not None and "3.11" in error
+
+
+def test_a_repository_may_raise_limits_up_to_the_operators_ceiling():
+    rubric = load_rubric(overrides={"sandbox": {"pids": 4096, "memory_mb": 1024}})
+    limits = SandboxLimits.from_rubric(rubric, 300, ceiling=SandboxCeiling(memory_mb=2048, pids=1024))
+    assert (limits.pids, limits.memory_mb) == (1024, 1024)
+    # and the defaults fit a real suite that starts a hundred threads
+    assert SandboxLimits.from_rubric(load_rubric()).pids >= 256
+
+
+# --- a real index on loopback ---------------------------------------------------------------------------------
+
+
+def build_wheel(dest: Path, name: str, version: str, source: str) -> Path:
+    """A minimal, valid pure-Python wheel (PEP 427), written by hand: no build backend needed."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    wheel = dest / f"{dist}-py3-none-any.whl"
+    module = name.replace("-", "_")
+    files = {
+        f"{module}/__init__.py": source,
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    import base64
+    import hashlib
+
+    records = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        records.append(f"{path},sha256={digest},{len(text.encode())}")
+    records.append(f"{dist}.dist-info/RECORD,,")
+    files[f"{dist}.dist-info/RECORD"] = "\n".join(records) + "\n"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def local_index(tmp_path_factory: pytest.TempPathFactory, docker_engine) -> Iterator[str]:
+    """A PEP 503 simple index served over HTTP on this host, reachable from the setup network's gateway."""
+    root = tmp_path_factory.mktemp("index")
+    simple = root / "simple" / "lm-discounts"
+    simple.mkdir(parents=True)
+    wheel = build_wheel(simple, "lm-discounts", "1.0.0", "def rate(code):\n    return {'TEN': 10}.get(code, 0)\n")
+    (simple / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>\n')
+    (root / "simple" / "index.html").write_text('<a href="lm-discounts/">lm-discounts</a>\n')
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    server.shutdown()
+    server.server_close()
+
+
+SHOP = {
+    "requirements-test.txt": "lm-discounts==1.0.0\n",
+    "src/shop/__init__.py": "",
+    "src/shop/cart.py": "from lm_discounts import rate\n\n\ndef total(price, code):\n"
+                        "    return price * (100 - rate(code)) / 100\n",
+    "tests/test_cart.py": "from shop.cart import total\n\n\ndef test_total():\n    assert total(200, 'TEN') == 180\n",
+}
+
+
+@pytest.mark.docker
+async def test_a_dependency_from_a_local_index_installs_and_other_hosts_are_refused(
+        tmp_path: Path, local_index: str, docker_engine) -> None:
+    root = tmp_path / "shop"
+    RepoBuilder(root).commit("Shop", SHOP)
+    setup = SetupOptions(index_url=local_index, cache_mb=4096)
+    sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine,
+                                     setup=setup)
+    result = await sandbox.run_tests(TestSpec())
+    assert result.setup is not None and result.setup.status in ("built", "cached"), result.reason
+    assert result.environment is not None and "lm-discounts==1.0.0" in result.environment.requirements
+    assert (result.status, result.passed, result.failed) == ("ran", 1, 0), result.output[-2000:]
+
+    # a setup command that reaches for another host is refused by the proxy, and a direct route does not exist
+    probe = ("python3 -c \"import os, socket, urllib.request\n"
+             "try:\n    urllib.request.urlopen('http://example.org/', timeout=5); print('PROXY-OPEN')\n"
+             "except Exception as e: print('proxy refused', e)\n"
+             "os.environ.pop('HTTP_PROXY', None); os.environ.pop('http_proxy', None)\n"
+             "try:\n    socket.create_connection(('93.184.215.14', 80), timeout=5); print('ROUTE-OPEN')\n"
+             "except OSError as e: print('no route', e)\n\" && exit 3")
+    refused = await sandbox.run_tests(TestSpec(setup_command=("sh", "-c", probe)))
+    assert refused.status == "env_error" and refused.setup is not None
+    assert "example.org:80" in refused.setup.refused
+    assert "PROXY-OPEN" not in refused.output and "ROUTE-OPEN" not in refused.output
+    assert "proxy refused" in refused.output and "no route" in refused.output
+
+
+@pytest.mark.docker
+async def test_the_environment_is_cached_across_runs(tmp_path: Path, local_index: str, docker_engine) -> None:
+    root = tmp_path / "shop"
+    RepoBuilder(root).commit("Shop", SHOP)
+    setup = SetupOptions(index_url=local_index)
+    first = await DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine,
+                                         setup=setup).run_tests(TestSpec())
+    second = await DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine,
+                                          setup=setup).run_tests(TestSpec())
+    assert first.setup is not None and second.setup is not None
+    assert second.setup.status == "cached" and second.passed == 1
+
+
+@pytest.mark.docker
+async def test_an_environment_that_cannot_import_is_not_the_changes_fault(tmp_path: Path, docker_engine) -> None:
+    repo = RepoBuilder(tmp_path / "app")
+    test = "import not_installed_anywhere\n\n\ndef test_x():\n    assert not_installed_anywhere.f() == 1\n"
+    repo.commit("App", {"app.py": "def f():\n    return 1\n", "tests/test_app.py": test})
+    repo.branch("change")
+    head = repo.commit("Make f return one explicitly", {"app.py": "def f():\n    one = 1\n    return one\n"})
+    settings = load_settings(sandbox="docker", home=tmp_path / ".lm", embedding="off", red_team="off")
+    evaluation, _ = await review_repository(tmp_path / "app", "main", head, settings=settings,
+                                            title="Return one explicitly", body="Refactor f.")
+    assert evaluation.tests is not None and evaluation.tests.status == "env_error"
+    assert "No module named 'not_installed_anywhere'" in (evaluation.tests.reason or "")
+    assert "requirements: [\"not_installed_anywhere\"]" in (evaluation.tests.reason or "")
+    assert evaluation.measured["testing"] is False
+    assert evaluation.verdict == "neutral"
+    assert evaluation.differential is not None and evaluation.differential.status == "env_error"
+    summaries = " ".join(e.summary for e in evaluation.evidence)
+    assert "not the change's fault" in summaries
+
