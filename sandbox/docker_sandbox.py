@@ -87,8 +87,8 @@ def image_pythons(client: docker.DockerClient, image: str) -> tuple[str, ...]:
 
     try:
         labels = client.images.get(image).labels or {}
-    except DockerException:
-        return ()
+    except ImageNotFound as exc:
+        raise SandboxUnavailable(f"the sandbox image {image} is missing", image) from exc
     return tuple(v.strip() for v in labels.get(PYTHON_LABEL, "").split(",") if v.strip())
 
 
@@ -463,8 +463,9 @@ class DockerSandbox:
             raise SandboxError(f"the sandbox could not start: {exc}") from exc
         if copy_from is not None:
             # what a repository's own setup command wrote into its tree is kept: copy the prepared tree over
-            copied = asyncio.run(self._exec_in(run.container, ["cp", "-a", f"{copy_from}/.", f"{MOUNT}/"],
-                                               self.limits.with_timeout(120)))
+            copied = asyncio.run(self._exec_in(
+                run.container, ["sh", "-c", f"cp -a {copy_from} {WORKDIR} && mkdir -p {MOUNT}/out"],
+                self.limits.with_timeout(120), workdir="/"))
             if copied.exit_code != 0:
                 raise SandboxError("the prepared tree could not be copied into the sandbox: "
                                    + clean_output(bytes(copied.combined), 2000))

@@ -53,7 +53,9 @@ class TestRunner:
         answers = await asyncio.gather(*runs)
         base, guard = answers[0], (answers[1] if guarded else None)
         diff = differential(case, base, head, guard)
-        evidence = evidence_for(head) + diff_evidence(diff) + mutant_evidence(diff)
+        # compared with the base, the differential names the failing tests; on its own, the head run does
+        evidence = (evidence_for(head, list_failures=diff.status != "measured") + diff_evidence(diff)
+                    + mutant_evidence(diff))
         return DetectiveReport(detective=ID, evidence=tuple(evidence), tests=head, differential=diff)
 
 
@@ -88,7 +90,7 @@ def _facts(result: TestRunResult) -> dict[str, object]:
     return facts
 
 
-def evidence_for(result: TestRunResult) -> list[Evidence]:
+def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evidence]:
     facts = _facts(result)
     items: list[Evidence] = []
     if result.environment is not None:
@@ -119,6 +121,13 @@ def evidence_for(result: TestRunResult) -> list[Evidence]:
         severity = "info" if result.failed + result.errored == 0 else "medium"
         items.append(Evidence(id=f"{ID}.run", detective=ID, kind="tests", summary=summary,
                               severity=severity, facts=facts))
+    failing = [*result.collection_errors, *(t for t in result.tests if t.outcome in ("failed", "error"))]
+    for test in failing[:MAX_FAILURES_LISTED] if list_failures else []:
+        items.append(Evidence(
+            id=f"{ID}.failure:{test.name}", detective=ID, kind="test-failure", severity="high",
+            summary=f"{test.outcome}: {test.name}" + (f" — {test.message}" if test.message else ""),
+            location=_location(test.location, test.name),
+            facts={"name": test.name, "outcome": test.outcome, "message": (test.message or "")[:2000]}))
     for hook in result.hooks[:MAX_FAILURES_LISTED]:
         items.append(Evidence(
             id=f"{ID}.hook:{hook.path}:{hook.line}:{hook.hook}", detective=ID, kind="harness-hook",

@@ -91,6 +91,15 @@ class Collector:
 
     # --- collection -----------------------------------------------------------------------------------------
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path, config):
+        """A symlink that leads out of the repository (``root -> /``) is not the repository's to collect."""
+        if collection_path.is_symlink():
+            target = os.path.realpath(collection_path)
+            if target != self.repo and not target.startswith(self.repo + "/"):
+                return True
+        return None
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session) -> None:
         self.collected = [item.nodeid for item in session.items][:MAX_TESTS]

@@ -107,11 +107,14 @@ def run_unittest(env: dict) -> tuple:
 def mutate(config: dict, env: dict, results: dict) -> None:
     """Run each covered mutant against the tests that covered its line, within the time budget."""
     deadline = time.monotonic() + float(config.get("mutation_seconds") or 0)
-    coverage = (results.get("record") or {}).get("coverage") or {}
+    record = results.get("record") or {}
+    coverage = record.get("coverage") or {}
+    # a test that fails at head detects nothing: only passing tests can notice a mutant
+    passing = {t.get("id") for t in record.get("tests") or [] if t.get("outcome") == "passed"}
     verdicts = []
     for mutant in config.get("mutants") or []:
         path, line = mutant["path"], str(mutant["line"])
-        tests = sorted(set(coverage.get(path, {}).get(line, [])))
+        tests = sorted(set(coverage.get(path, {}).get(line, [])) & passing)
         if not tests:
             verdicts.append({"id": mutant["id"], "status": "uncovered", "tests_run": 0})
             continue

@@ -44,7 +44,7 @@ ATTACKS = FORK_BOMB_TEST + textwrap.dedent("""
     def test_no_host_secrets_in_the_environment():
         print(sorted(os.environ.items()))  # printed, so a leak would also show in the output scanned later
         leaked = [k for k in os.environ if k.startswith(("LOGOMESH", "GITHUB", "ANTHROPIC", "DOCKER"))]
-        assert leaked == ["LOGOMESH_JUNIT_XML"]  # the sandbox's own, set by the runner
+        assert leaked == []  # not even a variable of the sandbox's own: nothing tells a test it is being reviewed
 """)
 
 

@@ -115,8 +115,9 @@ async def test_a_blob_over_the_size_cap_is_refused(harness: Harness, tally: Tall
 @pytest.mark.parametrize(("name", "config", "expected"), [
     ("invalid YAML", "version: 1\nthresholds: {pass: [\n", "not valid YAML at line"),
     ("YAML that is a list", "- a\n- b\n", "must be a mapping"),
-    ("raise sandbox memory to 4 GB", "version: 1\nrubric:\n  sandbox: {memory_mb: 4096}\n", "memory_mb"),
-    ("raise sandbox pids to 10000", "version: 1\nrubric:\n  sandbox: {pids: 10000}\n", "pids"),
+    # (memory, CPU, PIDs and time may be raised up to the operator's ceiling; sizes never)
+    ("raise the work dir to 4 GB", "version: 1\nrubric:\n  sandbox: {work_mb: 4096}\n", "work_mb"),
+    ("raise the output cap", "version: 1\nrubric:\n  sandbox: {output_kb: 100000}\n", "output_kb"),
     ("raise test timeout past the cap", "version: 1\ntest: {timeout_seconds: 99999}\n", "timeout_seconds"),
     ("unknown key smuggling", "version: 1\nnetwork: on\n", "network"),
     ("YAML alias bomb", "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"

@@ -69,8 +69,12 @@ async def test_failing_head_lowers_t(shop, docker_engine) -> None:
                                                    "    assert discount(100, 10) == 95\n"}, "Break a test")
     evaluation, _ = await review_repository(root, base, head, settings=load_settings(sandbox="docker"))
     assert evaluation.tests is not None and (evaluation.tests.passed, evaluation.tests.failed) == (1, 1)
-    assert evaluation.testing_score == pytest.approx(0.2 + 0.65 * 0.5)
-    assert any(e.kind == "test-failure" and "test_wrong" in e.summary for e in evaluation.evidence)
+    # half the change's tests hold; the only test of discount() fails, so no mutant of it can be detected
+    assert evaluation.testing_score == pytest.approx(0.2 + 0.65 * (0.7 * 0.5 + 0.3 * 0.0))
+    assert evaluation.verdict == "fail"
+    failing = [e for e in evaluation.evidence if e.kind == "test-new-failing"]
+    assert failing and "test_wrong" in failing[0].summary and "assert 90.0 == 95" in failing[0].summary
+    assert str(failing[0].location) == "tests/test_discount.py:5"
 
 
 async def test_missing_image_in_auto_mode_is_a_notice(shop) -> None:
@@ -97,8 +101,8 @@ async def test_sandbox_off_is_a_notice(shop) -> None:
 
 @pytest.mark.docker
 async def test_setup_phase_has_network_and_tests_do_not(make_repo, sandboxes) -> None:
-    setup = ("python3 -c \"import os, site; d = site.getusersitepackages(); os.makedirs(d, exist_ok=True); "
-             "open(os.path.join(d, 'prepared_dep.py'), 'w').write("
+    # what a repository's setup command writes into its tree is there when the tests run
+    setup = ("python3 -c \"import os; open('prepared_dep.py', 'w').write("
              "'NICS = %r' % sorted(os.listdir('/sys/class/net')))\"")
     files = {"tests/test_dep.py": """
         import os
@@ -120,7 +124,9 @@ async def test_setup_phase_has_network_and_tests_do_not(make_repo, sandboxes) ->
 async def test_failing_setup_is_an_error(make_repo, sandboxes) -> None:
     result = await sandboxes(make_repo({"tests/test_a.py": "def test_a():\n    pass\n"})).run_tests(
         Spec(setup_command=("python3", "-c", "raise SystemExit(4)")))
-    assert result.status == "error" and result.reason == "setup command failed with exit code 4"
+    assert result.status == "env_error" and (result.reason or "").startswith(
+        "the setup command failed (exit code 4)")
+    assert result.setup is not None and result.setup.status == "failed"
 
 
 @pytest.mark.docker

@@ -11,25 +11,33 @@ import pytest
 from checks.config import parse_repo_config
 from rubric import RubricError, load_rubric
 from sandbox.junit import JUnitError, parse_junit
-from sandbox.limits import SANDBOX_UID, SandboxLimits
+from sandbox.limits import SANDBOX_UID, SandboxCeiling, SandboxLimits
 from sandbox.redact import clean_output
 from sandbox.tarball import RepositoryTooLarge, pack_directory, repack_archive
 
 
 def test_seed_limits_come_from_the_rubric() -> None:
     limits = SandboxLimits.from_rubric(load_rubric(), timeout_seconds=120)
-    assert (limits.memory_mb, limits.cpus, limits.pids, limits.timeout_seconds) == (128, 0.5, 50, 120.0)
+    assert (limits.memory_mb, limits.cpus, limits.pids, limits.timeout_seconds) == (512, 1.0, 256, 120.0)
 
 
 def test_repo_config_may_lower_limits() -> None:
     config = parse_repo_config("rubric:\n  sandbox: {memory_mb: 64, pids: 20}\n")
     limits = SandboxLimits.from_rubric(load_rubric(None, config.rubric_overrides()))
-    assert (limits.memory_mb, limits.pids, limits.cpus) == (64, 20, 0.5)
+    assert (limits.memory_mb, limits.pids, limits.cpus) == (64, 20, 1.0)
 
 
-@pytest.mark.parametrize("override", ["sandbox: {memory_mb: 4096}", "sandbox: {cpus: 2}", "sandbox: {pids: 51}",
-                                      "testing: {timeout_seconds: 3600}", "sandbox: {output_kb: 100000}"])
-def test_repo_config_may_never_raise_limits(override: str) -> None:
+def test_repo_config_may_raise_memory_cpu_pids_and_time_up_to_the_operators_ceiling() -> None:
+    config = parse_repo_config("rubric:\n  sandbox: {memory_mb: 4096, cpus: 4, pids: 600}\n"
+                               "  testing: {timeout_seconds: 3600}\n")
+    limits = SandboxLimits.from_rubric(load_rubric(None, config.rubric_overrides()), timeout_seconds=900,
+                                       ceiling=SandboxCeiling(memory_mb=2048, cpus=2.0, pids=1024))
+    assert (limits.memory_mb, limits.cpus, limits.pids, limits.timeout_seconds) == (2048, 2.0, 600, 900.0)
+
+
+@pytest.mark.parametrize("override", ["sandbox: {work_mb: 4096}", "sandbox: {tmp_mb: 4096}",
+                                      "sandbox: {fsize_mb: 4096}", "sandbox: {output_kb: 100000}"])
+def test_repo_config_may_never_raise_size_limits(override: str) -> None:
     config = parse_repo_config(f"rubric:\n  {override}\n")
     with pytest.raises(RubricError, match="never raise"):
         load_rubric(None, config.rubric_overrides())
