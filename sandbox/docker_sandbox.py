@@ -300,6 +300,9 @@ class DockerSandbox:
             why = exc.reason if isinstance(exc, SandboxError) else f"Docker failed: {exc}"
             return TestRunResult(status="not_measured", tree=spec.tree, reason=f"the sandbox failed: {why}",
                                  image=self.image)
+        except (RuntimeError, OSError) as exc:  # e.g. git cannot read a commit a shallow clone lacks
+            return TestRunResult(status="not_measured", tree=spec.tree, image=self.image,
+                                 reason=f"the {spec.tree} tree could not be read: {exc}")
         finally:
             await asyncio.shield(self._cleanup(run))
 

@@ -29,6 +29,7 @@ SENSITIVE_HOOKS = (
     "pytest_pycollect_makeitem", "pytest_itemcollected", "pytest_collection",
 )
 MAX_MESSAGE = 2000
+IMPORT_CONTEXT = "<import>"
 MAX_TESTS = 20000
 
 
@@ -167,8 +168,9 @@ class Collector:
                 if not filename.startswith(self.repo + "/"):
                     continue
                 lines = data.contexts_by_lineno(filename)
+                # "" is the context outside any test: the line ran when the module was imported
                 coverage_map[filename[len(self.repo) + 1:]] = {
-                    str(line): sorted(c for c in contexts if c) for line, contexts in lines.items()}
+                    str(line): sorted(c or IMPORT_CONTEXT for c in contexts) for line, contexts in lines.items()}
         record = {"exit_code": exit_code, "seconds": round(seconds, 3), "collected": self.collected,
                   "deselected": self.deselected[:MAX_TESTS], "errors": self.errors[:200],
                   "tests": list(self.tests.values()), "hooks": self.hooks[:200], "coverage": coverage_map}

@@ -114,7 +114,12 @@ def mutate(config: dict, env: dict, results: dict) -> None:
     verdicts = []
     for mutant in config.get("mutants") or []:
         path, line = mutant["path"], str(mutant["line"])
-        tests = sorted(set(coverage.get(path, {}).get(line, [])) & passing)
+        covering = set(coverage.get(path, {}).get(line, []))
+        tests = sorted(covering & passing)
+        if not tests and "<import>" in covering:
+            # a module-level line (a constant table, a default) runs at import, before any test: every passing
+            # test may depend on it
+            tests = sorted(passing)
         if not tests:
             verdicts.append({"id": mutant["id"], "status": "uncovered", "tests_run": 0})
             continue
