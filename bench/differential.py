@@ -2,7 +2,8 @@
 
 For each project it prints medians of N runs of:
   single          the head's tests once, as T used to be measured (no base, no mutants)
-  differential    head + base + (guard when the change touches tests), the base run cached (same base, many PRs)
+  differential    head + base + (guard when the change touches tests) side by side, as the TestRunner runs them,
+                  the base run cached (same base, many PRs)
   differential*   the same with the base run cold (the first PR against a base)
   mutation        the head run with the default mutant budget (rubric testing.mutation)
 and the ratios to ``single``. Goals: differential ≤ 1.6× single with the base cached; mutation ≤ 1.5× single.
@@ -82,11 +83,10 @@ async def measure(name: str, root: Path, base: str, head: str, n: int, setup: Se
     async def differential(cold: bool) -> None:
         if cold:
             docker_sandbox.BASE_RESULTS.clear()
-        runs = [sandbox.run_tests(spec.model_copy(update={"tree": "base"}))]
+        runs = [sandbox.run_tests(spec), sandbox.run_tests(spec.model_copy(update={"tree": "base"}))]
         if any(is_harness_path(f.path) for f in case.files):
             runs.append(sandbox.run_tests(spec.model_copy(update={"tree": "guard"})))
-        await sandbox.run_tests(spec)
-        await asyncio.gather(*runs)
+        await asyncio.gather(*runs)  # as the TestRunner runs them: side by side
 
     await differential(cold=True)
     warm = await timed(lambda: differential(cold=False), n)

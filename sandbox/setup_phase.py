@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -48,6 +49,8 @@ SETUP_DIR = "/opt/logomesh/envs/setup"
 ENV_REPOSITORY = "logomesh-env"
 ENV_LABEL = "org.logomesh.env"
 OUTPUT_TAIL = 4000
+_BUILD_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
 
 
 @dataclass
@@ -88,6 +91,18 @@ def prepare_environment(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan
             status="forbidden", reason="this server runs no setup phase (LOGOMESH_SANDBOX_ALLOW_SETUP=false); the "
             "tests ran with LogoMesh's tools only"))
     tag = env_tag(sandbox, plan, spec, tree)
+    with _lock_for(tag):  # head, base and guard runs start together: one builds, the others find it cached
+        return _cached_or_built(sandbox, run, plan, tree, spec, tag)
+
+
+def _lock_for(tag: str) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _BUILD_LOCKS.setdefault(tag, threading.Lock())
+
+
+def _cached_or_built(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree, spec: TestSpec,
+                     tag: str) -> Prepared:
+    custom = spec.setup_command
     if not custom:
         try:
             sandbox.client.images.get(tag)

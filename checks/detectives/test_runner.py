@@ -44,14 +44,15 @@ class TestRunner:
             spec = spec.model_copy(update={"timeout_seconds": rubric.testing.timeout_seconds})
         mutation = rubric.testing.mutation
         mutants = mutants_for(case, mutation.max_mutants) if not spec.command else ()
-        head = await self.sandbox.run_tests(spec.model_copy(update={
-            "tree": "head", "mutants": mutants, "mutation_seconds": mutation.seconds}))
-        guarded = any(is_harness_path(f.path) for f in case.files)
-        runs = [self.sandbox.run_tests(spec.model_copy(update={"tree": "base"}))]
+        guarded = any(is_harness_path(f.path) or (f.old_path and is_harness_path(f.old_path)) for f in case.files)
+        runs = [self.sandbox.run_tests(spec.model_copy(update={
+                    "tree": "head", "mutants": mutants, "mutation_seconds": mutation.seconds})),
+                self.sandbox.run_tests(spec.model_copy(update={"tree": "base"}))]
         if guarded:
             runs.append(self.sandbox.run_tests(spec.model_copy(update={"tree": "guard"})))
+        # side by side: the base is usually cached, and the guard run overlaps the head's
         answers = await asyncio.gather(*runs)
-        base, guard = answers[0], (answers[1] if guarded else None)
+        head, base, guard = answers[0], answers[1], (answers[2] if guarded else None)
         diff = differential(case, base, head, guard)
         # compared with the base, the differential names the failing tests; on its own, the head run does
         evidence = (evidence_for(head, list_failures=diff.status != "measured") + diff_evidence(diff)

@@ -9,6 +9,7 @@ object, registered before any of the repository's conftest files or plugins.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import site
@@ -71,6 +72,68 @@ def run_unittest(out: str) -> int:
     return 0 if result.wasSuccessful() else 1
 
 
+def run_mutants(config: dict, collector: object) -> None:
+    """Each mutant in a forked child of this process (pytest imported once, no project module yet), against
+    the tests that covered its line, with ``-x``; the source file is restored after each, whatever happened."""
+    import signal
+
+    import pytest
+
+    with open(config["mutate"], encoding="utf-8") as handle:
+        jobs = json.load(handle)
+    deadline = time.monotonic() + float(config.get("seconds") or 0)
+    verdicts = []
+    for job in jobs:
+        left = deadline - time.monotonic()
+        if left <= 0.5:
+            verdicts.append({"id": job["id"], "status": "not_run", "tests_run": 0})
+            continue
+        target = os.path.join(REPO, job["path"])
+        with open(target, "rb") as handle:
+            original = handle.read()
+        out = f"/sandbox/out/mutant-{os.urandom(6).hex()}.json"
+        try:
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write(job["source"])
+            pid = os.fork()
+            if pid == 0:  # the child: a fresh pytest session that imports the mutated module
+                code = 3
+                try:
+                    os.setpgid(0, 0)
+                    plugin = collector.Collector(out, [], REPO)  # type: ignore[attr-defined]
+                    code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *job["tests"]], plugins=[plugin]))
+                    plugin.finish(code, 0.0)
+                finally:
+                    os._exit(code)
+            status = None
+            # a mutant may make a test loop forever: it gets 30 s at most, and never more than the budget
+            stop = min(deadline + 5, time.monotonic() + 30)
+            while status is None:
+                finished, _ = os.waitpid(pid, os.WNOHANG)
+                if finished:
+                    break
+                if time.monotonic() > stop:
+                    with contextlib.suppress(OSError):
+                        os.killpg(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    status = "timeout"  # a mutant that hangs the tests is detected by them, as a hang
+                time.sleep(0.005)
+        finally:
+            with open(target, "wb") as handle:
+                handle.write(original)
+        if status is None:
+            try:
+                with open(out, encoding="utf-8") as handle:
+                    record = json.load(handle)
+                failing = [t for t in record.get("tests", []) if t.get("outcome") in ("failed", "error")]
+                status = "killed" if failing or record.get("errors") else "survived"
+            except (OSError, ValueError):
+                status = "killed"  # the session died before it could report: the mutant broke it
+        verdicts.append({"id": job["id"], "status": status, "tests_run": len(job["tests"])})
+    with open(config["out"], "w", encoding="utf-8") as handle:
+        json.dump(verdicts, handle)
+
+
 def main() -> None:
     argument = sys.argv[1]
     if argument.startswith("@"):
@@ -84,6 +147,9 @@ def main() -> None:
     import collector  # LogoMesh's own, from outside the repository
 
     sys.path.remove(HERE)
+    if config.get("mutate"):
+        run_mutants(config, collector)
+        return
     import pytest
 
     plugin = collector.Collector(config["out"], config.get("coverage_paths") or [], REPO)

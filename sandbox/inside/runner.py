@@ -105,13 +105,12 @@ def run_unittest(env: dict) -> tuple:
 
 
 def mutate(config: dict, env: dict, results: dict) -> None:
-    """Run each covered mutant against the tests that covered its line, within the time budget."""
-    deadline = time.monotonic() + float(config.get("mutation_seconds") or 0)
+    """Pick, for each mutant, the passing tests that covered its line; ``launch.py`` runs them (forked per mutant)."""
     record = results.get("record") or {}
     coverage = record.get("coverage") or {}
     # a test that fails at head detects nothing: only passing tests can notice a mutant
     passing = {t.get("id") for t in record.get("tests") or [] if t.get("outcome") == "passed"}
-    verdicts = []
+    verdicts, jobs = [], []
     for mutant in config.get("mutants") or []:
         path, line = mutant["path"], str(mutant["line"])
         covering = set(coverage.get(path, {}).get(line, []))
@@ -120,33 +119,28 @@ def mutate(config: dict, env: dict, results: dict) -> None:
             # a module-level line (a constant table, a default) runs at import, before any test: every passing
             # test may depend on it
             tests = sorted(passing)
-        if not tests:
-            verdicts.append({"id": mutant["id"], "status": "uncovered", "tests_run": 0})
-            continue
-        left = deadline - time.monotonic()
-        if left <= 1:
-            verdicts.append({"id": mutant["id"], "status": "not_run", "tests_run": 0})
-            continue
-        target = os.path.join("/sandbox/repo", path)
-        with open(target, "rb") as handle:
-            original = handle.read()
-        try:
-            with open(target, "w", encoding="utf-8") as handle:
-                handle.write(mutant["source"])
-            code, record, _ = run_pytest(config, env, ["-x", "-q", "-p", "no:cacheprovider", *tests],
-                                         {"coverage_paths": []}, timeout=max(1.0, left))
-        finally:
-            with open(target, "wb") as handle:
-                handle.write(original)
-        if code is None:
-            status = "timeout"  # a mutant that hangs the tests is detected by them, as a hang
-        elif record is None:
-            status = "killed"  # the test process died: the mutant broke it
+        if tests:
+            jobs.append({"id": mutant["id"], "path": path, "source": mutant["source"], "tests": tests})
         else:
-            outcomes = [t.get("outcome") for t in record.get("tests", [])]
-            status = "killed" if any(o in ("failed", "error") for o in outcomes) or record.get("errors") \
-                else "survived"
-        verdicts.append({"id": mutant["id"], "status": status, "tests_run": len(tests)})
+            verdicts.append({"id": mutant["id"], "status": "uncovered", "tests_run": 0})
+    if jobs:
+        nonce = os.urandom(8).hex()
+        jobs_path, out = f"{OUT}/mutants-{nonce}.json", f"{OUT}/verdicts-{nonce}.json"
+        with open(jobs_path, "w", encoding="utf-8") as handle:
+            json.dump(jobs, handle)
+        seconds = float(config.get("mutation_seconds") or 0)
+        launch = {"import_roots": config.get("import_roots") or [], "site": SITE, "mutate": jobs_path, "out": out,
+                  "seconds": seconds}
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run([sys.executable, "-I", HERE + "/launch.py", json.dumps(launch)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=seconds + 30)
+        try:
+            with open(out, encoding="utf-8") as handle:
+                done = {v["id"]: v for v in json.load(handle) if isinstance(v, dict)}
+        except (OSError, ValueError):
+            done = {}
+        for job in jobs:
+            verdicts.append(done.get(job["id"], {"id": job["id"], "status": "not_run", "tests_run": 0}))
     results["mutants"] = verdicts
 
 
