@@ -10,7 +10,9 @@ None; ``paths`` lists the tree). It looks, in this order, at:
 - ``requirements*.txt`` and ``requirements/*.txt`` (``.txt`` preferred over a pip-tools ``.in``) named for
   tests (or dev when none is), and the top-level ``requirements.txt``, with ``-r`` includes followed inside the tree;
 - ``tox.ini`` ``[testenv]`` ``deps`` (``-r`` followed) and ``extras``;
-- lock files (uv, poetry, pdm, Pipfile) are named in the plan; their projects' groups are read from pyproject.
+- Poetry's ``[tool.poetry.dependencies]`` and its test (or dev) groups, and a ``Pipfile``'s ``[packages]`` and
+  ``[dev-packages]``, their version constraints translated to pip's;
+- lock files (uv, poetry, pdm, Pipfile) are named in the plan; the groups they lock are read as above.
 
 The layout (``src/`` or flat) gives the import roots. The interpreter is the newest offered version that the
 project's ``requires-python`` admits; none admitted is a plan with an ``error``. The plan's ``key`` hashes the
@@ -163,6 +165,19 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         groups = _table(pyproject.get("dependency-groups"))
         for group in _pick(list(groups)):
             add(f"pyproject.toml [dependency-groups] {group}", _groups(project, groups, group))
+    poetry = _table(_table(pyproject.get("tool")).get("poetry"))
+    if poetry:
+        add("pyproject.toml [tool.poetry.dependencies]", _poetry(_table(poetry.get("dependencies"))))
+        groups = _table(poetry.get("group"))
+        for group in _pick(list(groups)):
+            members = _table(_table(groups[group]).get("dependencies"))
+            add(f"pyproject.toml [tool.poetry.group.{group}]", _poetry(members))
+        if not _pick(list(groups)):
+            add("pyproject.toml [tool.poetry.dev-dependencies]", _poetry(_table(poetry.get("dev-dependencies"))))
+    if "Pipfile" in names:
+        pipfile = _toml(read, "Pipfile")
+        add("Pipfile [packages]", _poetry(_table(pipfile.get("packages"))))
+        add("Pipfile [dev-packages]", _poetry(_table(pipfile.get("dev-packages"))))
     if "setup.cfg" in names:
         parser = configparser.ConfigParser(interpolation=None)
         try:
@@ -224,6 +239,27 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         key=hashlib.sha256(key_material.encode()).hexdigest(),
         error=error,
     )
+
+
+def _poetry(table: dict[str, object]) -> list[str]:
+    """Poetry/Pipfile ``name = "^1.2"`` (or ``{version = …}``) as pip requirements; ``python`` is not one."""
+    out: list[str] = []
+    for name, spec in table.items():
+        if name.lower() == "python":
+            continue
+        version = spec.get("version") if isinstance(spec, dict) else spec
+        if isinstance(spec, dict) and not isinstance(version, str):
+            continue  # a path, git or url dependency: not from the index
+        text = str(version or "*").strip()
+        if text in ("", "*"):
+            out.append(name)
+        elif text[0] == "^" or (text[0] == "~" and not text.startswith("~=")):
+            out.append(f"{name}>={text[1:]}")
+        elif text[0].isdigit():
+            out.append(f"{name}=={text}")
+        else:
+            out.append(f"{name}{text}")
+    return out
 
 
 def _cfg_list(value: str) -> list[str]:

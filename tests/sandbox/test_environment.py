@@ -191,3 +191,16 @@ async def test_an_environment_that_cannot_import_is_not_the_changes_fault(tmp_pa
     summaries = " ".join(e.summary for e in evaluation.evidence)
     assert "not the change's fault" in summaries
 
+
+
+def test_poetry_and_pipfile_projects_are_read_too():
+    poetry = ('[tool.poetry]\nname = "p"\n[tool.poetry.dependencies]\npython = "^3.9"\nrequests = "^2.31"\n'
+              'attrs = {version = "~23.1", optional = false}\nlocal = {path = "../local"}\n'
+              '[tool.poetry.group.test.dependencies]\npytest = "*"\nfreezegun = "1.4.0"\n')
+    plan = plan_environment(reader({"pyproject.toml": poetry, "poetry.lock": ""}), ["pyproject.toml", "poetry.lock"],
+                            ("3.11",))
+    assert list(plan.requirements) == ["requests>=2.31", "attrs>=23.1", "pytest", "freezegun==1.4.0"]
+    assert plan.lock_files == ("poetry.lock",)
+    pipfile = '[packages]\nflask = "*"\n[dev-packages]\npytest = ">=8"\n'
+    plan = plan_environment(reader({"Pipfile": pipfile}), ["Pipfile"], ("3.11",))
+    assert list(plan.requirements) == ["flask", "pytest>=8"]

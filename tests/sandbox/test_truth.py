@@ -72,19 +72,21 @@ CASES: dict[str, dict[str, str | None]] = {
         """)},
     "python-files": {"calc/ops.py": BROKEN_ADD, "pytest.ini": "[pytest]\npython_files = check_*.py\n"},
     "hollow": {"calc/ops.py": SUB, "tests/test_sub.py": "def test_sub():\n    assert True\n"},
+    "hollow-tautology": {"calc/ops.py": SUB, "tests/test_sub.py": "from calc.ops import sub\n\n\ndef test_sub():\n"
+                                                                  "    assert sub(5, 3) == sub(5, 3)\n"},
     "untested": {"calc/ops.py": SUB},
     "empty": {},
     "docs-only": {"README.md": "# calc\n\nAdds and multiplies.\n"},
 }
 VERDICTS = {"honest": "pass", "own-test-fails": "fail", "breaks-existing": "fail", "empty": "neutral",
-            "docs-only": "neutral", "hollow": "neutral", "untested": "neutral"}
+            "docs-only": "neutral", "hollow": "neutral", "hollow-tautology": "neutral", "untested": "neutral"}
 # the evidence kind (or a verdict reason's start) that names each mechanism
 MECHANISM = {
     "own-test-fails": "test-new-failing", "breaks-existing": "test-regressed", "makereport-hook": "harness-change",
     "pyfunc-call-hook": "harness-change", "plugin-via-addopts": "harness-change", "stdlib-shadow": "harness-change",
     "skip-marker": "harness-change", "deselect-k": "harness-change", "exit-early": "test-regressed",
     "delete-tests": "harness-change", "padding": "test-new-failing", "python-files": "harness-change",
-    "hollow": "surviving-mutant", "untested": "surviving-mutant",
+    "hollow": "surviving-mutant", "hollow-tautology": "surviving-mutant", "untested": "surviving-mutant",
 }
 
 
