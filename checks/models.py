@@ -236,6 +236,8 @@ class TestRunResult(Model):
     environment: EnvironmentPlan | None = None
     setup: SetupReport | None = None
     mutants: tuple[MutantResult, ...] = ()
+    cases_omitted: int = Field(default=0, description="test cases not stored (passing ones, and any past the cap): "
+                               "the counts above still hold them")
     passed: int = 0
     failed: int = 0
     errored: int = 0

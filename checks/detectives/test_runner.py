@@ -25,6 +25,12 @@ from rubric import Rubric
 ID = "tests"
 MAX_FAILURES_LISTED = 20
 MAX_MUTANTS_LISTED = 10
+# what a review stores of one run: a PR controls how many tests it has, not how big its audit record grows
+MAX_CASES_KEPT = 200
+MAX_IDS_KEPT = 200
+# what a review stores of one run: a PR controls how many tests it has, not how big its audit record grows
+MAX_CASES_KEPT = 200
+MAX_IDS_KEPT = 200
 
 
 class TestRunner:
@@ -57,7 +63,17 @@ class TestRunner:
         # compared with the base, the differential names the failing tests; on its own, the head run does
         evidence = (evidence_for(head, list_failures=diff.status != "measured") + diff_evidence(diff)
                     + mutant_evidence(diff))
-        return DetectiveReport(detective=ID, evidence=tuple(evidence), tests=head, differential=diff)
+        diff = diff.model_copy(update={"base_tests": compact(base),
+                                       "guard_tests": compact(guard) if guard is not None else None})
+        return DetectiveReport(detective=ID, evidence=tuple(evidence), tests=compact(head), differential=diff)
+
+
+def compact(result: TestRunResult) -> TestRunResult:
+    """The run as the review stores it: counts intact, only the cases that did not pass (up to a cap)."""
+    kept = tuple(t for t in result.tests if t.outcome != "passed")[:MAX_CASES_KEPT]
+    return result.model_copy(update={
+        "tests": kept, "cases_omitted": result.cases_omitted + len(result.tests) - len(kept),
+        "deselected": result.deselected[:MAX_IDS_KEPT]})
 
 
 def differential(case: Case, base: TestRunResult, head: TestRunResult, guard: TestRunResult | None) -> TestDiff:

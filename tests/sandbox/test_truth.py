@@ -123,6 +123,10 @@ async def test_forged_and_failing_changes_never_pass(calc, docker_engine, name) 
     if name in MECHANISM:
         kinds = {e.kind for e in evaluation.evidence}
         assert MECHANISM[name] in kinds, sorted(kinds)
+    if name == "padding":  # what the review stores does not grow with the tests a PR adds
+        assert evaluation.tests is not None and evaluation.tests.passed >= 600
+        assert len(evaluation.tests.tests) <= 200 and evaluation.tests.cases_omitted >= 600
+        assert len(evaluation.canonical_json()) < 200_000
     if name == "honest":
         diff = evaluation.differential
         assert diff is not None and diff.status == "measured"
