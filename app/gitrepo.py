@@ -23,7 +23,8 @@ from checks.constraints import path_matches
 from checks.diff import parse_diff
 from checks.models import Case, ChangedFile, Commit, TestSpec
 
-MAX_FILE_BYTES = 1_000_000
+# a changed file this large is still read and analysed; past it, it is named as not analysed
+MAX_FILE_BYTES = 16_000_000
 MAX_COMMITS = 250
 GIT_TIMEOUT = 120
 CONFIG_FILE = ".logomesh.yml"
@@ -71,11 +72,17 @@ class GitRepo:
             raise GitError(["rev-parse"], "", f"{root} is not a git repository")
         return repo
 
-    def git_bytes(self, *args: str, input: bytes | None = None) -> bytes:
-        env = {**os.environ, **SAFE_GIT_ENV}
+    def git_bytes(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None,
+                  away_from_work_tree: str | None = None) -> bytes:
+        """Run git on this repository; ``away_from_work_tree`` runs it from that (empty) folder with the git
+        directory named, so nothing in a checked-out working tree (``.gitattributes``) is read."""
+        env = {**os.environ, **SAFE_GIT_ENV, **(env or {})}
+        where = ["-C", str(self.path)]
+        if away_from_work_tree is not None:
+            where = ["--git-dir", self.git_dir, "-C", away_from_work_tree]
         try:
             proc = subprocess.run(
-                ["git", *SAFE_GIT_CONFIG, "-C", str(self.path), *args],
+                ["git", *SAFE_GIT_CONFIG, *where, *args],
                 input=input,
                 capture_output=True,
                 env=env,
@@ -88,8 +95,12 @@ class GitRepo:
             raise GitError(args, proc.stderr.decode("utf-8", "replace"))
         return proc.stdout
 
-    def git(self, *args: str) -> str:
-        return self.git_bytes(*args).decode("utf-8", "replace")
+    def git(self, *args: str, env: dict[str, str] | None = None, away_from_work_tree: str | None = None) -> str:
+        return self.git_bytes(*args, env=env, away_from_work_tree=away_from_work_tree).decode("utf-8", "replace")
+
+    @property
+    def git_dir(self) -> str:
+        return self.git("rev-parse", "--absolute-git-dir").strip()
 
     def resolve(self, ref: str) -> str:
         if ref.startswith("-"):
@@ -169,8 +180,21 @@ class GitRepo:
         return commits
 
     def diff(self, base: str, head: str) -> str:
-        return self.git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames", "--unified=3",
-                        base, head)
+        """The diff of two commits, the same whatever is checked out: git reads attributes (``*.py binary``)
+        from the working tree and the index, so both are pointed at an empty place for this command."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="logomesh-diff-") as empty:
+            return self.git("-c", f"core.attributesFile={os.devnull}", "diff", "--no-color", "--no-ext-diff",
+                            "--no-textconv", "--find-renames", "--unified=3", base, head,
+                            env={"GIT_INDEX_FILE": os.path.join(empty, "index")}, away_from_work_tree=empty)
+
+
+def _why_unread(repo: GitRepo, oid: str, binary: bool) -> str:
+    size = int(repo.git("cat-file", "-s", oid).strip() or 0)
+    if size > MAX_FILE_BYTES:
+        return f"larger than {MAX_FILE_BYTES // 1_000_000} MB ({size} bytes)"
+    return "binary content (NUL bytes)" if binary or size else "unreadable"
 
 
 def read_case(
@@ -197,6 +221,8 @@ def read_case(
     readable = [(d, entry) for d, entry in wanted
                 if entry is not None and entry[0] in ("100644", "100755") and not d.is_binary]
     texts = dict(zip([d.path for d, _ in readable], repo.blobs([e[1] for _, e in readable]), strict=True))
+    unread = {d.path: _why_unread(repo, entry[1], d.is_binary) for d, entry in wanted
+              if entry is not None and entry[0] in ("100644", "100755") and texts.get(d.path) is None}
     files = tuple(
         ChangedFile(
             path=d.path,
@@ -207,6 +233,7 @@ def read_case(
             is_binary=d.is_binary,
             is_symlink=entry is not None and entry[0] == "120000",
             content=texts.get(d.path),
+            not_analysed=unread.get(d.path),
         )
         for d, entry in wanted
     )

@@ -22,7 +22,8 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
 - *Rule of Completion*    — the change's own test run did not complete: not ``pass``.
 - *Rule of Untested Change* — mutants of the changed lines ran and none was detected: not ``pass``.
 - *Rule of Measurement*   — nothing changed (``nothing to review``), or nothing the court can analyse
-                            (``not analysed: <languages>``): ``neutral``, never a score that claims measurement.
+                            (``not analysed: <languages>``): ``neutral``, never a score that claims measurement;
+                            a changed Python file that could not be read (too large, binary): not ``pass``.
 """
 
 from __future__ import annotations
@@ -177,6 +178,11 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         if ran and not any(m.status in ("killed", "timeout") for m in ran):
             verdict = _not_pass(verdict, reasons, f"Rule of Untested Change: none of {len(ran)} small changes to "
                                 "the changed lines is detected by any test")
+    hidden = [f for f in files if f.path.endswith(".py") and f.status != "removed" and f.not_analysed]
+    if hidden:  # recorded whatever the verdict: a reader must know some of the code was never read
+        reasons.append(f"Rule of Measurement: changed Python code was not analysed: {hidden[0].path} "
+                       f"({hidden[0].not_analysed})")
+        verdict = "neutral" if verdict == "pass" else verdict
     if not any(f.path.endswith(".py") and f.status != "removed" for f in files):
         kinds = sorted({LANGUAGES.get(PurePosixPath(f.path).suffix.lower(), PurePosixPath(f.path).suffix or
                                       PurePosixPath(f.path).name) for f in files})

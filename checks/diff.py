@@ -24,9 +24,34 @@ class FileDelta:
     added_text: tuple[str, ...] = field(default=())
 
 
+C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def c_unquote(path: str) -> str:
+    """Undo git's C-style quoting of a path (``"calc/impl\\"v2.py"``, octal bytes for non-ASCII)."""
+    if len(path) < 2 or not (path.startswith('"') and path.endswith('"')):
+        return path
+    body, out, i = path[1:-1], bytearray(), 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in "01234567" and i + 3 < len(body) + 1 and all(c in "01234567" for c in body[i + 1:i + 4]):
+                out.append(int(body[i + 1:i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            out.append(C_ESCAPES.get(nxt, ord(nxt)))
+            i += 2
+            continue
+        out.extend(char.encode("utf-8", "surrogateescape"))
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
 def _strip_prefix(path: str | None) -> str | None:
     if path is None or path == "/dev/null":
         return None
+    path = c_unquote(path)
     for prefix in ("a/", "b/"):
         if path.startswith(prefix):
             return path[len(prefix) :]
@@ -61,7 +86,7 @@ def parse_diff(text: str) -> list[FileDelta]:
             status = "modified"
         target = _strip_prefix(patched.target_file)
         source = _strip_prefix(patched.source_file)
-        path = target or source or patched.path
+        path = target or source or c_unquote(patched.path)
         deltas.append(
             FileDelta(
                 path=path,

@@ -61,6 +61,7 @@ class ChangedFile(Model):
     is_binary: bool = False
     is_symlink: bool = False
     content: str | None = Field(default=None, description="text at head, None if removed, binary or too big")
+    not_analysed: str | None = Field(default=None, description="why a file at head has no content to analyse")
 
 
 class Commit(Model):

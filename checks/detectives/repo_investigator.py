@@ -98,6 +98,14 @@ def _forensics(case: Case, rubric: Rubric) -> list[Evidence]:
 
 
 def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
+    if changed.status != "removed" and changed.not_analysed is not None:
+        code = changed.path.endswith(".py")
+        return [Evidence(
+            id=f"{ID}.not-analysed:{changed.path}", detective=ID, kind="not-analysed",
+            summary=f"{changed.path} was not analysed: {changed.not_analysed}"
+                    + (" — Python code that no check has read" if code else ""),
+            location=Location(path=changed.path), severity="high" if code else "info",
+            facts={"reason": changed.not_analysed, "python": code})]
     if changed.status == "removed" or changed.content is None or not changed.path.endswith(".py"):
         return []
     report = check_source(changed.path, changed.content, rubric)

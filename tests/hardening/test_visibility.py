@@ -1,0 +1,94 @@
+"""Nothing the change contains escapes analysis: a hidden ``eval`` is found as its plain twin is.
+
+Each hostile change carries the same ``eval(user_input)`` as a plain control, hidden by the way it is stored: a file
+padded past the old 1 MB cap, a file name git C-quotes, a ``.gitattributes`` in the working tree that marks Python
+as binary. The evidence and the verdict must match the control's. A changed Python file too large to read is named
+as not analysed and cannot pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.engine import review_repository
+from app.gitrepo import GitRepo
+from app.settings import load_settings
+from checks.models import Evaluation
+from tests.gitfixture import RepoBuilder
+from tests.hardening.conftest import Tally
+
+pytestmark = pytest.mark.hardening("attack")
+EVAL = "def evaluate(user_input):\n    return eval(user_input)\n"
+TEST = "from calc.tool import evaluate\n\n\ndef test_evaluate():\n    assert evaluate('1 + 1') == 2\n"
+
+
+def repo_with(root: Path, path: str, source: str) -> tuple[Path, str]:
+    repo = RepoBuilder(root)
+    repo.commit("Calc", {"calc/__init__.py": "", "calc/ops.py": "def add(a, b):\n    return a + b\n"})
+    repo.branch("change")
+    head = repo.commit("Add an evaluator", {path: source, "tests/test_tool.py": TEST.replace("calc.tool",
+                                                                                               _module(path))})
+    return root, head
+
+
+def _module(path: str) -> str:
+    return path[:-3].replace("/", ".")
+
+
+async def review(root: Path, head: str) -> Evaluation:
+    settings = load_settings(sandbox="off", home=root / ".lm", embedding="off", red_team="off")
+    evaluation, _ = await review_repository(root, "main", head, settings=settings, title="Add an evaluator",
+                                            body="Adds evaluate(), which computes an arithmetic expression.")
+    return evaluation
+
+
+def evals(evaluation: Evaluation) -> set[tuple[str, str, str]]:
+    return {(e.kind, e.severity, e.location.path if e.location else "") for e in evaluation.evidence
+            if "eval" in e.id}
+
+
+async def test_padding_a_file_past_a_megabyte_hides_nothing(tmp_path: Path, tally: Tally) -> None:
+    tally("visibility: eval in a file padded past 1 MB")
+    control = await review(*repo_with(tmp_path / "plain", "calc/tool.py", EVAL))
+    padded_source = EVAL + "\n" + "".join(f"# {'x' * 90} {i}\n" for i in range(12_000))
+    assert len(padded_source) > 1_000_000
+    padded = await review(*repo_with(tmp_path / "padded", "calc/tool.py", padded_source))
+    assert evals(control) and evals(padded) == evals(control)
+    assert padded.verdict == control.verdict and padded.verdict != "pass"
+
+
+async def test_a_c_quoted_file_name_is_analysed(tmp_path: Path, tally: Tally) -> None:
+    tally("visibility: eval in a file whose name git C-quotes")
+    root, head = repo_with(tmp_path / "quoted", 'calc/impl"v2.py', EVAL)
+    quoted = await review(root, head)
+    assert ("constraint-violation", "critical", 'calc/impl"v2.py') in evals(quoted) or any(
+        e.location is not None and e.location.path == 'calc/impl"v2.py' and "eval" in e.id for e in quoted.evidence)
+    assert quoted.verdict != "pass"
+
+
+async def test_working_tree_attributes_do_not_change_what_is_analysed(tmp_path: Path, tally: Tally) -> None:
+    tally("visibility: .gitattributes in the working tree marks *.py binary")
+    root, head = repo_with(tmp_path / "attrs", "calc/tool.py", EVAL)
+    on_main = await review(root, head)
+    GitRepo.open(root).git("checkout", "-q", "change")
+    (root / ".gitattributes").write_text("*.py binary\n")  # untracked, in the working tree only
+    on_head = await review(root, head)
+    assert evals(on_head) == evals(on_main) and evals(on_main)
+    assert on_head.verdict == on_main.verdict
+
+
+async def test_a_python_file_too_large_to_read_is_named_and_cannot_pass(tmp_path: Path, tally: Tally,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    tally("visibility: a changed Python file past the read cap")
+    import app.gitrepo
+
+    monkeypatch.setattr(app.gitrepo, "MAX_FILE_BYTES", 2_000)
+    source = "def add(a, b):\n    return a + b\n" + "# padding\n" * 400
+    root, head = repo_with(tmp_path / "big", "calc/tool.py", source)
+    evaluation = await review(root, head)
+    hidden = [e for e in evaluation.evidence if e.kind == "not-analysed"]
+    assert hidden and hidden[0].severity == "high" and "larger than" in hidden[0].summary
+    assert evaluation.verdict != "pass"
+    assert any("changed Python code was not analysed" in r for r in evaluation.verdict_reasons)
