@@ -36,7 +36,7 @@ from docker.types import LogConfig, Mount, Ulimit
 
 from checks.models import EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
 from sandbox.environment import plan_environment
-from sandbox.errors import SandboxError, SandboxUnavailable
+from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output
 from sandbox.results import read_results
@@ -210,7 +210,8 @@ class DockerSandbox:
         require_image(client, image)
         base = GitTree(git_bytes, base_sha, "base") if base_sha else None
         sandbox = cls(client, GitTree(git_bytes, head_sha, "head"), limits, image, base=base, **options)
-        sandbox.tree_tar  # noqa: B018 - packed now, so an oversized tree fails here, not mid-review
+        if base is None:
+            sandbox.tree_tar  # noqa: B018 - packed now, so an oversized tree fails here, not mid-review
         return sandbox
 
     @classmethod
@@ -295,6 +296,14 @@ class DockerSandbox:
                                       env=prepared.env)
             files = await self._thread(run, self._read_results, run)
             return self._test_result(result, files, spec, limits, time.monotonic() - started, base)
+        except RepositoryTooLarge as exc:
+            if spec.tree != "base" and self._fits(self.base):
+                # the change made the tree too large: its own doing, not an opt-out from being measured
+                return TestRunResult(status="error", tree=spec.tree, image=self.image, reason=(
+                    f"the change makes the tree too large to test: {exc.size} bytes, over the work dir's "
+                    f"{exc.limit} (the base fits)"))
+            return TestRunResult(status="not_measured", tree=spec.tree, reason=f"the sandbox failed: {exc.reason}",
+                                 image=self.image)
         except (SandboxError, DockerException) as exc:
             # a failure of LogoMesh itself must not cost the PR points: T is "not measured", with the reason
             why = exc.reason if isinstance(exc, SandboxError) else f"Docker failed: {exc}"
@@ -305,6 +314,23 @@ class DockerSandbox:
                                  reason=f"the {spec.tree} tree could not be read: {exc}")
         finally:
             await asyncio.shield(self._cleanup(run))
+
+    def _fits(self, tree: Tree | None) -> bool:
+        if tree is None:
+            return False
+        try:
+            self._tar(tree)
+        except RepositoryTooLarge:
+            return False
+        return True
+
+    def _probe_tree(self) -> Tree:
+        """The head for probes: when the whole tree is too large, its Python code and small files are enough."""
+        if self._fits(self.head) or not isinstance(self.head, GitTree):
+            return self.head
+        head = self.head
+        entries = {p: e for p, e in head.entries().items() if p.endswith((".py", ".toml", ".cfg", ".ini", ".txt"))}
+        return GitTree(head.git_bytes, head.sha, name="probe", entries=entries, mtime=head.mtime)
 
     def _plan(self, tree: Tree, spec: TestSpec) -> EnvironmentPlan:
         offered = image_pythons(self.client, self.image)
@@ -369,7 +395,8 @@ class DockerSandbox:
         run = _Run()
         try:
             probe = single_file_tar("out/probe.py", code.encode("utf-8", "surrogatepass"))
-            await self._thread(run, self._start, run, self.image, probe)
+            tree = await asyncio.to_thread(self._probe_tree)
+            await self._thread(run, self._start, run, self.image, probe, tree)
             # ``-c`` puts the working directory (the repository) first on sys.path, as the red agent expects
             launcher = "import runpy; runpy.run_path('/sandbox/out/probe.py', run_name='__main__')"
             result = await self._exec(run, ["python3", "-c", launcher], limits)

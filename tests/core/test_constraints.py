@@ -73,3 +73,15 @@ def test_syntax_errors_are_reported_not_raised():
     assert report.syntax_error[0] == 1
     nul = check_source("nul.py", "x = 1\0\n", RUBRIC)
     assert nul.syntax_error is not None
+
+
+def test_a_constant_command_in_a_test_file_is_noted_not_a_flaw():
+    from checks.constraints import check_source
+    from rubric import load_rubric
+
+    source = ("import subprocess\n\n\ndef test_sleep():\n    subprocess.Popen('sleep 1', shell=True)\n\n\n"
+              "def test_tainted(cmd='ls'):\n    subprocess.Popen(cmd, shell=True)\n")
+    in_test = {v.line: v.severity for v in check_source("tests/test_x.py", source, load_rubric()).violations}
+    assert in_test == {5: "low", 9: "critical"}  # a variable still counts
+    in_code = {v.line: v.severity for v in check_source("app/run.py", source, load_rubric()).violations}
+    assert in_code == {5: "critical", 9: "critical"}

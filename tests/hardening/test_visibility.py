@@ -92,3 +92,18 @@ async def test_a_python_file_too_large_to_read_is_named_and_cannot_pass(tmp_path
     assert hidden and hidden[0].severity == "high" and "larger than" in hidden[0].summary
     assert evaluation.verdict != "pass"
     assert any("changed Python code was not analysed" in r for r in evaluation.verdict_reasons)
+
+
+async def test_a_constant_shell_command_in_a_test_file_is_not_a_confirmed_flaw(tmp_path: Path, tally: Tally) -> None:
+    tally("false alarm: a constant Popen(..., shell=True) in a test file")
+    test = "import subprocess\n\n\ndef test_waits():\n    subprocess.Popen('sleep 1', shell=True).wait()\n"
+    repo = RepoBuilder(tmp_path / "t")
+    repo.commit("Calc", {"calc/__init__.py": "", "calc/ops.py": "def add(a, b):\n    return a + b\n"})
+    repo.branch("change")
+    head = repo.commit("Test that a shell waits", {"tests/test_wait.py": test})
+    settings = load_settings(sandbox="off", home=tmp_path / ".lm", embedding="off", red_team="auto")
+    evaluation, _ = await review_repository(tmp_path / "t", "main", head, settings=settings, title="Add a test",
+                                            body="A test that waits for a shell.")
+    assert not any("confirmed security flaw" in r for r in evaluation.verdict_reasons)
+    flagged = [e for e in evaluation.evidence if "subprocess" in e.id]
+    assert flagged and all(e.severity == "low" for e in flagged)

@@ -130,16 +130,29 @@ async def test_failing_setup_is_an_error(make_repo, sandboxes) -> None:
 
 
 @pytest.mark.docker
-async def test_tree_larger_than_the_work_dir_is_a_notice(shop, docker_engine) -> None:
+async def test_a_tree_the_change_makes_too_large_is_the_changes_problem(shop, docker_engine) -> None:
     root, base, _head = shop
     head = commit(root, {"blob.txt": "x" * (2 * 1024 * 1024)}, "Add a big file")
-    messages: list[str] = []
     config = "rubric:\n  sandbox: {work_mb: 1}\n"
     evaluation, _ = await review_repository(root, base, head, settings=load_settings(sandbox="docker"),
-                                            config_text=config, progress=messages.append)
+                                            config_text=config)
+    # the base fits and the head does not: an opt-out the change bought itself, so it cannot pass
+    assert evaluation.tests is not None and evaluation.tests.status == "error"
+    assert "the change makes the tree too large" in (evaluation.tests.reason or "")
+    assert evaluation.measured["testing"] is True and evaluation.verdict != "pass"
+    assert any(r.startswith("Rule of Completion") for r in evaluation.verdict_reasons) or evaluation.verdict == "fail"
+
+
+async def test_a_base_already_too_large_is_not_measured(shop, docker_engine) -> None:
+    root, _base, _head = shop
+    base = commit(root, {"blob.txt": "x" * (2 * 1024 * 1024)}, "Add a big file")
+    head = commit(root, {"shop.py": "def total(prices):\n    return sum(prices)\n\n\nX = 1\n"}, "Add X")
+    config = "rubric:\n  sandbox: {work_mb: 1}\n"
+    evaluation, _ = await review_repository(root, base, head, settings=load_settings(sandbox="docker"),
+                                            config_text=config)
     assert evaluation.tests is not None and evaluation.tests.status == "not_measured"
     assert "more than the work dir" in (evaluation.tests.reason or "")
-    assert any("more than the work dir" in m for m in messages)
+    assert evaluation.measured["testing"] is False
 
 
 @pytest.mark.docker
