@@ -12,6 +12,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
+from checks.resolve import assignment_aliases, call_name
 from checks.testpaths import is_test_path
 from rubric import Rubric
 from rubric.loader import CallRule
@@ -158,10 +159,12 @@ def check_source(path: str, source: str, rubric: Rubric) -> SourceReport:
                         found.append(Violation(f"boundary:{boundary.id}", "boundary", boundary.severity,
                                                boundary.message, line, None, module))
 
+    aliases = assignment_aliases(tree, resolver.aliases)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        name = dotted_name(node.func, resolver.aliases)
+        # what the call really calls: getattr(builtins, "ev" + "al"), __import__("os").system, aliases, ...
+        name = call_name(node, aliases)
         if name is None:
             continue
         for call_rule in constraints.banned_calls:

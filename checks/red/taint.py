@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from checks.red.hypotheses import Hypothesis, Target
+from checks.resolve import assignment_aliases, call_name
 
 SANITIZERS = frozenset({
     "int", "float", "bool", "len", "shlex.quote", "pipes.quote", "os.path.basename", "werkzeug.utils.secure_filename",
@@ -284,8 +285,10 @@ class TaintPass:
             or (isinstance(n, ast.Name) and n.id in CONTAINMENT_CHECKS)
             for n in ast.walk(func)
         )
+        aliases = assignment_aliases(func, facts.aliases)
         for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
-            name = facts.resolve(call.func) or ""
+            # resolved by value: getattr(builtins, "ev" + "al")(x) is eval(x)
+            name = call_name(call, aliases) or facts.resolve(call.func) or ""
             first = _first_arg(call)
             tainted = _ordered(flow.sources(first), target.params)
             if name in CODE_SINKS and tainted:

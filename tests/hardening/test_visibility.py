@@ -107,3 +107,48 @@ async def test_a_constant_shell_command_in_a_test_file_is_not_a_confirmed_flaw(t
     assert not any("confirmed security flaw" in r for r in evaluation.verdict_reasons)
     flagged = [e for e in evaluation.evidence if "subprocess" in e.id]
     assert flagged and all(e.severity == "low" for e in flagged)
+
+
+OBFUSCATED = {
+    "getattr on a built string": "import builtins\n\n\ndef evaluate(user_input):\n"
+                                 "    return getattr(builtins, 'ev' + 'al')(user_input)\n",
+    "builtins.__dict__": "import builtins\n\n\ndef evaluate(user_input):\n"
+                         "    return builtins.__dict__['eval'](user_input)\n",
+    "rot13 of a constant": "import builtins\nimport codecs\n\n\ndef evaluate(user_input):\n"
+                           "    return getattr(builtins, codecs.decode('riny', 'rot13'))(user_input)\n",
+    "base64 of a constant": "import base64\nimport builtins\n\n\ndef evaluate(user_input):\n"
+                            "    return getattr(builtins, base64.b64decode('ZXZhbA==').decode())(user_input)\n",
+    "an alias through assignments": "import builtins\n\nrun = getattr(builtins, ''.join(['e', 'v', 'a', 'l']))\n\n\n"
+                                    "def evaluate(user_input):\n    return run(user_input)\n",
+    "a reversed string": "import builtins\n\n\ndef evaluate(user_input):\n"
+                         "    return getattr(builtins, 'lave'[::-1])(user_input)\n",
+}
+SHELL = {
+    "__import__": "def evaluate(user_input):\n    return __import__('os').system(user_input)\n",
+    "getattr(os, 'sys' + 'tem')": "import os\n\n\ndef evaluate(user_input):\n"
+                                  "    return getattr(os, 'sys' + 'tem')(user_input)\n",
+    "operator.methodcaller": "import operator\nimport os\n\n\ndef evaluate(user_input):\n"
+                             "    return operator.methodcaller('system', user_input)(os)\n",
+    "importlib": "import importlib\n\n\ndef evaluate(user_input):\n"
+                 "    return importlib.import_module('os').system(user_input)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OBFUSCATED))
+async def test_an_obfuscated_eval_is_found_as_its_plain_twin(tmp_path: Path, tally: Tally, name: str) -> None:
+    tally(f"obfuscated sink: {name}")
+    control = await review(*repo_with(tmp_path / "plain", "calc/tool.py", EVAL))
+    hidden = await review(*repo_with(tmp_path / "hidden", "calc/tool.py", OBFUSCATED[name]))
+    plain = {(k, s) for k, s, _ in evals(control)}
+    assert plain and {(k, s) for k, s, _ in evals(hidden)} == plain
+    assert hidden.verdict == control.verdict
+
+
+@pytest.mark.parametrize("name", sorted(SHELL))
+async def test_an_obfuscated_shell_call_is_found(tmp_path: Path, tally: Tally, name: str) -> None:
+    tally(f"obfuscated sink: os.system via {name}")
+    control = await review(*repo_with(tmp_path / "plain", "calc/tool.py", SHELL["__import__"].replace(
+        "__import__('os').system", "os.system").replace("def evaluate", "import os\n\n\ndef evaluate")))
+    hidden = await review(*repo_with(tmp_path / "hidden", "calc/tool.py", SHELL[name]))
+    found = [e for e in hidden.evidence if "os.system" in e.id]
+    assert found and {e.severity for e in found} == {e.severity for e in control.evidence if "os.system" in e.id}
