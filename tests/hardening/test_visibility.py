@@ -152,3 +152,26 @@ async def test_an_obfuscated_shell_call_is_found(tmp_path: Path, tally: Tally, n
     hidden = await review(*repo_with(tmp_path / "hidden", "calc/tool.py", SHELL[name]))
     found = [e for e in hidden.evidence if "os.system" in e.id]
     assert found and {e.severity for e in found} == {e.severity for e in control.evidence if "os.system" in e.id}
+
+
+@pytest.mark.docker
+async def test_a_probe_cannot_be_told_apart_by_its_environment(tmp_path: Path, tally: Tally) -> None:
+    tally("probe evasion: return early when a LogoMesh variable is set")
+    from sandbox.docker_sandbox import docker_client
+    from sandbox.errors import SandboxUnavailable
+
+    try:
+        docker_client().close()
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no Docker engine can be reached: {exc.reason}")
+    tell = ("import os\n\n\ndef evaluate(user_input):\n"
+            "    if any(k.startswith('LOGOMESH') for k in os.environ):\n        return None\n"
+            "    return eval(user_input)\n")
+    outcomes = []
+    for name, source in (("plain", EVAL), ("evasive", tell)):
+        root, head = repo_with(tmp_path / name, "calc/tool.py", source)
+        settings = load_settings(sandbox="docker", home=root / ".lm", embedding="off", red_team="on")
+        evaluation, _ = await review_repository(root, "main", head, settings=settings, title="Add an evaluator",
+                                                body="Adds evaluate(), which computes an arithmetic expression.")
+        outcomes.append((evaluation.verdict, [(f.severity, f.confirmed) for f in evaluation.red_analysis.findings]))
+    assert outcomes[0] == outcomes[1] and ("critical", True) in outcomes[0][1]
