@@ -12,7 +12,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-from checks.resolve import assignment_aliases, call_name
+from checks.resolve import assignment_aliases, call_name, fold_string
 from checks.testpaths import is_test_path
 from rubric import Rubric
 from rubric.loader import CallRule
@@ -128,8 +128,15 @@ def _all_constant(call: ast.Call) -> bool:
     return all(constant(a) for a in call.args) and all(constant(k.value) for k in call.keywords)
 
 
-def check_source(path: str, source: str, rubric: Rubric) -> SourceReport:
-    """Every constraint violation in one Python file (all lines; the caller decides which lines count)."""
+EXECUTORS = frozenset({"exec", "eval", "compile"})
+MAX_NESTING = 3
+
+
+def check_source(path: str, source: str, rubric: Rubric, _depth: int = 0) -> SourceReport:
+    """Every constraint violation in one Python file (all lines; the caller decides which lines count).
+
+    Code hidden in a string that folds to a constant (``exec(base64.b64decode("…"))``) is checked too, and what
+    it holds is reported on the line that executes it."""
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
@@ -175,6 +182,13 @@ def check_source(path: str, source: str, rubric: Rubric) -> SourceReport:
                     severity, message = "low", f"{message} (constant arguments in a test file)"
                 found.append(Violation(f"call:{call_rule.name}", "banned-call", severity, message, node.lineno,
                                        call_rule.cwe, name))
+        if name in EXECUTORS and node.args and _depth < MAX_NESTING:
+            hidden = fold_string(node.args[0], aliases)
+            if hidden:
+                for inner in check_source(path, hidden, rubric, _depth + 1).violations:
+                    found.append(Violation(f"{inner.rule}:hidden", inner.category, inner.severity,
+                                           f"{inner.message} (in code decoded from a constant and run by {name}())",
+                                           node.lineno, inner.cwe, inner.symbol))
 
     for pattern in constraints.required_patterns:
         if not any(path_matches(path, p) for p in pattern.paths):

