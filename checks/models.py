@@ -213,6 +213,14 @@ class HookSite(Model):
     wrapper: bool = False
 
 
+class RuntimeCall(Model):
+    """A dangerous call the repository's product code made while its tests ran (seen by an audit hook)."""
+
+    event: str
+    path: str
+    line: int
+
+
 class MutantResult(Model):
     id: str
     path: str
@@ -237,6 +245,7 @@ class TestRunResult(Model):
     environment: EnvironmentPlan | None = None
     setup: SetupReport | None = None
     mutants: tuple[MutantResult, ...] = ()
+    runtime: tuple[RuntimeCall, ...] = Field(default=(), description="dangerous calls seen at run time")
     cases_omitted: int = Field(default=0, description="test cases not stored (passing ones, and any past the cap): "
                                "the counts above still hold them")
     passed: int = 0

@@ -13,7 +13,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checks.models import HookSite, MutantResult, SetupReport, TestCaseResult, TestRunResult, TestSpec
+from checks.models import (
+    HookSite,
+    MutantResult,
+    RuntimeCall,
+    SetupReport,
+    TestCaseResult,
+    TestRunResult,
+    TestSpec,
+)
 from sandbox.redact import redact
 
 MAX_TESTS = 20_000
@@ -102,7 +110,12 @@ def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -
               "failed": sum(t.outcome == "failed" for t in tests),
               "errored": sum(t.outcome == "error" for t in tests) + len(errors),
               "skipped": sum(t.outcome == "skipped" for t in tests)}
+    runtime = tuple(RuntimeCall(event=r["event"][:40], path=r["path"][:MAX_NAME], line=r["line"])
+                    for r in _list(record.get("runtime"), 50)
+                    if isinstance(r, dict) and isinstance(r.get("event"), str) and isinstance(r.get("path"), str)
+                    and isinstance(r.get("line"), int))
     fields = {**counts, **base, "tests": tuple(tests), "collection_errors": tuple(errors), "hooks": hooks,
+              "runtime": runtime,
               "deselected": deselected, "collected": collected, "mutants": mutants}
     messages = [e.message for e in errors] + [t.message for t in tests if t.outcome == "error"]
     import_line = import_error_line(messages)

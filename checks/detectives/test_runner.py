@@ -149,6 +149,16 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
             summary=f"{test.outcome}: {test.name}" + (f" — {test.message}" if test.message else ""),
             location=_location(test.location, test.name),
             facts={"name": test.name, "outcome": test.outcome, "message": (test.message or "")[:2000]}))
+    meaning = {"exec": ("code built from a string was executed", "CWE-95"),
+               "os.system": ("a shell command was run", "CWE-78"), "os.popen": ("a shell command was run", "CWE-78"),
+               "subprocess.Popen": ("a program was started through `sh -c`", "CWE-78")}
+    for call in result.runtime[:MAX_FAILURES_LISTED]:
+        what, cwe = meaning.get(call.event, (f"{call.event} was called", "CWE-78"))
+        items.append(Evidence(
+            id=f"{ID}.runtime:{call.event}:{call.path}:{call.line}", detective=ID, kind="runtime-sink",
+            summary=f"{call.path}:{call.line}: while the tests ran, {what} ({call.event}, seen at run time)",
+            location=Location(path=call.path, line=call.line), severity="high", cwe=cwe,
+            facts={"event": call.event, "security": True}))
     for hook in result.hooks[:MAX_FAILURES_LISTED]:
         items.append(Evidence(
             id=f"{ID}.hook:{hook.path}:{hook.line}:{hook.hook}", detective=ID, kind="harness-hook",

@@ -8,7 +8,10 @@ conftest files and ``-p`` plugins). It records
   the call's own exception: a hook that turns a failure into a pass shows up as ``rewritten``;
 - collection errors with their last ``E`` line (the ImportError a reader needs);
 - every implementation of a hook that decides outcomes whose code lives in the repository (file and line);
-- optionally, per-test line coverage of the changed files (``coverage`` with one dynamic context per test).
+- optionally, per-test line coverage of the changed files (``coverage`` with one dynamic context per test);
+- dangerous calls made by the repository's product code while the tests run, seen by an audit hook
+  (``sys.addaudithook``): a shell command, a program started through ``sh -c``, code executed from a string —
+  whatever names or strings were used to reach them.
 
 It writes one JSON file when pytest ends. PR code shares this process, so none of this is proof by itself; the
 host compares it with the base's oracle.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -30,6 +34,9 @@ SENSITIVE_HOOKS = (
 )
 MAX_MESSAGE = 2000
 IMPORT_CONTEXT = "<import>"
+# audit events that mean "a shell or code built at run time"; see the audit events table of the docs
+WATCHED = frozenset({"os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen", "exec", "os.popen"})
+MAX_RUNTIME = 50
 MAX_TESTS = 20000
 
 
@@ -44,6 +51,13 @@ def _message(report) -> str:
         head = f"{crash.path}:{crash.lineno}: "
     summary = " | ".join(lines[-3:]) if lines else text.strip().splitlines()[-1] if text.strip() else ""
     return (head + summary)[:MAX_MESSAGE]
+
+
+def _is_test_file(path: str) -> bool:
+    parts = path.split("/")
+    name = parts[-1]
+    return (name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+            or any(p in ("test", "tests", "testing") for p in parts[:-1]))
 
 
 def _location(report, repo: str) -> str | None:
@@ -68,7 +82,33 @@ class Collector:
         self.hooks: list = []
         self.coverage_paths = coverage_paths
         self.cov = None
+        self.runtime: dict = {}
+        sys.addaudithook(self._audit)
 
+    # --- what product code really calls -----------------------------------------------------------------------
+
+    def _audit(self, event, args) -> None:
+        if event not in WATCHED or len(self.runtime) >= MAX_RUNTIME:
+            return
+        if event == "exec":
+            code = args[0] if args else None
+            if getattr(code, "co_filename", None) != "<string>":
+                return  # modules and functions being run, not code built from a string
+        if event == "subprocess.Popen":
+            argv = args[1] if len(args) > 1 else None
+            if not (isinstance(argv, list | tuple) and len(argv) >= 2 and str(argv[0]).endswith("sh")
+                    and argv[1] == "-c"):
+                return
+        frame = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename.startswith(self.repo + "/"):
+                path = filename[len(self.repo) + 1:]
+                if not _is_test_file(path):
+                    key = (event, path, frame.f_lineno)
+                    self.runtime.setdefault(key, {"event": event, "path": path, "line": frame.f_lineno})
+                return
+            frame = frame.f_back
     # --- coverage -----------------------------------------------------------------------------------------
 
     def pytest_configure(self, config) -> None:
@@ -173,6 +213,7 @@ class Collector:
                     str(line): sorted(c or IMPORT_CONTEXT for c in contexts) for line, contexts in lines.items()}
         record = {"exit_code": exit_code, "seconds": round(seconds, 3), "collected": self.collected,
                   "deselected": self.deselected[:MAX_TESTS], "errors": self.errors[:200],
-                  "tests": list(self.tests.values()), "hooks": self.hooks[:200], "coverage": coverage_map}
+                  "tests": list(self.tests.values()), "hooks": self.hooks[:200], "coverage": coverage_map,
+                  "runtime": list(self.runtime.values())}
         with open(self.out, "w", encoding="utf-8") as handle:
             json.dump(record, handle)

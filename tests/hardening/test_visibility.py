@@ -188,3 +188,32 @@ async def test_code_hidden_in_an_encoded_constant_is_analysed_where_it_runs(tmp_
     hidden = [e for e in evaluation.evidence if "os.system" in e.id]
     assert hidden and hidden[0].location is not None and hidden[0].location.line == 3
     assert "decoded from a constant" in hidden[0].summary and hidden[0].severity in ("high", "critical")
+
+
+@pytest.mark.docker
+async def test_a_sink_no_static_analysis_can_name_is_seen_when_the_tests_run(tmp_path: Path, tally: Tally) -> None:
+    tally("hidden sink: the function name read from a data file, seen at run time")
+    from sandbox.docker_sandbox import docker_client
+    from sandbox.errors import SandboxUnavailable
+
+    try:
+        docker_client().close()
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no Docker engine can be reached: {exc.reason}")
+    source = ("import os\n\n_OP = open(os.path.join(os.path.dirname(__file__), 'op.txt')).read().strip()\n\n\n"
+              "def evaluate(user_input):\n    return getattr(os, _OP)(user_input)\n")
+    repo = RepoBuilder(tmp_path / "r")
+    repo.commit("Calc", {"calc/__init__.py": "", "calc/ops.py": "def add(a, b):\n    return a + b\n"})
+    repo.branch("change")
+    head = repo.commit("Add a runner", {"calc/tool.py": source, "calc/op.txt": "system\n",
+                                        "tests/test_tool.py": "from calc.tool import evaluate\n\n\n"
+                                                              "def test_evaluate():\n    assert evaluate('true') == 0\n"})
+    settings = load_settings(sandbox="docker", home=tmp_path / ".lm", embedding="off", red_team="off")
+    evaluation, _ = await review_repository(tmp_path / "r", "main", head, settings=settings, title="Add a runner",
+                                            body="Adds evaluate().")
+    seen = [e for e in evaluation.evidence if e.kind == "runtime-sink"]
+    assert seen and str(seen[0].location) == "calc/tool.py:7" and seen[0].cwe == "CWE-78"
+    # the same severity as the plain twin's os.system(user_input), which static analysis names
+    plain_source = "import os\n\n\ndef evaluate(user_input):\n    return os.system(user_input)\n"
+    plain = await review(*repo_with(tmp_path / "plain", "calc/tool.py", plain_source))
+    assert seen[0].severity in {e.severity for e in plain.evidence if "os.system" in e.id}
