@@ -205,9 +205,8 @@ async def test_a_sink_no_static_analysis_can_name_is_seen_when_the_tests_run(tmp
     repo = RepoBuilder(tmp_path / "r")
     repo.commit("Calc", {"calc/__init__.py": "", "calc/ops.py": "def add(a, b):\n    return a + b\n"})
     repo.branch("change")
-    head = repo.commit("Add a runner", {"calc/tool.py": source, "calc/op.txt": "system\n",
-                                        "tests/test_tool.py": "from calc.tool import evaluate\n\n\n"
-                                                              "def test_evaluate():\n    assert evaluate('true') == 0\n"})
+    test = "from calc.tool import evaluate\n\n\ndef test_evaluate():\n    assert evaluate('true') == 0\n"
+    head = repo.commit("Add a runner", {"calc/tool.py": source, "calc/op.txt": "system\n", "tests/test_tool.py": test})
     settings = load_settings(sandbox="docker", home=tmp_path / ".lm", embedding="off", red_team="off")
     evaluation, _ = await review_repository(tmp_path / "r", "main", head, settings=settings, title="Add a runner",
                                             body="Adds evaluate().")
