@@ -119,6 +119,9 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             if mutable:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 facts.mutable_globals.update(t.id for t in targets if isinstance(t, ast.Name))
+    # module-level names bound to a resolvable callable: ``run = getattr(builtins, "ev" + "al")``
+    top = ast.Module(body=[s for s in tree.body if isinstance(s, ast.Assign)], type_ignores=[])
+    facts.aliases = assignment_aliases(top, facts.aliases)
     return facts
 
 

@@ -216,3 +216,28 @@ async def test_a_sink_no_static_analysis_can_name_is_seen_when_the_tests_run(tmp
     plain_source = "import os\n\n\ndef evaluate(user_input):\n    return os.system(user_input)\n"
     plain = await review(*repo_with(tmp_path / "plain", "calc/tool.py", plain_source))
     assert seen[0].severity in {e.severity for e in plain.evidence if "os.system" in e.id}
+
+
+@pytest.mark.docker
+async def test_the_red_agent_confirms_obfuscated_sinks_as_it_confirms_the_plain_one(tmp_path: Path,
+                                                                                   tally: Tally) -> None:
+    from sandbox.docker_sandbox import docker_client
+    from sandbox.errors import SandboxUnavailable
+
+    try:
+        docker_client().close()
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no Docker engine can be reached: {exc.reason}")
+    variants = {"plain": EVAL, **{k: OBFUSCATED[k] for k in ("getattr on a built string",
+                                                              "an alias through assignments")}}
+    outcomes = {}
+    for name, source in variants.items():
+        tally(f"confirmed by a probe: {name}")
+        root, head = repo_with(tmp_path / name.replace(" ", "-"), "calc/tool.py", source)
+        settings = load_settings(sandbox="docker", home=root / ".lm", embedding="off", red_team="on")
+        evaluation, _ = await review_repository(root, "main", head, settings=settings, title="Add an evaluator",
+                                                body="Adds evaluate(), which computes an arithmetic expression.")
+        findings = evaluation.red_analysis.findings
+        outcomes[name] = (evaluation.verdict, sorted((f.severity, f.confirmed) for f in findings))
+    assert outcomes["plain"][0] == "fail" and ("critical", True) in outcomes["plain"][1]
+    assert all(outcome == outcomes["plain"] for outcome in outcomes.values()), outcomes
