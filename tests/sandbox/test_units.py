@@ -10,7 +10,6 @@ import pytest
 
 from checks.config import parse_repo_config
 from rubric import RubricError, load_rubric
-from sandbox.junit import JUnitError, parse_junit
 from sandbox.limits import SANDBOX_UID, SandboxCeiling, SandboxLimits
 from sandbox.redact import clean_output
 from sandbox.tarball import RepositoryTooLarge, pack_directory, repack_archive
@@ -48,31 +47,25 @@ def test_timeout_only_shrinks() -> None:
     assert SandboxLimits(timeout_seconds=30).with_timeout(5).timeout_seconds == 5
 
 
-def test_junit_outcomes_and_names() -> None:
-    xml = b"""<?xml version="1.0"?><testsuites><testsuite>
-      <testcase classname="tests.test_a.TestX" file="tests/test_a.py" name="test_ok" time="0.5"/>
-      <testcase classname="tests.test_a" file="tests/test_a.py" name="test_bad">
-        <failure message="boom">tb</failure></testcase>
-      <testcase classname="" name="tests.test_broken"><error message="collection failure"/></testcase>
-      <testcase classname="t" name="s"><skipped/></testcase>
-    </testsuite></testsuites>"""
-    report = parse_junit(xml)
-    assert [(t.name, t.outcome) for t in report.tests] == [
-        ("tests/test_a.py::TestX::test_ok", "passed"), ("tests/test_a.py::test_bad", "failed"),
-        ("tests.test_broken", "error"), ("t.s", "skipped")]
-    assert report.tests[1].message == "boom tb"
+def test_a_hostile_results_file_is_read_field_by_field() -> None:
+    from checks.models import TestSpec
+    from sandbox.results import read_results
 
-
-@pytest.mark.parametrize("data", [
-    b'<!DOCTYPE x [<!ENTITY a "a">]><testsuite><testcase name="&a;"/></testsuite>',
-    b'<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><testsuite><testcase name="&e;"/></testsuite>',
-    b"<testsuite><testcase",
-    b"<html/>",
-    b"<testsuite>" + b" " * (9 * 1024 * 1024) + b"</testsuite>",
-])
-def test_hostile_junit_is_refused(data: bytes) -> None:
-    with pytest.raises(JUnitError):
-        parse_junit(data)
+    loaded = {"runner": "pytest", "record": {
+        "tests": [{"id": "t.py::ok", "outcome": "passed"}, {"id": "t.py::bad", "outcome": "failed",
+                                                            "message": "x" * 10_000, "location": "t.py:3"},
+                  {"id": "t.py::weird", "outcome": "exploded"}, {"outcome": "passed"}, "not a test",
+                  {"id": 7, "outcome": "passed"}],
+        "errors": [{"id": "t2.py", "message": "E ModuleNotFoundError: No module named 'zzz'"}],
+        "hooks": [{"hook": "pytest_runtest_makereport", "path": "conftest.py", "line": "3"}],
+        "runtime": [{"event": "os.system", "path": "a.py", "line": 2}, {"event": 1}],
+        "collected": ["t.py::ok", "t.py::bad", 5], "deselected": "all"}}
+    result = read_results(loaded, TestSpec(), {})
+    assert [(t.name, t.outcome) for t in result.tests] == [("t.py::ok", "passed"), ("t.py::bad", "failed")]
+    assert len(result.tests[1].message or "") <= 2000 and result.tests[1].location == "t.py:3"
+    assert (result.passed, result.failed, result.errored, result.collected) == (1, 1, 1, 2)
+    assert result.hooks == () and result.deselected == () and len(result.runtime) == 1
+    assert read_results({"runner": "pytest", "record": None}, TestSpec(), {}).status == "error"
 
 
 def _members(data: bytes) -> dict[str, tarfile.TarInfo]:
