@@ -144,11 +144,11 @@ LANGUAGES = {".md": "Markdown", ".rst": "reStructuredText", ".txt": "text", ".js
              ".ini": "config", ".html": "HTML", ".css": "CSS", ".sh": "shell"}
 
 
-def _not_pass(verdict: str, reasons: list[str], why: str) -> str:
-    if verdict == "pass":
+def _not_pass(verdict: str, reasons: list[str], why: str, *, always_say: bool = False) -> str:
+    """``pass`` becomes ``neutral``; ``why`` is recorded when it demoted the verdict, or always if asked."""
+    if verdict == "pass" or always_say:
         reasons.append(why)
-        return "neutral"
-    return verdict
+    return "neutral" if verdict == "pass" else verdict
 
 
 def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
@@ -159,10 +159,9 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         return "neutral"
     diff = brief.differential
     if diff is not None and diff.status == "measured":
-        if diff.tampered:  # recorded even when a regression fails the change below: it says how it was hidden
-            reasons.append(f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only under this change's test "
-                           f"harness (first: {diff.tampered[0].name})")
-            verdict = "neutral" if verdict == "pass" else verdict
+        if diff.tampered:  # said even when a regression fails the change below: it says how it was hidden
+            verdict = _not_pass(verdict, reasons, f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only "
+                                f"under this change's test harness (first: {diff.tampered[0].name})", always_say=True)
         if diff.regressed:
             reasons.append(f"Rule of Regression: {len(diff.regressed)} test(s) passed at base and fail with this "
                            f"change (first: {diff.regressed[0].name})")
@@ -179,10 +178,9 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
             verdict = _not_pass(verdict, reasons, f"Rule of Untested Change: none of {len(ran)} small changes to "
                                 "the changed lines is detected by any test")
     hidden = [f for f in files if f.path.endswith(".py") and f.status != "removed" and f.not_analysed]
-    if hidden:  # recorded whatever the verdict: a reader must know some of the code was never read
-        reasons.append(f"Rule of Measurement: changed Python code was not analysed: {hidden[0].path} "
-                       f"({hidden[0].not_analysed})")
-        verdict = "neutral" if verdict == "pass" else verdict
+    if hidden:  # said whatever the verdict: a reader must know some of the code was never read
+        verdict = _not_pass(verdict, reasons, f"Rule of Measurement: changed Python code was not analysed: "
+                            f"{hidden[0].path} ({hidden[0].not_analysed})", always_say=True)
     if not any(f.path.endswith(".py") and f.status != "removed" for f in files):
         kinds = sorted({LANGUAGES.get(PurePosixPath(f.path).suffix.lower(), PurePosixPath(f.path).suffix or
                                       PurePosixPath(f.path).name) for f in files})

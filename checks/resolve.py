@@ -148,14 +148,7 @@ def _resolve(node: ast.AST, aliases: dict[str, str], depth: int) -> str | None:
             attr = fold_string(node.args[1], aliases, depth + 1)
             return f"{base}.{attr}" if base and attr else None
         if called in ("__import__", "importlib.import_module") and node.args:
-            module = fold_string(node.args[0], aliases, depth + 1)
-            return module
-        if isinstance(node.func, ast.Call) and node.args:  # operator.methodcaller("system", cmd)(os)
-            maker = resolved_name(node.func.func, aliases, depth + 1)
-            if maker == "operator.methodcaller" and node.func.args:
-                method = fold_string(node.func.args[0], aliases, depth + 1)
-                base = resolved_name(node.args[0], aliases, depth + 1)
-                return f"{base}.{method}" if base and method else None
+            return fold_string(node.args[0], aliases, depth + 1)
         return None
     return None
 

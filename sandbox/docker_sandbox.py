@@ -35,14 +35,14 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount, Ulimit
 
 from checks.models import EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
-from sandbox.environment import plan_environment
+from sandbox.environment import plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output
 from sandbox.results import read_results
 from sandbox.setup_phase import Prepared, prepare_environment
 from sandbox.tarball import owned_files_tar, repack_archive, single_file_tar
-from sandbox.trees import DirTree, GitTree, TarTree, Tree, guard_tree, harness_differs, pytest_config, tar_of
+from sandbox.trees import DirTree, GitTree, TarTree, Tree, guard_tree, pytest_config, tar_of
 
 LABEL = "org.logomesh.sandbox"
 LABEL_OWNER = "org.logomesh.sandbox.owner"
@@ -55,6 +55,7 @@ BASE_CACHE_SIZE = 64
 BASE_RESULTS: OrderedDict[str, TestRunResult] = OrderedDict()
 # the version that setuptools-scm, hatch-vcs and pdm report for a tree without .git
 PRETEND_VERSION = "0.0.0"
+INSIDE = ("runner.py", "launch.py", "collector.py")  # sandbox/inside/: what runs next to the tests
 MAX_RESULTS_BYTES = 16 * 1024 * 1024
 # exit codes of a SIGKILLed process: 137 directly, 247 when the runner passes on its child's -9
 SIGKILLED = (137, 247)
@@ -79,6 +80,10 @@ def pytest_arguments(command: list[str] | None) -> list[str] | None:
     if first.startswith("python") and command[1:3] in (["-m", "pytest"], ["-m", "py.test"]):
         return command[3:]
     return None
+
+
+def _inside_files() -> dict[str, bytes]:
+    return {name: resources.files("sandbox").joinpath(f"inside/{name}").read_bytes() for name in INSIDE}
 
 
 def image_pythons(client: docker.DockerClient, image: str) -> tuple[str, ...]:
@@ -164,20 +169,15 @@ class DockerSandbox:
     """The :class:`~checks.protocols.Sandbox` for one change: the head tree, and the base tree when known."""
 
     def __init__(self, client: docker.DockerClient, tree: Tree | bytes, limits: SandboxLimits, image: str, *,
-                 base: Tree | None = None, allow_setup: bool = True, setup_timeout_seconds: float = 600.0,
-                 setup: SetupOptions | None = None) -> None:
+                 base: Tree | None = None, setup: SetupOptions | None = None) -> None:
         self.client = client
         self.head: Tree = tree if not isinstance(tree, bytes) else TarTree(tree)
         self.base = base
         self.limits = limits
         self.image = image
-        self.setup = setup or SetupOptions(allow=allow_setup, timeout_seconds=setup_timeout_seconds)
+        self.setup = setup or SetupOptions()
         self.owner = uuid.uuid4().hex
         self._tars: dict[str, bytes] = {}
-
-    @property
-    def allow_setup(self) -> bool:
-        return self.setup.allow
 
     @property
     def tree_tar(self) -> bytes:
@@ -236,12 +236,6 @@ class DockerSandbox:
             return guard_tree(self.head, self.base)
         return None
 
-    def harness_changed(self) -> bool:
-        """Whether the change touched test files or test configuration (the guard run is then worth running)."""
-        if isinstance(self.head, GitTree) and isinstance(self.base, GitTree):
-            return harness_differs(self.head, self.base)
-        return False
-
     # --- the Sandbox protocol -----------------------------------------------------------------------------
 
     async def run_tests(self, spec: TestSpec) -> TestRunResult:
@@ -264,8 +258,7 @@ class DockerSandbox:
             image_id = self.client.images.get(self.image).id
         except DockerException:
             return None
-        runner = b"".join(resources.files("sandbox").joinpath(f"inside/{n}").read_bytes()
-                          for n in ("runner.py", "launch.py", "collector.py"))
+        runner = b"".join(_inside_files().values())
         material = [self.base.sha, image_id, spec.model_dump_json(), repr(self.limits), repr(self.setup),
                     hashlib.sha256(runner).hexdigest()]
         return hashlib.sha256(repr(material).encode()).hexdigest()
@@ -288,8 +281,8 @@ class DockerSandbox:
             if prepared.failure is not None:
                 return TestRunResult(status="env_error", reason=prepared.failure, output=prepared.output,
                                      **base)
-            config = self._runner_config(spec, plan, prepared, tree)
-            extra = self._logomesh_files(spec, tree, config)
+            config = self._runner_config(spec, plan, prepared)
+            extra = self._logomesh_files(spec, config)
             await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
             python = prepared.python
             result = await self._exec(run, [python, "-I", f"{HERE}/runner.py", f"{HERE}/config.json"], limits,
@@ -352,25 +345,28 @@ class DockerSandbox:
             changes["error"] = None if chosen else (f".logomesh.yml asks for Python {override.python}; the "
                                                     f"sandbox image offers {', '.join(offered)}")
         updated = plan.model_copy(update=changes)
-        key = hashlib.sha256(json.dumps([updated.python, list(updated.requirements)]).encode()).hexdigest()
-        return updated.model_copy(update={"key": key})
+        return updated.model_copy(update={"key": plan_key(updated.python, updated.requirements)})
 
-    def _logomesh_files(self, spec: TestSpec, tree: Tree, config: dict[str, Any]) -> bytes:
-        files = {name: resources.files("sandbox").joinpath(f"inside/{name}").read_bytes()
-                 for name in ("runner.py", "launch.py", "collector.py")}
-        if spec.tree == "guard" and self.base is not None:
-            found = pytest_config(self.base.read)
-            name, text = found if found is not None else ("pytest.ini", "[pytest]\n")
-            files[f"guard-{name.lstrip('.')}"] = text.encode("utf-8", "surrogatepass")
+    def _guard_config(self, spec: TestSpec) -> tuple[str, str] | None:
+        """For a guard run, ``(file name under /sandbox/logomesh, text)`` of the base's pytest configuration."""
+        if spec.tree != "guard" or self.base is None:
+            return None
+        name, text = pytest_config(self.base.read) or ("pytest.ini", "[pytest]\n")
+        return f"guard-{name.lstrip('.')}", text
+
+    def _logomesh_files(self, spec: TestSpec, config: dict[str, Any]) -> bytes:
+        files = _inside_files()
+        guard = self._guard_config(spec)
+        if guard is not None:
+            files[guard[0]] = guard[1].encode("utf-8", "surrogatepass")
         files["config.json"] = json.dumps(config).encode()  # a file: mutants' sources outgrow an argument
         return owned_files_tar(HERE.lstrip("/").split("/", 1)[1], files)
 
-    def _runner_config(self, spec: TestSpec, plan: EnvironmentPlan, prepared: Prepared, tree: Tree) -> dict[str, Any]:
+    def _runner_config(self, spec: TestSpec, plan: EnvironmentPlan, prepared: Prepared) -> dict[str, Any]:
         args = ["-q", "-p", "no:cacheprovider", "--continue-on-collection-errors", "-o", "console_output_style=classic"]
-        if spec.tree == "guard" and self.base is not None:
-            found = pytest_config(self.base.read)
-            name = found[0] if found is not None else "pytest.ini"
-            args += ["-c", f"{HERE}/guard-{name.lstrip('.')}", "--rootdir", WORKDIR]
+        guard = self._guard_config(spec)
+        if guard is not None:
+            args += ["-c", f"{HERE}/{guard[0]}", "--rootdir", WORKDIR]
         mutants = [m.model_dump() for m in spec.mutants]
         command = list(spec.command) if spec.command else None
         pytest_rest = pytest_arguments(command)

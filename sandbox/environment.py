@@ -225,7 +225,6 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
     python, error = choose_python(requires_python, offered)
     src_layout = any(p.startswith("src/") and p.endswith(".py") for p in names)
     requirements = requirements[:MAX_REQUIREMENTS]
-    key_material = json.dumps({"python": python, "requirements": requirements}, sort_keys=True)
     return EnvironmentPlan(
         python=python,
         offered=tuple(offered),
@@ -236,7 +235,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         requirements=tuple(requirements),
         install_project=install_project,
         lock_files=tuple(sorted(n for n in names if n in LOCK_FILES)),
-        key=hashlib.sha256(key_material.encode()).hexdigest(),
+        key=plan_key(python, requirements),
         error=error,
     )
 
@@ -260,6 +259,12 @@ def _poetry(table: dict[str, object]) -> list[str]:
         else:
             out.append(f"{name}{text}")
     return out
+
+
+def plan_key(python: str | None, requirements: Sequence[str]) -> str:
+    """What an environment is cached under (with the image and the index): the interpreter and the requirements."""
+    return hashlib.sha256(json.dumps({"python": python, "requirements": list(requirements)},
+                                     sort_keys=True).encode()).hexdigest()
 
 
 def _cfg_list(value: str) -> list[str]:

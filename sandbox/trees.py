@@ -128,16 +128,6 @@ def guard_tree(head: GitTree, base: GitTree) -> GitTree:
     return GitTree(head.git_bytes, head.sha, name="guard", entries=entries, mtime=head.mtime)
 
 
-def harness_differs(head: GitTree, base: GitTree) -> bool:
-    """Whether the change touched a test path or the test configuration (else the guard run equals head's)."""
-    head_tests = {p: e for p, e in head.entries().items() if is_test_path(p)}
-    base_tests = {p: e for p, e in base.entries().items() if is_test_path(p)}
-    if head_tests != base_tests:
-        return True
-    head_config, base_config = pytest_config(head.read), pytest_config(base.read)
-    return head_config != base_config
-
-
 def tar_of(tree: Tree, limit: int) -> bytes:
     buf = io.BytesIO()
     tree.pack(buf, limit)

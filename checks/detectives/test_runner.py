@@ -77,9 +77,6 @@ def compact(result: TestRunResult) -> TestRunResult:
 
 
 def differential(case: Case, base: TestRunResult, head: TestRunResult, guard: TestRunResult | None) -> TestDiff:
-    if base.status == "not_measured" and base.reason and "not available" in base.reason:
-        return TestDiff(status="not_measured", reason="the base commit is not available to the sandbox",
-                        mutants=head.mutants, base_tests=base)
     if guard is None and head.status in ("error", "timeout") and not head.tests and not head.collection_errors:
         # the head's run never reported a test: nothing to compare, and the Rule of Completion blocks a pass
         return TestDiff(status="measured", reason=f"the head's test run did not complete: {head.reason}",

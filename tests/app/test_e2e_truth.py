@@ -7,23 +7,18 @@ from pathlib import Path
 import pytest
 
 from app.web import create_app
-from sandbox.docker_sandbox import docker_client
-from sandbox.errors import SandboxUnavailable
 from tests.app.conftest import REDIS_URL, REPO, Harness, ServerThread, pr_payload
 from tests.app.sqlite_dbom import SqliteDbom
+from tests.sandbox.conftest import docker_engine  # noqa: F401 - the real engine and image, or a skip saying why
 
 pytestmark = pytest.mark.docker
 FAILING_PR = 8
 
 
 @pytest.fixture
-async def docker_harness(settings, github, repo, tmp_path: Path):
+async def docker_harness(settings, github, repo, tmp_path: Path, docker_engine):  # noqa: F811
     import redis.asyncio as aioredis
 
-    try:
-        docker_client().close()
-    except SandboxUnavailable as exc:
-        pytest.skip(f"no Docker engine can be reached: {exc.reason}")
     settings = settings.model_copy(update={"sandbox": "docker", "job_timeout_seconds": 600})
     github.add_pull(REPO, FAILING_PR, head=repo.failing, base=repo.base, title="Add percentage discounts",
                     body="apply_discount(total, percent) takes a percentage off the cart total.")

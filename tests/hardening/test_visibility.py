@@ -18,6 +18,7 @@ from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
 from tests.hardening.conftest import Tally
+from tests.sandbox.conftest import docker_engine  # noqa: F401 - the real engine and image, or a skip saying why
 
 pytestmark = pytest.mark.hardening("attack")
 EVAL = "def evaluate(user_input):\n    return eval(user_input)\n"
@@ -155,15 +156,9 @@ async def test_an_obfuscated_shell_call_is_found(tmp_path: Path, tally: Tally, n
 
 
 @pytest.mark.docker
+@pytest.mark.usefixtures("docker_engine")
 async def test_a_probe_cannot_be_told_apart_by_its_environment(tmp_path: Path, tally: Tally) -> None:
     tally("probe evasion: return early when a LogoMesh variable is set")
-    from sandbox.docker_sandbox import docker_client
-    from sandbox.errors import SandboxUnavailable
-
-    try:
-        docker_client().close()
-    except SandboxUnavailable as exc:
-        pytest.skip(f"no Docker engine can be reached: {exc.reason}")
     tell = ("import os\n\n\ndef evaluate(user_input):\n"
             "    if any(k.startswith('LOGOMESH') for k in os.environ):\n        return None\n"
             "    return eval(user_input)\n")
@@ -191,15 +186,9 @@ async def test_code_hidden_in_an_encoded_constant_is_analysed_where_it_runs(tmp_
 
 
 @pytest.mark.docker
+@pytest.mark.usefixtures("docker_engine")
 async def test_a_sink_no_static_analysis_can_name_is_seen_when_the_tests_run(tmp_path: Path, tally: Tally) -> None:
     tally("hidden sink: the function name read from a data file, seen at run time")
-    from sandbox.docker_sandbox import docker_client
-    from sandbox.errors import SandboxUnavailable
-
-    try:
-        docker_client().close()
-    except SandboxUnavailable as exc:
-        pytest.skip(f"no Docker engine can be reached: {exc.reason}")
     source = ("import os\n\n_OP = open(os.path.join(os.path.dirname(__file__), 'op.txt')).read().strip()\n\n\n"
               "def evaluate(user_input):\n    return getattr(os, _OP)(user_input)\n")
     repo = RepoBuilder(tmp_path / "r")
@@ -219,15 +208,9 @@ async def test_a_sink_no_static_analysis_can_name_is_seen_when_the_tests_run(tmp
 
 
 @pytest.mark.docker
+@pytest.mark.usefixtures("docker_engine")
 async def test_the_red_agent_confirms_obfuscated_sinks_as_it_confirms_the_plain_one(tmp_path: Path,
                                                                                    tally: Tally) -> None:
-    from sandbox.docker_sandbox import docker_client
-    from sandbox.errors import SandboxUnavailable
-
-    try:
-        docker_client().close()
-    except SandboxUnavailable as exc:
-        pytest.skip(f"no Docker engine can be reached: {exc.reason}")
     variants = {"plain": EVAL, **{k: OBFUSCATED[k] for k in ("getattr on a built string",
                                                               "an alias through assignments")}}
     outcomes = {}
