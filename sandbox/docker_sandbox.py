@@ -41,7 +41,7 @@ from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output
 from sandbox.results import read_results
 from sandbox.setup_phase import Prepared, prepare_environment
-from sandbox.tarball import owned_files_tar, repack_archive, single_file_tar
+from sandbox.tarball import owned_files_tar, repack_archive
 from sandbox.trees import DirTree, GitTree, TarTree, Tree, guard_tree, pytest_config, tar_of
 
 LABEL = "org.logomesh.sandbox"
@@ -59,6 +59,9 @@ INSIDE = ("runner.py", "launch.py", "collector.py")  # sandbox/inside/: what run
 MAX_RESULTS_BYTES = 16 * 1024 * 1024
 # exit codes of a SIGKILLed process: 137 directly, 247 when the runner passes on its child's -9
 SIGKILLED = (137, 247)
+PROBE_FILE = "case.py"  # beside the runner: a probe leaves no file in the repository
+PROBE_TIMED_OUT = 124  # the runner's exit code when the probe overran its time
+PROBE_INSTALL_SECONDS = 120  # the editable install before a probe, on top of the probe's own time
 ENV = {
     "HOME": "/tmp",  # noqa: S108 - the container's own tmpfs
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -83,7 +86,9 @@ def pytest_arguments(command: list[str] | None) -> list[str] | None:
 
 
 def _inside_files() -> dict[str, bytes]:
-    return {name: resources.files("sandbox").joinpath(f"inside/{name}").read_bytes() for name in INSIDE}
+    files = {name: resources.files("sandbox").joinpath(f"inside/{name}").read_bytes() for name in INSIDE}
+    files["sightings.py"] = resources.files("checks.red").joinpath("sightings.py").read_bytes()
+    return files
 
 
 def image_pythons(client: docker.DockerClient, image: str) -> tuple[str, ...]:
@@ -178,6 +183,10 @@ class DockerSandbox:
         self.setup = setup or SetupOptions()
         self.owner = uuid.uuid4().hex
         self._tars: dict[str, bytes] = {}
+        # the head's test request, once the court has made it: probes use its environment settings
+        self.head_spec = TestSpec()
+        self._probe_env: tuple[Prepared, dict[str, Any]] | None = None
+        self._probe_lock = asyncio.Lock()
 
     @property
     def tree_tar(self) -> bytes:
@@ -240,6 +249,8 @@ class DockerSandbox:
 
     async def run_tests(self, spec: TestSpec) -> TestRunResult:
         """Run one tree's tests; a base commit's result is cached for the process (same base, many changes)."""
+        if spec.tree == "head":
+            self.head_spec = spec.model_copy(update={"mutants": (), "mutation_seconds": 0.0})
         key = self._cache_key(spec)
         if key is not None and key in BASE_RESULTS:
             BASE_RESULTS.move_to_end(key)
@@ -354,8 +365,8 @@ class DockerSandbox:
         name, text = pytest_config(self.base.read) or ("pytest.ini", "[pytest]\n")
         return f"guard-{name.lstrip('.')}", text
 
-    def _logomesh_files(self, spec: TestSpec, config: dict[str, Any]) -> bytes:
-        files = _inside_files()
+    def _logomesh_files(self, spec: TestSpec, config: dict[str, Any], more: dict[str, bytes] | None = None) -> bytes:
+        files = {**_inside_files(), **(more or {})}
         guard = self._guard_config(spec)
         if guard is not None:
             files[guard[0]] = guard[1].encode("utf-8", "surrogatepass")
@@ -387,20 +398,29 @@ class DockerSandbox:
         }
 
     async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
-        limits = self.limits.with_timeout(timeout_seconds)
+        """Run one probe in the head's test environment, started exactly as the project's tests are.
+
+        The same image (the project's environment), interpreter, variables, working directory, editable install
+        and launcher as the head's test run: only pytest is absent, so code that behaves differently when it is
+        probed behaves differently in production too. The runner gives the probe ``timeout_seconds`` after the
+        install and reports an overrun as exit code 124.
+        """
         run = _Run()
         try:
-            probe = single_file_tar("out/probe.py", code.encode("utf-8", "surrogatepass"))
             tree = await asyncio.to_thread(self._probe_tree)
-            await self._thread(run, self._start, run, self.image, probe, tree)
-            # ``-c`` puts the working directory (the repository) first on sys.path, as the red agent expects
-            launcher = "import runpy; runpy.run_path('/sandbox/out/probe.py', run_name='__main__')"
-            result = await self._exec(run, ["python3", "-c", launcher], limits)
+            prepared, config = await self._probe_environment(tree)
+            config = {**config, "probe": f"{HERE}/{PROBE_FILE}", "probe_timeout": timeout_seconds}
+            files = self._logomesh_files(TestSpec(), config, {PROBE_FILE: code.encode("utf-8", "surrogatepass")})
+            await self._thread(run, self._start, run, prepared.image, files, tree, prepared.copy_from)
+            limits = self.limits.with_timeout(timeout_seconds + PROBE_INSTALL_SECONDS)
+            result = await self._exec(run, [prepared.python, "-I", f"{HERE}/runner.py", f"{HERE}/config.json"],
+                                      limits, env=prepared.env)
             cap = limits.output_bytes
-            return ProbeResult(exit_code=None if result.timed_out else result.exit_code,
+            timed_out = result.timed_out or result.exit_code == PROBE_TIMED_OUT
+            return ProbeResult(exit_code=None if timed_out else result.exit_code,
                                stdout=clean_output(bytes(result.stdout), cap),
                                stderr=clean_output(bytes(result.stderr), cap),
-                               timed_out=result.timed_out, oom_killed=result.oom_killed,
+                               timed_out=timed_out, oom_killed=result.oom_killed,
                                duration=round(result.duration, 3))
         except (SandboxError, DockerException) as exc:
             # no marker on stdout, so a probe oracle sees "nothing found"; stderr says why
@@ -408,6 +428,28 @@ class DockerSandbox:
             return ProbeResult(exit_code=None, stderr=f"logomesh: the sandbox failed: {why}")
         finally:
             await asyncio.shield(self._cleanup(run))
+
+    async def _probe_environment(self, tree: Tree) -> tuple[Prepared, dict[str, Any]]:
+        """The head's prepared environment and runner configuration, made once per sandbox for all probes.
+
+        A repository whose environment needs its own setup command (never cached) or cannot be built is probed
+        with LogoMesh's tools only, as before the setup phase existed."""
+        async with self._probe_lock:
+            if self._probe_env is None:
+                spec = self.head_spec
+                plan = await asyncio.to_thread(self._plan, tree, spec)
+                prepared = Prepared(image=self.image)
+                if not plan.error and not spec.setup_command:
+                    run = _Run()
+                    try:
+                        built: Prepared = await self._thread(run, prepare_environment, self, run, plan, tree, spec)
+                        prepared = built if built.failure is None else prepared
+                    finally:
+                        await asyncio.shield(self._cleanup(run))
+                config = self._runner_config(spec, plan, prepared)
+                config.update(mutants=[], coverage_paths=[], unittest=False, pytest_args=[])
+                self._probe_env = (prepared, config)
+            return self._probe_env
 
     async def _thread(self, run: _Run, fn: Any, *args: Any) -> Any:
         """Run a blocking step in a thread; a cancelled caller leaves it running for ``_cleanup`` to await."""

@@ -24,8 +24,18 @@ from checks.protocols import Sandbox
 from checks.red.hypotheses import Attack, Hypothesis, merge
 from checks.red.mcts import MCTSPlanner, Rollout, SearchResult, State
 from checks.red.payloads import describe, families
-from checks.red.probes import REWARD_UNREACHED, ProbeOutcome, build_probe, judge_probe, probe_nonce
+from checks.red.probes import (
+    REWARD_UNREACHED,
+    ProbeOutcome,
+    build_import_probe,
+    build_probe,
+    judge_probe,
+    marker_lines,
+    probe_nonce,
+    sightings_of,
+)
 from checks.red.severity import rate
+from checks.red.sightings import SHELL_AND_CODE
 from checks.red.taint import TaintPass
 from rubric import Rubric
 
@@ -34,6 +44,9 @@ ARG_PRIOR_TAINTED = 1.0
 ARG_PRIOR_OTHER = 0.2
 MAX_TREE_ROWS = 200
 MAX_TRACE_ROWS = 200
+MAX_IMPORTED = 20  # changed modules the import probe imports
+# what a call seen at import means
+RUNTIME_KINDS = {"exec": "code-injection", **{e: "command-injection" for e in SHELL_AND_CODE if e != "exec"}}
 
 
 class CandidateSource(Protocol):
@@ -65,6 +78,46 @@ def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSo
     return merge(found)
 
 
+def importable_modules(case: Case) -> list[str]:
+    """The changed product modules (not tests), which the import probe imports one by one."""
+    return [f.path for f in case.files if f.status != "removed" and f.path.endswith(".py") and not f.is_symlink
+            and not f.is_binary and not is_test_path(f.path)][:MAX_IMPORTED]
+
+
+@dataclass
+class ImportRecord:
+    """What ran while the changed modules were imported, as the import probe and the attack probes saw it."""
+
+    modules: list[dict[str, Any]] = field(default_factory=list)
+    sightings: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, sightings: Sequence[dict[str, Any]]) -> None:
+        for seen in sightings:
+            if seen["event"] in RUNTIME_KINDS:
+                self.sightings.setdefault((seen["event"], seen["path"], seen["line"]), seen)
+
+
+def runtime_findings(rubric: Rubric, hypotheses: list[Hypothesis], imports: ImportRecord
+                     ) -> tuple[list[RedFinding], set[str]]:
+    """Findings for code that ran at import: a static hypothesis on that line is confirmed; a call no static
+    pass named becomes a finding of its own. Returns the findings and the hypothesis keys they settle."""
+    findings: list[RedFinding] = []
+    settled: set[str] = set()
+    for (event, path, line), seen in sorted(imports.sightings.items()):
+        what = f"{event}({seen['detail']})" if seen.get("detail") else event
+        effect = f"ran when {path} was imported: {what} (seen by the sandbox's audit hook)"
+        matching = [h for h in hypotheses if h.path == path and h.line == line and h.key not in settled
+                    and h.kind in ("command-injection", "code-injection")]
+        if matching:
+            settled.add(matching[0].key)
+            findings.append(rate(rubric, matching[0], confirmed=True, payload=None, effect=effect))
+            continue
+        hyp = Hypothesis(kind=RUNTIME_KINDS[event], path=path, line=line, sink=event,
+                         detail=f"{event} runs when the module is imported", origins=("runtime",))
+        findings.append(rate(rubric, hyp, confirmed=True, payload=None, effect=effect))
+    return findings, settled
+
+
 @dataclass
 class ProbeRecord:
     attack: Attack
@@ -82,6 +135,7 @@ class RedSearchSpace:
     records: dict[str, ProbeRecord] = field(default_factory=dict)
     confirmed: dict[str, ProbeRecord] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    imports: ImportRecord = field(default_factory=ImportRecord)
 
     def __post_init__(self) -> None:
         self.by_key = {h.key: h for h in self.hypotheses}
@@ -134,6 +188,7 @@ class RedSearchSpace:
         self.records[attack.key] = record
         if outcome.confirmed:
             self.confirmed.setdefault(attack.hypothesis.key, record)
+        self.imports.add(outcome.import_sightings)
         return Rollout(reward=outcome.reward, evaluated=True)
 
     async def _probe(self, attack: Attack, timeout: float) -> ProbeOutcome:
@@ -164,6 +219,11 @@ class MCTSRedTeam:
         # The seed is logged as hex: canonical JSON (RFC 8785) only carries integers up to 2**53 exactly.
         search_log: dict[str, Any] = {"seed": f"{seed:016x}", "hypotheses": len(hypotheses),
                                       "probeable": len(probed)}
+        imports = ImportRecord()
+        modules = importable_modules(case)
+        if sandbox is not None and modules:
+            imports = await self._import_probe(sandbox, modules, seed, rubric.red.probe_timeout_seconds)
+            search_log["imports"] = imports.modules
         if sandbox is None:
             reason = (f"no sandbox: static analysis only, {len(probed)} exploitable hypotheses could not be "
                       "confirmed")
@@ -173,7 +233,7 @@ class MCTSRedTeam:
             search_log["ran"] = False
         else:
             red = rubric.red
-            space = RedSearchSpace(probed, sandbox, seed, red.probe_timeout_seconds)
+            space = RedSearchSpace(probed, sandbox, seed, red.probe_timeout_seconds, imports=imports)
             planner = MCTSPlanner(space, seed=seed, max_steps=red.max_steps, max_time_seconds=red.max_time_seconds,
                                   branches=red.mcts_branches, exploration_weight=red.exploration_weight,
                                   clock=self.clock)
@@ -190,7 +250,8 @@ class MCTSRedTeam:
             reason = (f"MCTS ran {result.steps} probe(s) in {result.iterations} iteration(s) (stopped: "
                       f"{result.stop_reason}); confirmed {len(space.confirmed)} of {len(probed)} exploitable "
                       "hypotheses")
-        findings = [self._finding(rubric, h, space, sandbox is not None) for h in hypotheses]
+        findings, settled = runtime_findings(rubric, hypotheses, imports)
+        findings += [self._finding(rubric, h, space, sandbox is not None) for h in hypotheses if h.key not in settled]
         findings.sort(key=lambda f: (-SEVERITY_ORDER[f.severity], f.id))
         worst = findings[0].severity if findings else "none"
         return RedAnalysis(
@@ -203,6 +264,25 @@ class MCTSRedTeam:
             search=search_log,
             runtime_seconds=round(self.clock() - started, 3),
         )
+
+    @staticmethod
+    async def _import_probe(sandbox: Sandbox, modules: list[str], seed: int, timeout: float) -> ImportRecord:
+        """Import each changed module once in the sandbox: what runs at import runs in every user's process."""
+        nonce = probe_nonce(seed, "imports")
+        record = ImportRecord()
+        try:
+            result = await sandbox.run_probe(build_import_probe(modules, nonce), timeout)
+        except Exception as exc:  # a sandbox failure costs this probe only
+            record.modules.append({"error": f"sandbox error: {type(exc).__name__}: {exc}"})
+            return record
+        for data in marker_lines(result, nonce):
+            if data.get("phase") != "import" or data.get("path") not in modules:
+                continue
+            seen = sightings_of(data)
+            record.add(seen)
+            record.modules.append({"path": data["path"], "ok": bool(data.get("ok")), "calls": len(seen),
+                                   "error": str(data.get("error_type") or "")[:100] or None})
+        return record
 
     @staticmethod
     def _finding(rubric: Rubric, hyp: Hypothesis, space: RedSearchSpace | None, sandboxed: bool) -> RedFinding:

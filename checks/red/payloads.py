@@ -9,8 +9,11 @@ kind              families                                    oracle
 command-inj.      semicolon, subshell, backtick, quote-break  a canary file the injected command creates
 code-injection    expression, getattr-system, statement       a canary file the injected code writes
 deserialization   pickle-bytes, pickle-base64, pickle-stream, a canary file the crafted object's
-                  yaml-tag                                    ``__reduce__`` / YAML tag writes on load
-sql-injection     quote, double-quote, unbalanced             the DB raises a *syntax* error for the payload
+                  marshal-code, yaml-tag                      ``__reduce__`` / YAML tag / code writes on load,
+                                                              or the pickle resolved ``builtins.exec``
+sql-injection     quote, double-quote, unbalanced, tautology, the SQL the target sent to SQLite carries the
+                  numeric                                     payload as syntax, not inside one literal; or
+                                                              the DB raises a *syntax* error for the payload
                                                               and not for a benign value
 path-traversal    dotdot, absolute                            a secret file outside the base is read (its
                                                               nonce comes back) or overwritten
@@ -48,11 +51,14 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("pickle-base64", "the same crafted pickle, base64-encoded", 0.8),
         Family("pickle-stream", "the same crafted pickle as a binary file object", 0.7),
         Family("yaml-tag", "!!python/object/apply:exec tag that writes a canary file", 0.6),
+        Family("marshal-code", "a marshalled code object that writes a canary file when executed", 0.4),
     ),
     "sql-injection": (
         Family("quote", "a single quote that breaks out of a SQL string literal", 1.0),
         Family("double-quote", "a double quote that breaks out of a quoted identifier or literal", 0.7),
+        Family("tautology", "closes the literal, then OR 'x'='x': valid SQL that widens the query", 0.9),
         Family("unbalanced", "quotes and a parenthesis that break any SQL context", 0.6),
+        Family("numeric", "0 OR 0=0 for a value spliced without quotes", 0.5),
     ),
     "path-traversal": (
         Family("dotdot", "../ segments up to the root, then the path of a secret file", 1.0),

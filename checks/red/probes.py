@@ -20,7 +20,7 @@ from typing import Any
 
 from checks.models import ProbeResult
 from checks.red.hypotheses import Attack
-from checks.red.probe_source import PROBE_TEMPLATE
+from checks.red.probe_source import IMPORT_TEMPLATE, PROBE_TEMPLATE
 
 REWARD_CONFIRMED = 1.0
 REWARD_DEVIATION = 0.3
@@ -29,6 +29,8 @@ REWARD_UNREACHED = 0.0
 SQL_SYNTAX = re.compile(r"syntax error|unrecognized token|unterminated|incomplete input|near \"|"
                         r"unclosed quotation|you have an error in your sql", re.IGNORECASE)
 EXHAUSTION_ERRORS = frozenset({"RecursionError", "MemoryError"})
+# what a pickle must resolve to run code: a payload that made it look these up reached a loader of untrusted data
+CODE_RUNNERS = frozenset({"builtins.exec", "builtins.eval", "os.system", "posix.system", "subprocess.Popen"})
 
 
 @dataclass(frozen=True)
@@ -36,11 +38,24 @@ class ProbeOutcome:
     confirmed: bool
     reward: float
     effect: str
+    # dangerous calls of product code seen while the module was imported (shell, string-built code)
+    import_sightings: tuple[dict[str, Any], ...] = ()
 
 
-def probe_nonce(seed: int, attack: Attack) -> str:
-    """A per-probe nonce fixed by the review's seed and the attack, so the same review builds the same probes."""
-    return hashlib.sha256(f"{seed}|{attack.key}".encode()).hexdigest()[:20]
+def probe_nonce(seed: int, attack: Attack | str) -> str:
+    """A per-probe nonce fixed by the review's seed and the attack (or another probe's name), so the same review
+    builds the same probes."""
+    key = attack if isinstance(attack, str) else attack.key
+    return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()[:20]
+
+
+def _program(template: str, config: dict[str, Any]) -> str:
+    return template.replace("__CONFIG__", repr(json.dumps(config, sort_keys=True)), 1)
+
+
+def build_import_probe(paths: list[str], nonce: str) -> str:
+    """A probe that imports each changed module once and reports what ran while it was imported."""
+    return _program(IMPORT_TEMPLATE, {"nonce": nonce, "paths": paths})
 
 
 def build_probe(attack: Attack, nonce: str) -> str:
@@ -52,12 +67,13 @@ def build_probe(attack: Attack, nonce: str) -> str:
         "qualname": target.qualname, "params": list(target.params), "is_method": target.is_method,
         "argument": attack.argument,
     }
-    return PROBE_TEMPLATE.replace("__CONFIG__", repr(json.dumps(config, sort_keys=True)), 1)
+    return _program(PROBE_TEMPLATE, config)
 
 
-def _markers(result: ProbeResult, nonce: str) -> dict[str, dict[str, Any]]:
+def marker_lines(result: ProbeResult, nonce: str) -> list[dict[str, Any]]:
+    """This probe's marker records, in order; lines without its nonce are the target's output and ignored."""
     prefix = f"LOGOMESH-PROBE-{nonce} "
-    phases: dict[str, dict[str, Any]] = {}
+    found: list[dict[str, Any]] = []
     for line in result.stdout.splitlines():
         if not line.startswith(prefix):
             continue
@@ -66,8 +82,64 @@ def _markers(result: ProbeResult, nonce: str) -> dict[str, dict[str, Any]]:
         except json.JSONDecodeError:
             continue
         if isinstance(data, dict) and isinstance(data.get("phase"), str):
-            phases.setdefault(data["phase"], data)  # first wins: the target cannot overwrite a phase
+            found.append(data)
+    return found
+
+
+def _markers(result: ProbeResult, nonce: str) -> dict[str, dict[str, Any]]:
+    phases: dict[str, dict[str, Any]] = {}
+    for data in marker_lines(result, nonce):
+        phases.setdefault(data["phase"], data)  # first wins: the target cannot overwrite a phase
     return phases
+
+
+def sightings_of(data: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The well-formed sightings of one marker record (the probe shares its process with PR code)."""
+    found = []
+    for item in (data or {}).get("sightings") or []:
+        if isinstance(item, dict) and isinstance(item.get("event"), str) and isinstance(item.get("path"), str) \
+                and isinstance(item.get("line"), int):
+            found.append({"event": item["event"], "path": item["path"], "line": item["line"],
+                          "detail": str(item.get("detail") or "")[:300]})
+    return found
+
+
+def sql_injected(statement: str, payload: str) -> bool:
+    """True when ``payload`` reached ``statement`` as SQL syntax: it occurs there, and not wholly inside one
+    terminated string literal or quoted identifier (escaped quotes — ``''`` — stay inside their literal).
+
+    A parameterised query never carries the payload's text; a correctly escaped one carries it inside a literal.
+    """
+    if not payload:
+        return False
+    # which literal (0 = none) each character belongs to; a literal still open at the end is broken (-1)
+    owner = [0] * len(statement)
+    literal, quote, index, i = 0, "", 0, 0
+    closers = {"'": "'", '"': '"', "`": "`", "[": "]"}
+    while i < len(statement):
+        char = statement[i]
+        if quote:
+            owner[i] = literal
+            if char == quote:
+                if i + 1 < len(statement) and statement[i + 1] == quote and quote != "]":
+                    owner[i + 1] = literal
+                    i += 2
+                    continue
+                quote = ""
+        elif char in closers:
+            index += 1
+            literal, quote = index, closers[char]
+            owner[i] = literal
+        i += 1
+    if quote:
+        owner = [-1 if o == literal else o for o in owner]
+    start = statement.find(payload)
+    while start != -1:
+        span = owner[start:start + len(payload)]
+        if span[0] <= 0 or any(o != span[0] for o in span):
+            return True
+        start = statement.find(payload, start + 1)
+    return False
 
 
 def _error(data: dict[str, Any]) -> str:
@@ -79,40 +151,53 @@ def judge_probe(attack: Attack, nonce: str, result: ProbeResult) -> ProbeOutcome
     kind = attack.hypothesis.kind
     phases = _markers(result, nonce)
     imported = phases.get("import")
+    sightings = tuple(sightings_of(imported))
     if imported is None or not imported.get("ok"):
         if result.timed_out:
-            return ProbeOutcome(False, REWARD_UNREACHED, "the module timed out while importing")
+            return ProbeOutcome(False, REWARD_UNREACHED, "the module timed out while importing", sightings)
         why = _error(imported) if imported else f"no probe output (exit code {result.exit_code})"
-        return ProbeOutcome(False, REWARD_UNREACHED, f"could not reach the target: {why}")
+        return ProbeOutcome(False, REWARD_UNREACHED, f"could not reach the target: {why}", sightings)
     baseline = phases.get("baseline")
     attack_data = phases.get("attack")
     if baseline is None:
-        return ProbeOutcome(False, REWARD_UNREACHED, "the target did not complete a benign call")
+        return ProbeOutcome(False, REWARD_UNREACHED, "the target did not complete a benign call", sightings)
     if attack_data is None:
         # Only an attack that started counts: building the payload must not be what ran out of memory.
         if kind == "resource-exhaustion" and "payload" in phases and (result.timed_out or result.oom_killed):
             how = "was killed for memory" if result.oom_killed else "ran past the time limit"
-            return ProbeOutcome(True, REWARD_CONFIRMED, f"a benign call completed; the payload {how}")
+            return ProbeOutcome(True, REWARD_CONFIRMED, f"a benign call completed; the payload {how}", sightings)
         return ProbeOutcome(False, REWARD_DEVIATION, "the probe died during the attack "
-                            f"(exit code {result.exit_code}, timed out {result.timed_out})")
+                            f"(exit code {result.exit_code}, timed out {result.timed_out})", sightings)
     if kind in ("command-injection", "code-injection", "deserialization") and attack_data.get("canary"):
-        return ProbeOutcome(True, REWARD_CONFIRMED, "the payload ran attacker code: the canary file was created")
+        return ProbeOutcome(True, REWARD_CONFIRMED, "the payload ran attacker code: the canary file was created",
+                            sightings)
+    resolved = {s["detail"] for s in sightings_of(attack_data) if s["event"] == "pickle.find_class"}
+    if kind == "deserialization" and resolved & CODE_RUNNERS:
+        return ProbeOutcome(True, REWARD_CONFIRMED, "the payload reached a pickle loader: it resolved "
+                            f"{sorted(resolved & CODE_RUNNERS)[0]}, which runs attacker code", sightings)
+    marker = (phases.get("payload") or {}).get("sql_payload")
+    if kind == "sql-injection" and isinstance(marker, str):
+        for statement in attack_data.get("sql") or []:
+            if isinstance(statement, str) and sql_injected(statement, marker):
+                return ProbeOutcome(True, REWARD_CONFIRMED, "the payload reached the SQL as syntax, not as a value: "
+                                    f"{statement[:200]}", sightings)
     if kind == "path-traversal":
         if attack_data.get("returned_secret"):
             return ProbeOutcome(True, REWARD_CONFIRMED, "the target returned the contents of a secret file outside "
-                                "its base directory")
+                                "its base directory", sightings)
         if attack_data.get("secret_intact") is False:
             return ProbeOutcome(True, REWARD_CONFIRMED, "the target overwrote a secret file outside its base "
-                                "directory")
+                                "directory", sightings)
     if kind == "sql-injection" and not attack_data.get("ok") and SQL_SYNTAX.search(attack_data.get("error", "")) \
             and not SQL_SYNTAX.search(baseline.get("error", "")):
-        return ProbeOutcome(True, REWARD_CONFIRMED, f"the payload changed the SQL's syntax: {_error(attack_data)}")
+        return ProbeOutcome(True, REWARD_CONFIRMED, f"the payload changed the SQL's syntax: {_error(attack_data)}",
+                            sightings)
     if kind == "resource-exhaustion" and attack_data.get("error_type") in EXHAUSTION_ERRORS \
             and baseline.get("ok"):
         return ProbeOutcome(True, REWARD_CONFIRMED, f"a benign call completed; the payload raised "
-                            f"{attack_data['error_type']}")
+                            f"{attack_data['error_type']}", sightings)
     if attack_data.get("ok") != baseline.get("ok") or attack_data.get("error_type") != baseline.get("error_type"):
         return ProbeOutcome(False, REWARD_DEVIATION, "the payload changed the target's behaviour "
                             f"({_error(attack_data) if not attack_data.get('ok') else 'returned normally'}) "
-                            "but the oracle did not fire")
-    return ProbeOutcome(False, REWARD_REACHED, "the target ran with the payload; no effect observed")
+                            "but the oracle did not fire", sightings)
+    return ProbeOutcome(False, REWARD_REACHED, "the target ran with the payload; no effect observed", sightings)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
+import sightings  # beside this file in /sandbox/logomesh (launch.py puts it on the path to import us)
 
 SENSITIVE_HOOKS = (
     "pytest_runtest_makereport", "pytest_pyfunc_call", "pytest_runtest_protocol", "pytest_runtest_call",
@@ -34,8 +34,6 @@ SENSITIVE_HOOKS = (
 )
 MAX_MESSAGE = 2000
 IMPORT_CONTEXT = "<import>"
-# audit events that mean "a shell or code built at run time"; see the audit events table of the docs
-WATCHED = frozenset({"os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen", "exec", "os.popen"})
 MAX_RUNTIME = 50
 MAX_TESTS = 20000
 
@@ -51,13 +49,6 @@ def _message(report) -> str:
         head = f"{crash.path}:{crash.lineno}: "
     summary = " | ".join(lines[-3:]) if lines else text.strip().splitlines()[-1] if text.strip() else ""
     return (head + summary)[:MAX_MESSAGE]
-
-
-def _is_test_file(path: str) -> bool:
-    parts = path.split("/")
-    name = parts[-1]
-    return (name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
-            or any(p in ("test", "tests", "testing") for p in parts[:-1]))
 
 
 def _location(report, repo: str) -> str | None:
@@ -82,33 +73,9 @@ class Collector:
         self.hooks: list = []
         self.coverage_paths = coverage_paths
         self.cov = None
-        self.runtime: dict = {}
-        sys.addaudithook(self._audit)
+        # dangerous calls of product code while the tests run (LogoMesh's, from outside the repository)
+        self.sightings = sightings.Sightings(repo, MAX_RUNTIME, sightings.SHELL_AND_CODE, details=False)
 
-    # --- what product code really calls -----------------------------------------------------------------------
-
-    def _audit(self, event, args) -> None:
-        if event not in WATCHED or len(self.runtime) >= MAX_RUNTIME:
-            return
-        if event == "exec":
-            code = args[0] if args else None
-            if getattr(code, "co_filename", None) != "<string>":
-                return  # modules and functions being run, not code built from a string
-        if event == "subprocess.Popen":
-            argv = args[1] if len(args) > 1 else None
-            if not (isinstance(argv, list | tuple) and len(argv) >= 2 and str(argv[0]).endswith("sh")
-                    and argv[1] == "-c"):
-                return
-        frame = sys._getframe(1)
-        while frame is not None:
-            filename = frame.f_code.co_filename
-            if filename.startswith(self.repo + "/"):
-                path = filename[len(self.repo) + 1:]
-                if not _is_test_file(path):
-                    key = (event, path, frame.f_lineno)
-                    self.runtime.setdefault(key, {"event": event, "path": path, "line": frame.f_lineno})
-                return
-            frame = frame.f_back
     # --- coverage -----------------------------------------------------------------------------------------
 
     def pytest_configure(self, config) -> None:
@@ -214,6 +181,6 @@ class Collector:
         record = {"exit_code": exit_code, "seconds": round(seconds, 3), "collected": self.collected,
                   "deselected": self.deselected[:MAX_TESTS], "errors": self.errors[:200],
                   "tests": list(self.tests.values()), "hooks": self.hooks[:200], "coverage": coverage_map,
-                  "runtime": list(self.runtime.values())}
+                  "runtime": self.sightings.take()}
         with open(self.out, "w", encoding="utf-8") as handle:
             json.dump(record, handle)

@@ -12,7 +12,10 @@ it imports. It
    repository's hooks could write, and never from an exit code the repository can choose;
 3. falls back to ``unittest`` discovery only when the collector saw pytest collect nothing and no error;
 4. optionally runs mutants (``mutate`` mode): each changed line is mutated in place and only the tests that
-   covered it run against it; a mutant is killed when one of them fails.
+   covered it run against it; a mutant is killed when one of them fails;
+5. or, in ``probe`` mode, after the same install, runs one red-team probe through ``launch.py`` — the same
+   interpreter, variables, path and working directory as the tests — with its output passed straight through
+   (a probe reports as it goes: a kill must not lose what it saw) and its own time limit (exit code 124).
 
 Everything here runs next to PR code and proves nothing by itself: the host treats ``results.json`` as hostile.
 """
@@ -144,10 +147,31 @@ def mutate(config: dict, env: dict, results: dict) -> None:
     results["mutants"] = verdicts
 
 
+PROBE_TIMED_OUT = 124
+
+
+def probe(config: dict, env: dict) -> int:
+    install = install_project(config, env)
+    if install.get("status") == "failed":
+        sys.stderr.write("the editable install failed: " + str(install.get("reason", ""))[-500:] + "\n")
+    launch = {"import_roots": config.get("import_roots") or [], "site": SITE, "probe": config["probe"]}
+    sys.stdout.flush()
+    try:
+        code = subprocess.run([sys.executable, "-I", HERE + "/launch.py", json.dumps(launch)], env=env,
+                              timeout=float(config.get("probe_timeout") or 10)).returncode
+    except subprocess.TimeoutExpired:
+        code = PROBE_TIMED_OUT
+    with contextlib.suppress(OSError):  # nothing the probe started outlives it
+        os.kill(-1, signal.SIGKILL)
+    return 128 - code if code < 0 else code  # killed by a signal: the shell's 128 + signal number
+
+
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
         config = json.load(handle)
     env = child_env(config)
+    if config.get("probe"):
+        sys.exit(probe(config, env))
     results: dict = {"runner": "pytest"}
     command = config.get("command")
     if command:

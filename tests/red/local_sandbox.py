@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from checks.models import ProbeResult, TestRunResult, TestSpec
+from checks.red.probe_source import IMPORTS
 
 
 @contextlib.contextmanager
@@ -38,13 +39,14 @@ def _scratch() -> Iterator[Path]:
 class LocalProbeSandbox:
     def __init__(self, repo: Path) -> None:
         self.repo = repo
-        self.probes: list[str] = []
+        self.probes: list[str] = []  # attack probes
+        self.imports: list[str] = []  # import probes
 
     async def run_tests(self, spec: TestSpec) -> TestRunResult:
         return TestRunResult(status="not_measured", reason="the local probe sandbox does not run tests")
 
     async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
-        self.probes.append(code)
+        (self.imports if IMPORTS in code else self.probes).append(code)
         with _scratch() as scratch:
             work = Path(scratch) / "repo"
             shutil.copytree(self.repo, work)

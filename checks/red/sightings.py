@@ -1,0 +1,98 @@
+"""What code really calls, seen by an audit hook (``sys.addaudithook``); standard library only.
+
+This module runs *inside* the sandbox: the test collector (``sandbox/inside/collector.py``) imports it from
+``/sandbox/logomesh``, and every red-team probe carries its source (``checks/red/probe_source.py``). A shell
+command, a program started through ``sh -c``, code executed from a string, a class a pickle resolves — whatever
+names or strings were used to reach them — is recorded with the innermost frame of the repository's product
+code that led to it. The arguments are kept (short) so a probe can tell whether its payload reached the call.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+# audit events that mean "a shell or code built at run time"; see the audit events table of the docs
+SHELL_AND_CODE = frozenset({"os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen", "exec",
+                            "os.popen"})
+# what a probe watches besides: the classes a pickle resolves and code objects read back by marshal
+WATCHED = SHELL_AND_CODE | {"pickle.find_class", "marshal.loads"}
+MAX_DETAIL = 300
+# standard-library modules that build their own code from strings (dataclass methods, namedtuple's __new__):
+# what they execute is theirs, not the caller's data
+CODE_GENERATORS = ("/dataclasses.py", "/collections/__init__.py")
+
+
+def is_test_file(path: str) -> bool:
+    parts = path.split("/")
+    name = parts[-1]
+    return (name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+            or any(p in ("test", "tests", "testing") for p in parts[:-1]))
+
+
+def _interesting(event: str, args: tuple[Any, ...], caller: str) -> bool:
+    if event == "exec":
+        # modules and functions being run are not interesting; code built from a string is, unless the standard
+        # library built it for a dataclass or a namedtuple
+        built = getattr(args[0] if args else None, "co_filename", None) == "<string>"
+        return built and not caller.endswith(CODE_GENERATORS)
+    if event == "subprocess.Popen":
+        argv = args[1] if len(args) > 1 else None
+        return isinstance(argv, (list, tuple)) and len(argv) >= 2 and str(argv[0]).endswith("sh") and argv[1] == "-c"
+    if event == "pickle.find_class":
+        return True
+    return event in WATCHED
+
+
+def _detail(event: str, args: tuple[Any, ...]) -> str:
+    if event == "exec":
+        return ""
+    if event == "pickle.find_class":
+        return ".".join(str(a) for a in args[:2])
+    if event == "subprocess.Popen":
+        return " ".join(str(a) for a in args[1])[:MAX_DETAIL]
+    if event == "marshal.loads":
+        return ""
+    return str(args[0] if args else "")[:MAX_DETAIL]
+
+
+class Sightings:
+    """Records watched events whose call stack passes through the repository's product code (not its tests)."""
+
+    def __init__(self, repo: str, limit: int = 50, events: frozenset[str] = WATCHED, details: bool = True) -> None:
+        self.repo = repo.rstrip("/") + "/"
+        self.limit = limit
+        self.events = events
+        self.details = details
+        self.seen: dict[tuple[str, str, int, str], dict[str, Any]] = {}
+        self.active = True
+        sys.addaudithook(self._audit)
+
+    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.active or event not in self.events or len(self.seen) >= self.limit:
+            return
+        try:
+            frame: Any = sys._getframe(1)
+            if not _interesting(event, args, frame.f_code.co_filename):
+                return
+            while frame is not None:
+                filename = frame.f_code.co_filename
+                if filename.startswith(self.repo):
+                    path = filename[len(self.repo):]
+                    if not is_test_file(path):
+                        detail = _detail(event, args) if self.details else ""
+                        key = (event, path, frame.f_lineno, detail)
+                        seen: dict[str, Any] = {"event": event, "path": path, "line": frame.f_lineno}
+                        if self.details:
+                            seen["detail"] = detail
+                        self.seen.setdefault(key, seen)
+                    return
+                frame = frame.f_back
+        except Exception:  # an audit hook must never break the code it watches
+            return
+
+    def take(self) -> list[dict[str, Any]]:
+        """Everything seen since the last call, oldest first."""
+        found = list(self.seen.values())
+        self.seen = {}
+        return found
