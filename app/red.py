@@ -26,7 +26,7 @@ from checks.protocols import Sandbox
 from checks.red import Hypothesis, MCTSRedTeam
 from checks.red.agent import CandidateSource
 from checks.red.sarif import to_sarif
-from checks.red.taint import enclosing_target
+from checks.red.taint import target_index
 from rubric import Rubric
 
 # bandit test id → the red agent's attack class. Informational tests (B404 "import subprocess", B603
@@ -74,6 +74,7 @@ class BanditSource:
         # _parse_file is bandit's per-file entry point; it takes a byte stream, so nothing touches the disk.
         manager._parse_file(path, io.BytesIO(source.encode("utf-8", "surrogatepass")), [path])
         found: list[Hypothesis] = []
+        enclosing = target_index(path, source)
         for issue in manager.results:
             kind = BANDIT_KINDS.get(issue.test_id)
             if kind is None:
@@ -82,7 +83,7 @@ class BanditSource:
             found.append(Hypothesis(
                 kind=kind, path=path, line=line, sink=issue.test_id,
                 detail=f"bandit {issue.test_id} ({issue.test}): {issue.text}",
-                target=enclosing_target(path, source, line), origins=("bandit",), scanner_ids=(issue.test_id,),
+                target=enclosing(line), origins=("bandit",), scanner_ids=(issue.test_id,),
             ))
         return found
 

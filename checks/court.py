@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from checks import cis
+from checks.bounds import bounded_evidence, bounded_findings, bounded_opinion
 from checks.chief_justice import judge_case
 from checks.detectives import DocAnalyst, HarnessInspector, RedTeam, RepoInvestigator, Semantic, TestRunner
 from checks.errors import DetectiveError, JudgeError
@@ -194,7 +195,7 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
             attack_successful=red.attack_successful,
             vulnerability_count=red.vulnerability_count,
             max_severity=red.max_severity,
-            findings=red.findings,
+            findings=bounded_findings(red.findings),
         ),
         verdict=judgment.verdict,
         verdict_reasons=judgment.verdict_reasons,
@@ -204,8 +205,8 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
             "testing": testing_value is not None,
             "red_team": red.ran,
         },
-        evidence=evidence + tuple(sorted(judge_records, key=lambda e: e.id)),
-        opinions=opinions,
+        evidence=bounded_evidence(evidence + tuple(sorted(judge_records, key=lambda e: e.id))),
+        opinions=tuple(bounded_opinion(o) for o in opinions),
         rulings=judgment.rulings,
         dissent=judgment.dissent,
         notices=tuple(state.notices),

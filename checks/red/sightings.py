@@ -15,12 +15,14 @@ from typing import Any
 # audit events that mean "a shell or code built at run time"; see the audit events table of the docs
 SHELL_AND_CODE = frozenset({"os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen", "exec",
                             "os.popen"})
-# what a probe watches besides: the classes a pickle resolves and code objects read back by marshal
-WATCHED = SHELL_AND_CODE | {"pickle.find_class", "marshal.loads"}
+# what a probe watches besides: the classes a pickle resolves
+WATCHED = SHELL_AND_CODE | {"pickle.find_class"}
 MAX_DETAIL = 300
 # standard-library modules that build their own code from strings (dataclass methods, namedtuple's __new__):
 # what they execute is theirs, not the caller's data
 CODE_GENERATORS = ("/dataclasses.py", "/collections/__init__.py")
+# the file names code compiled from a string gets: exec/eval/compile, timeit, code.interact and the like
+FROM_STRINGS = frozenset({"<string>", "<timeit-src>", "<input>", "<stdin>", "<console>"})
 
 
 def is_test_file(path: str) -> bool:
@@ -34,7 +36,7 @@ def _interesting(event: str, args: tuple[Any, ...], caller: str) -> bool:
     if event == "exec":
         # modules and functions being run are not interesting; code built from a string is, unless the standard
         # library built it for a dataclass or a namedtuple
-        built = getattr(args[0] if args else None, "co_filename", None) == "<string>"
+        built = getattr(args[0] if args else None, "co_filename", None) in FROM_STRINGS
         return built and not caller.endswith(CODE_GENERATORS)
     if event == "subprocess.Popen":
         argv = args[1] if len(args) > 1 else None
@@ -51,8 +53,6 @@ def _detail(event: str, args: tuple[Any, ...]) -> str:
         return ".".join(str(a) for a in args[:2])
     if event == "subprocess.Popen":
         return " ".join(str(a) for a in args[1])[:MAX_DETAIL]
-    if event == "marshal.loads":
-        return ""
     return str(args[0] if args else "")[:MAX_DETAIL]
 
 

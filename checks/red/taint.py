@@ -16,8 +16,9 @@ Only sinks on lines the change adds are reported: the agent attacks the change, 
 from __future__ import annotations
 
 import ast
+import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from checks.red.hypotheses import Hypothesis, Target
@@ -431,14 +432,26 @@ class TaintPass:
         return sorted(found, key=lambda h: h.line)
 
 
-def enclosing_target(path: str, source: str, line: int) -> Target | None:
-    """The top-level function or method whose body holds ``line`` — how a scanner's finding becomes attackable."""
+def target_index(path: str, source: str) -> Callable[[int], Target | None]:
+    """Parse once; return a lookup from a line to the top-level function or method whose body holds it — how a
+    scanner's finding becomes attackable (one parse per file, however many findings it has)."""
     try:
         tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError):
-        return None
-    for func, is_method, qualname in TaintPass._functions(tree):
-        end = getattr(func, "end_lineno", None) or func.lineno
-        if func.lineno <= line <= end:
-            return Target(path=path, qualname=qualname, params=_params(func, is_method), is_method=is_method)
-    return None
+        return lambda line: None
+    spans = sorted((func.lineno, getattr(func, "end_lineno", None) or func.lineno,
+                    Target(path=path, qualname=qualname, params=_params(func, is_method), is_method=is_method))
+                   for func, is_method, qualname in TaintPass._functions(tree))
+    starts = [span[0] for span in spans]
+
+    def at(line: int) -> Target | None:
+        # functions and methods do not overlap: only the last one starting at or before the line can hold it
+        index = bisect.bisect_right(starts, line) - 1
+        return spans[index][2] if index >= 0 and spans[index][1] >= line else None
+
+    return at
+
+
+def enclosing_target(path: str, source: str, line: int) -> Target | None:
+    """The top-level function or method whose body holds ``line``."""
+    return target_index(path, source)(line)

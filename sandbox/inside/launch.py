@@ -134,6 +134,19 @@ def run_mutants(config: dict, collector: object) -> None:
         json.dump(verdicts, handle)
 
 
+def run_probe(path: str) -> None:
+    """A red-team probe: the test run's interpreter, path, directory and command line, without pytest."""
+    import types
+
+    os.chdir(REPO)
+    with open(path, encoding="utf-8") as handle:
+        code = compile(handle.read(), path, "exec")
+    module = types.ModuleType("case")
+    module.__file__ = path
+    sys.modules["case"] = module
+    exec(code, module.__dict__)  # noqa: S102 - LogoMesh's own probe, run in the sandbox
+
+
 def main() -> None:
     argument = sys.argv[1]
     if argument.startswith("@"):
@@ -142,10 +155,7 @@ def main() -> None:
     config = json.loads(argument)
     set_path(config)
     if config.get("probe"):
-        import runpy  # a red-team probe: the test run's interpreter, path and directory, without pytest
-
-        os.chdir(REPO)
-        runpy.run_path(config["probe"], run_name="case")
+        run_probe(config["probe"])
         return
     if config.get("unittest"):
         sys.exit(run_unittest(config["out"]))

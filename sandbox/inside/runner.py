@@ -69,19 +69,21 @@ def child_env(config: dict) -> dict:
     return env
 
 
+def launch_file(launch: dict) -> str:
+    """``launch.py``'s argument: always ``@<file>``, so a test run and a probe start with the same command line."""
+    path = OUT + "/launch-" + os.urandom(8).hex() + ".json"
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(launch, handle)
+    return "@" + path
+
+
 def run_pytest(config: dict, env: dict, args: list, extra: dict, timeout: float | None) -> tuple:
     """One pytest run through launch.py; (exit code, the collector's record or None, output tail)."""
     with contextlib.suppress(OSError):
         os.unlink(COLLECTED)
     launch = {"import_roots": config.get("import_roots") or [], "site": SITE, "args": args, "out": COLLECTED}
     launch.update(extra)
-    text = json.dumps(launch)
-    if len(text) > 64 * 1024:  # a long list of node ids outgrows one argument
-        path = OUT + "/launch-" + os.urandom(8).hex() + ".json"
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        text = "@" + path
-    argv = [sys.executable, "-I", HERE + "/launch.py", text]
+    argv = [sys.executable, "-I", HERE + "/launch.py", launch_file(launch)]
     try:
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=timeout)
         code, output = proc.returncode, proc.stdout
@@ -157,7 +159,7 @@ def probe(config: dict, env: dict) -> int:
     launch = {"import_roots": config.get("import_roots") or [], "site": SITE, "probe": config["probe"]}
     sys.stdout.flush()
     try:
-        code = subprocess.run([sys.executable, "-I", HERE + "/launch.py", json.dumps(launch)], env=env,
+        code = subprocess.run([sys.executable, "-I", HERE + "/launch.py", launch_file(launch)], env=env,
                               timeout=float(config.get("probe_timeout") or 10)).returncode
     except subprocess.TimeoutExpired:
         code = PROBE_TIMED_OUT

@@ -224,3 +224,21 @@ async def test_the_red_agent_confirms_obfuscated_sinks_as_it_confirms_the_plain_
         outcomes[name] = (evaluation.verdict, sorted((f.severity, f.confirmed) for f in findings))
     assert outcomes["plain"][0] == "fail" and ("critical", True) in outcomes["plain"][1]
     assert all(outcome == outcomes["plain"] for outcome in outcomes.values()), outcomes
+
+
+async def test_a_change_cannot_make_logomesh_store_without_bound(tmp_path: Path, tally: Tally) -> None:
+    tally("storage: thousands of flagged lines in one change")
+    source = "import os\n\n" + "".join(f"def f{i}(x):\n    eval(x)\n    os.system(x)\n\n" for i in range(1500))
+    root, head = repo_with(tmp_path / "many", "calc/tool.py", source)
+    settings = load_settings(sandbox="off", home=root / ".lm", embedding="off", red_team="on")
+    evaluation, _ = await review_repository(root, "main", head, settings=settings, title="Add an evaluator",
+                                            body="Adds evaluate(), which computes an arithmetic expression.")
+    stored = evaluation.model_dump_json()
+    assert len(stored) < 1_000_000, len(stored)
+    note = next(e for e in evaluation.evidence if e.kind == "truncated")
+    assert note.facts["judged"] > 3000 and note.facts["omitted"] == note.facts["judged"] - note.facts["stored"]
+    assert "were judged but not stored" in note.summary
+    # the worst is kept, and the verdict is the one all the evidence earns
+    assert evaluation.verdict == "fail"
+    assert {e.severity for e in evaluation.evidence if "eval" in e.id} >= {"high"}
+    assert evaluation.red_analysis.vulnerability_count > len(evaluation.red_analysis.findings) == 100

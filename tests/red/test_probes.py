@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+from pathlib import Path
 
 from checks.models import ProbeResult
 from checks.red.hypotheses import Attack, Hypothesis, Target
@@ -131,3 +132,50 @@ async def test_output_without_a_newline_does_not_hide_the_markers(attack):
               '    os.system("echo " + cmd)\n')
     analysis, _agent, _sandbox = await attack({"shop/noisy.py": source})
     assert [(f.severity, f.confirmed) for f in analysis.findings] == [("critical", True)]
+
+
+def test_the_sql_oracle_reads_the_payload_as_syntax_or_as_a_value():
+    from checks.red.probes import sql_injected
+
+    tautology = "q1' OR 'q1'='q1"
+    assert sql_injected("SELECT id FROM t WHERE n = 'q1' OR 'q1'='q1'", tautology)
+    assert not sql_injected("SELECT id FROM t WHERE n = 'q1'' OR ''q1''=''q1'", tautology)  # escaped
+    assert not sql_injected("SELECT id FROM t WHERE n = ?", tautology)  # parameterised
+    assert sql_injected("SELECT id FROM t WHERE n = 'q1''", "q1'")  # the literal never closes
+    assert not sql_injected("SELECT id FROM t WHERE n = 'q1'''", "q1'")
+    assert sql_injected("SELECT * FROM t WHERE id = 0 OR 0=0 /*q1*/", "0 OR 0=0 /*q1*/")
+    assert not sql_injected("SELECT * FROM t WHERE id = '0 OR 0=0 /*q1*/'", "0 OR 0=0 /*q1*/")
+    assert sql_injected('SELECT * FROM "q1""', 'q1"')
+
+
+async def test_sql_injection_behind_a_swallowed_error_is_confirmed(attack):
+    source = ('"""Users."""\nimport sqlite3\n\n\ndef find(name):\n    conn = sqlite3.connect(":memory:")\n'
+              '    try:\n        return conn.execute(f"SELECT id FROM users WHERE name = \'{name}\'").fetchall()\n'
+              '    except sqlite3.Error:\n        return []\n')
+    analysis, _agent, _sandbox = await attack({"shop/users.py": source})
+    assert [(f.severity, f.confirmed) for f in analysis.findings] == [("high", True)]
+    assert "reached the SQL as syntax" in (analysis.findings[0].effect or "")
+
+
+def test_the_audit_hook_sees_string_built_code_but_not_the_standard_librarys_own(tmp_path):
+    import subprocess
+    import sys
+
+    from checks.red import sightings
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text(
+        "import builtins, timeit\nfrom collections import namedtuple\nfrom dataclasses import dataclass\n\n"
+        "P = namedtuple('P', 'a b')\n\n\n@dataclass\nclass A:\n    x: int = 1\n\n\n"
+        "def run(text):\n    return getattr(builtins, 'ev' + 'al')(text)\n\n\n"
+        "def timed(text):\n    return timeit.timeit(text, number=1)\n")
+    program = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom sightings import Sightings\n"
+               "watch = Sightings(sys.argv[2])\nsys.path.insert(0, sys.argv[2])\nimport pkg.mod\n"
+               "at_import = watch.take()\n"
+               "pkg.mod.run('1 + 1')\npkg.mod.timed('1 + 1')\nprint(json.dumps([at_import, watch.take()]))\n")
+    out = subprocess.run([sys.executable, "-I", "-c", program, str(Path(sightings.__file__).parent), str(tmp_path)],
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    at_import, called = json.loads(out)
+    assert at_import == []  # a namedtuple and a dataclass build code, but not from the caller's data
+    assert [(s["event"], s["line"]) for s in called] == [("exec", 14), ("exec", 18)]

@@ -3,10 +3,6 @@ caching, and an environment that cannot run the tests reported as such (not char
 
 from __future__ import annotations
 
-import http.server
-import socketserver
-import threading
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +16,7 @@ from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.environment import choose_python, plan_environment
 from sandbox.limits import SandboxCeiling, SandboxLimits
 from tests.gitfixture import RepoBuilder
+from tests.sandbox.index import build_wheel, serve_index
 
 IMAGE = "logomesh-sandbox:latest"
 
@@ -73,54 +70,14 @@ def test_a_repository_may_raise_limits_up_to_the_operators_ceiling():
 # --- a real index on loopback ---------------------------------------------------------------------------------
 
 
-def build_wheel(dest: Path, name: str, version: str, source: str) -> Path:
-    """A minimal, valid pure-Python wheel (PEP 427), written by hand: no build backend needed."""
-    dist = f"{name.replace('-', '_')}-{version}"
-    wheel = dest / f"{dist}-py3-none-any.whl"
-    module = name.replace("-", "_")
-    files = {
-        f"{module}/__init__.py": source,
-        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    import base64
-    import hashlib
-
-    records = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        records.append(f"{path},sha256={digest},{len(text.encode())}")
-    records.append(f"{dist}.dist-info/RECORD,,")
-    files[f"{dist}.dist-info/RECORD"] = "\n".join(records) + "\n"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
-    return wheel
-
-
 @pytest.fixture(scope="module")
 def local_index(tmp_path_factory: pytest.TempPathFactory, docker_engine) -> Iterator[str]:
-    """A PEP 503 simple index served over HTTP on this host, reachable from the setup network's gateway."""
     root = tmp_path_factory.mktemp("index")
-    simple = root / "simple" / "lm-discounts"
-    simple.mkdir(parents=True)
-    wheel = build_wheel(simple, "lm-discounts", "1.0.0", "def rate(code):\n    return {'TEN': 10}.get(code, 0)\n")
-    (simple / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>\n')
-    (root / "simple" / "index.html").write_text('<a href="lm-discounts/">lm-discounts</a>\n')
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(root), **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    server.shutdown()
-    server.server_close()
+    folder = root / "simple" / "lm-discounts"
+    folder.mkdir(parents=True)
+    wheel = build_wheel(folder, "lm-discounts", "1.0.0", "def rate(code):\n    return {'TEN': 10}.get(code, 0)\n")
+    with serve_index(root, {"lm-discounts": wheel}) as url:
+        yield url
 
 
 SHOP = {

@@ -1,0 +1,73 @@
+"""A real PEP 503 package index served over HTTP on this host (reachable from the setup network's gateway),
+holding wheels written here: by hand for tiny fixtures, or packed from a package this Python has installed."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import http.server
+import importlib.metadata
+import socketserver
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def write_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+    """A valid pure-Python wheel (PEP 427) of ``files`` (path inside the wheel → content)."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    wheel = dest / f"{dist}-py3-none-any.whl"
+    files = dict(files)
+    files[f"{dist}.dist-info/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    files[f"{dist}.dist-info/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                        b"Tag: py3-none-any\n")
+    records = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        records.append(f"{path},sha256={digest},{len(data)}")
+    records.append(f"{dist}.dist-info/RECORD,,")
+    files[f"{dist}.dist-info/RECORD"] = ("\n".join(records) + "\n").encode()
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return wheel
+
+
+def build_wheel(dest: Path, name: str, version: str, source: str) -> Path:
+    """A one-module wheel: ``<name>/__init__.py`` holding ``source``."""
+    return write_wheel(dest, name, version, {f"{name.replace('-', '_')}/__init__.py": source.encode()})
+
+
+def installed_wheel(dest: Path, distribution: str, package: str) -> Path:
+    """The pure-Python part of an installed distribution (its ``package/**.py``) as a wheel."""
+    dist = importlib.metadata.distribution(distribution)
+    files = {str(f): f.read_binary() for f in dist.files or () if str(f).startswith(f"{package}/")
+             and str(f).endswith(".py")}
+    return write_wheel(dest, distribution, dist.version, files)
+
+
+@contextlib.contextmanager
+def serve_index(root: Path, wheels: dict[str, Path]) -> Iterator[str]:
+    """Serve ``wheels`` (project name → wheel file under ``root/simple/<name>/``) as a simple index."""
+    simple = root / "simple"
+    for name, wheel in wheels.items():
+        (simple / name / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>\n')
+    (simple / "index.html").write_text("".join(f'<a href="{n}/">{n}</a>\n' for n in wheels))
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
