@@ -110,8 +110,9 @@ def _apply(tree: ast.Module, index: int, edit: Edit) -> tuple[str, str] | None:
         return None
 
 
-def _file_mutants(changed: ChangedFile) -> list[list[Mutant]]:
-    """Per added line (in line order), the mutants starting on it."""
+def _file_mutants(changed: ChangedFile) -> list[Iterator[Mutant]]:
+    """Per added line (in line order), its mutants, built lazily: a file of thousands of sites costs only the
+    mutants chosen (each is a copy of the whole module)."""
     if changed.content is None or not changed.added_lines:
         return []
     try:
@@ -119,7 +120,7 @@ def _file_mutants(changed: ChangedFile) -> list[list[Mutant]]:
     except (SyntaxError, ValueError, RecursionError):
         return []
     added = set(changed.added_lines)
-    per_line: dict[int, list[Mutant]] = {}
+    sites: dict[int, list[tuple[int, Edit]]] = {}
     docstrings = {id(n.body[0].value) for n in ast.walk(tree)
                   if isinstance(n, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
                   and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
@@ -127,32 +128,39 @@ def _file_mutants(changed: ChangedFile) -> list[list[Mutant]]:
         line = getattr(node, "lineno", None)
         if line not in added or id(node) in docstrings:
             continue
-        for edit in _site_edits(node):
+        sites.setdefault(line, []).extend((index, edit) for edit in _site_edits(node))
+
+    def line_mutants(line: int) -> Iterator[Mutant]:
+        for index, edit in sites[line]:
             applied = _apply(tree, index, edit)
             if applied is None:
                 continue
             source, description = applied
             digest = hashlib.sha256(f"{changed.path}:{line}:{description}:{source}".encode()).hexdigest()[:12]
-            per_line.setdefault(line, []).append(Mutant(id=digest, path=changed.path, line=line,
-                                                         description=description, source=source))
-    return [per_line[line] for line in sorted(per_line)]
+            yield Mutant(id=digest, path=changed.path, line=line, description=description, source=source)
+
+    return [line_mutants(line) for line in sorted(sites)]
 
 
 def mutants_for(case: Case, max_mutants: int) -> tuple[Mutant, ...]:
     """Up to ``max_mutants`` mutants over the change's product lines, spread over lines first."""
     if max_mutants <= 0:
         return ()
-    lines: list[list[Mutant]] = []
+    lines: list[Iterator[Mutant]] = []
     for changed in sorted(case.files, key=lambda f: f.path):
         if changed.path.endswith(".py") and changed.status != "removed" and not is_test_path(changed.path):
             lines.extend(_file_mutants(changed))
     chosen: list[Mutant] = []
     seen: set[str] = set()
-    depth = 0
-    while len(chosen) < max_mutants and any(depth < len(line) for line in lines):
-        for line in lines:
-            if depth < len(line) and len(chosen) < max_mutants and line[depth].id not in seen:
-                seen.add(line[depth].id)
-                chosen.append(line[depth])
-        depth += 1
+    while len(chosen) < max_mutants and lines:
+        # one round takes the next mutant of every line: spread over lines first
+        for line in list(lines):
+            if len(chosen) >= max_mutants:
+                break
+            mutant = next(line, None)
+            if mutant is None:
+                lines.remove(line)
+            elif mutant.id not in seen:
+                seen.add(mutant.id)
+                chosen.append(mutant)
     return tuple(chosen)
