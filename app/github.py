@@ -79,6 +79,15 @@ class GitHubApp:
     _tokens: dict[int, _Token] = field(default_factory=dict)
     _token_locks: dict[int, asyncio.Lock] = field(default_factory=dict)
     _write_locks: dict[int, asyncio.Lock] = field(default_factory=dict)
+    _bot_login: str | None = None
+
+    async def bot_login(self) -> str:
+        """The login GitHub gives this App's own comments (``<slug>[bot]``), asked once of ``GET /app``: whatever
+        another app or user writes, only a comment by this login is LogoMesh's own."""
+        if self._bot_login is None:
+            data = await self._call(self._app_client(), "GET", "/app", installation_id=None)
+            self._bot_login = f"{data['slug']}[bot]"
+        return self._bot_login
 
     def _client(self, auth: Any) -> GitHub[Any]:
         retry = RetryChainDecision(RetryRateLimit(max_retry=self.max_retries),

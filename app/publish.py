@@ -8,12 +8,14 @@ edited in place on re-runs.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.github import GitHubApp
+from app.queue import Keys
 from checks.models import Evaluation, Evidence
 from checks.render import MARKER, render_markdown
 
@@ -75,6 +77,37 @@ def _annotation(ev: Evidence) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Publication:
+    """A decision made and recorded (its DBOM written) that still has to reach GitHub: kept in Redis so that a
+    GitHub failure retries the publication alone, never the review."""
+
+    check_run_id: int
+    evaluation: Evaluation
+    dbom_url: str | None
+    changed: dict[str, set[int]]
+
+    def to_json(self) -> str:
+        return json.dumps({"check_run_id": self.check_run_id, "evaluation": self.evaluation.model_dump(mode="json"),
+                           "dbom_url": self.dbom_url,
+                           "changed": {path: sorted(lines) for path, lines in self.changed.items()}})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Publication:
+        data = json.loads(text)
+        return cls(int(data["check_run_id"]), Evaluation.model_validate(data["evaluation"]), data["dbom_url"],
+                   {path: set(lines) for path, lines in data["changed"].items()})
+
+
+async def save_publication(redis: Any, keys: Keys, job_id: str, publication: Publication, ttl: int) -> None:
+    await redis.set(keys.publication(job_id), publication.to_json(), ex=ttl)
+
+
+async def load_publication(redis: Any, keys: Keys, job_id: str) -> Publication | None:
+    text = await redis.get(keys.publication(job_id))
+    return Publication.from_json(text) if text else None
+
+
+@dataclass(frozen=True)
 class Target:
     installation_id: int
     repo: str
@@ -83,9 +116,12 @@ class Target:
 
 
 class Publisher:
-    def __init__(self, github: GitHubApp, check_name: str) -> None:
+    """``llm_available``: offer the "Re-run with LLM" button only where an LLM is configured."""
+
+    def __init__(self, github: GitHubApp, check_name: str, *, llm_available: bool = False) -> None:
         self.github = github
         self.check_name = check_name
+        self.llm_available = llm_available
 
     async def start_check_run(self, t: Target, ext_id: str) -> int:
         """The check run for this job, created ``in_progress`` once (re-used when a retry finds it)."""
@@ -121,19 +157,22 @@ class Publisher:
         body: dict[str, Any] = {
             "status": "completed", "conclusion": CONCLUSION[evaluation.verdict],
             "output": {"title": title, "summary": summary, "annotations": batches[0]},
-            "actions": [RERUN_ACTION],
+            "actions": [RERUN_ACTION] if self.llm_available else [],
         }
         if dbom_url:
             body["details_url"] = dbom_url
         await self.github.request(t.installation_id, "PATCH", path, json=body)
 
     async def upsert_comment(self, t: Target, body: str) -> int:
-        """Edit our marked comment on the PR, or create it. Returns the comment id."""
+        """Edit our marked comment on the PR, or create it. Returns the comment id.
+
+        Ours means written by this App's own bot login: another app or a person quoting the marker is left alone."""
         body = clip(body)
+        login = await self.github.bot_login()
         async for comment in self.github.paginate(t.installation_id,
                                                   f"/repos/{t.repo}/issues/{t.pr_number}/comments"):
             user = comment.get("user") or {}
-            if MARKER in (comment.get("body") or "") and user.get("type") == "Bot":
+            if MARKER in (comment.get("body") or "") and user.get("login") == login:
                 await self.github.request(t.installation_id, "PATCH",
                                           f"/repos/{t.repo}/issues/comments/{comment['id']}", json={"body": body})
                 return int(comment["id"])

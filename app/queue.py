@@ -10,6 +10,8 @@ Keys (all under ``settings.redis_prefix``)::
     latest:<owner/repo>#<n>  the newest head SHA announced for a PR (supersede)
     sha:<owner/repo>@<sha>   the PR a head SHA belongs to (check runs of forks carry no pull_requests)
     lock:<owner/repo>#<n>    held by the worker reviewing that PR
+    publication:<job id>     a decision made and recorded (DBOM) but not yet published: retries publish it
+    outage:<job id>          when this job first met a GitHub outage, and how often it retried since
     installation:<id>        what we know about an installation
 """
 
@@ -43,6 +45,12 @@ class Keys:
 
     def lock(self, repo: str, pr: int) -> str:
         return f"{self.prefix}lock:{repo}#{pr}"
+
+    def publication(self, job_id: str) -> str:
+        return f"{self.prefix}publication:{job_id}"
+
+    def outage(self, job_id: str) -> str:
+        return f"{self.prefix}outage:{job_id}"
 
     def installation(self, installation_id: int) -> str:
         return f"{self.prefix}installation:{installation_id}"

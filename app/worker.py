@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import structlog
 from arq import Retry
@@ -24,7 +25,15 @@ from app import fairness
 from app.engine import court_parts, prepare
 from app.github import GitHubApp, GitHubError, GitHubNotFound, GitHubRetryable
 from app.metrics import CIS, JOBS, STAGE_SECONDS, CourtTimer, serve_worker_metrics, stage
-from app.publish import Publisher, Target, external_id, pr_from_external_id
+from app.publish import (
+    Publication,
+    Publisher,
+    Target,
+    external_id,
+    load_publication,
+    pr_from_external_id,
+    save_publication,
+)
 from app.queue import JOB_NAME, Keys, redis_settings
 from app.routing import ReviewRequest
 from app.settings import Settings
@@ -38,7 +47,12 @@ from rubric import RubricError
 log = structlog.get_logger("logomesh.worker")
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 LOCK_RETRY_SECONDS = 5
+LOCK_POLL_SECONDS = 0.5
+WATCH_SECONDS = 1.0  # how often a running review looks for a newer head
+OUTAGE_BASE_SECONDS = 2.0
+OUTAGE_MAX_DEFER = 120.0
 DBOM_RETRY_SECONDS = 2
+T = TypeVar("T")
 TIMEOUT_MARGIN_SECONDS = 30
 
 
@@ -194,92 +208,230 @@ async def _review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str
             await fairness.release(redis, keys, installation_id, job_id)
 
 
-async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
-    settings: Settings = ctx["settings"]
+async def _open_pull_request(ctx: dict[str, Any], req: ReviewRequest, bound: Any) -> tuple[int, dict[str, Any]] | str:
+    """The PR this job is about and its state from the API, or the reason the job ends here."""
     github: GitHubApp = ctx["github"]
-    redis: ArqRedis = ctx["redis"]
     publisher: Publisher = ctx["publisher"]
-    dbom: DbomWriter | None = ctx.get("dbom")
-    keys = Keys(settings.redis_prefix)
-    req = ReviewRequest.from_dict(data)
-    bound = log.bind(delivery_id=req.delivery_id, installation_id=req.installation_id, repo=req.repo,
-                     job_id=ctx.get("job_id"), kind=req.kind, job_try=ctx.get("job_try"))
-    try:
-        pr_number = await _resolve_pr(redis, keys, req)
-        if pr_number is None:
-            bound.info("no pull request known for this head", head_sha=req.head_sha)
-            return "ignored: no pull request for this head"
-        bound = bound.bind(pr=pr_number)
-        if req.kind == "recheck":
-            assert req.comment_id is not None
-            if not await _may_recheck(github, req):
-                await publisher.react(req.installation_id, req.repo, req.comment_id, "confused")
-                bound.info("/recheck refused: no write access", requester=req.requester)
-                return "refused: requester lacks write access"
-        pr = await github.request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{pr_number}")
-        if req.kind == "recheck":
-            assert req.comment_id is not None
-            # accept only what will run: a 🚀 on a closed PR would promise a review that never comes
-            accepted = pr.get("state") == "open"
-            await publisher.react(req.installation_id, req.repo, req.comment_id, "rocket" if accepted else "confused")
-            if not accepted:
-                bound.info("/recheck refused: the pull request is not open", requester=req.requester)
-                return "refused: pull request is not open"
-    except GitHubRetryable as exc:
-        bound.warning("GitHub is unavailable; retrying", status=exc.status, retry_after=exc.retry_after)
-        raise Retry(defer=exc.retry_after) from exc
-    except GitHubError as exc:
-        # Nothing was started on GitHub yet: there is no check run to complete.
-        bound.warning("cannot start the review", error=str(exc))
-        return f"failed before the check run: {exc}"
+    keys = Keys(ctx["settings"].redis_prefix)
+    pr_number = await _resolve_pr(ctx["redis"], keys, req)
+    if pr_number is None:
+        bound.info("no pull request known for this head", head_sha=req.head_sha)
+        return "ignored: no pull request for this head"
+    bound = bound.bind(pr=pr_number)
+    if req.kind == "recheck":
+        assert req.comment_id is not None
+        if not await _may_recheck(github, req):
+            await publisher.react(req.installation_id, req.repo, req.comment_id, "confused")
+            bound.info("/recheck refused: no write access", requester=req.requester)
+            return "refused: requester lacks write access"
+    pr = await github.request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{pr_number}")
+    if req.kind == "recheck":
+        assert req.comment_id is not None
+        # accept only what will run: a 🚀 on a closed PR would promise a review that never comes
+        accepted = pr.get("state") == "open"
+        await publisher.react(req.installation_id, req.repo, req.comment_id, "rocket" if accepted else "confused")
+        if not accepted:
+            bound.info("/recheck refused: the pull request is not open", requester=req.requester)
+            return "refused: pull request is not open"
     if pr.get("state") != "open":
         bound.info("pull request is not open")
         return "ignored: pull request is not open"
-    head = req.head_sha or pr["head"]["sha"]
-    target = Target(req.installation_id, req.repo, pr_number, head)
-    bound = bound.bind(head_sha=head)
+    return pr_number, pr
 
+
+def head_to_review(req: ReviewRequest, pr: Mapping[str, Any]) -> str | None:
+    """The commit this job reviews: the PR's current head as the API says, never an event's older view of it.
+
+    A push event whose head is no longer the PR's head arrived late (a newer push was delivered first): it has
+    nothing left to review (None). An edit of the title or body (or a retarget) applies to the current head. A
+    re-run of a check run reviews the commit that run belongs to."""
+    current = str(pr["head"]["sha"])
+    if req.kind == "rerun" and req.head_sha:
+        return req.head_sha
+    if req.kind == "review" and req.head_sha and req.head_sha != current \
+            and not req.reason.startswith("pull_request.edited"):
+        return None
+    return current
+
+
+async def _newer_head(ctx: dict[str, Any], req: ReviewRequest, pr_number: int, head: str) -> str | None:
+    """The PR's head when it is no longer ``head``, asked of the API (the Redis hint only says when to ask)."""
+    pr = await ctx["github"].request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{pr_number}")
+    current = str(pr["head"]["sha"])
+    return current if current != head else None
+
+
+async def _watch_for_newer_head(ctx: dict[str, Any], req: ReviewRequest, pr_number: int, head: str) -> str:
+    """Return once a newer head is confirmed: the receiver's ``latest`` key changes as a push is accepted, and
+    each new value is checked with the API (a late event must not stop a review of the current head)."""
+    keys = Keys(ctx["settings"].redis_prefix)
+    asked: set[str] = set()
+    while True:
+        await asyncio.sleep(WATCH_SECONDS)
+        hint = await _latest(ctx["redis"], keys, req, pr_number, head)
+        if hint is None or hint in asked:
+            continue
+        asked.add(hint)
+        with contextlib.suppress(GitHubError):  # GitHub down: keep reviewing, the check before publishing decides
+            newer = await _newer_head(ctx, req, pr_number, head)
+            if newer is not None:
+                return newer
+
+
+async def _until_superseded(ctx: dict[str, Any], req: ReviewRequest, pr_number: int, head: str,
+                            work: Awaitable[T]) -> T:
+    """Run ``work``, cancelling it (containers and all) as soon as a newer head is pushed: Superseded."""
+    task = asyncio.ensure_future(work)
+    if req.kind == "recheck":  # asked for by a person: runs to its end
+        return await task
+    watcher = asyncio.ensure_future(_watch_for_newer_head(ctx, req, pr_number, head))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, watcher):
+            if not pending.done():
+                pending.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(task, watcher, return_exceptions=True)
+    if task.done() and not task.cancelled():
+        return task.result()
+    raise Superseded(watcher.result())
+
+
+async def _acquire_pr_lock(ctx: dict[str, Any], req: ReviewRequest, pr_number: int, head: str,
+                           bound: Any) -> Lock:
+    """The PR's lock. A review still holding it is told to stop (it watches the latest head), so waiting is
+    short and costs no try; a job that finds its own token (an earlier try that died) takes it over."""
+    settings: Settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    keys = Keys(settings.redis_prefix)
     lock_key = keys.lock(req.repo, pr_number)
     lock = Lock(redis, lock_key, timeout=settings.job_timeout_seconds + 60)
-    # the job id is the token: arq never runs two tries of one job at once, so finding our own token means an
-    # earlier try died holding the lock (a killed worker), and this retry takes it over instead of waiting
     token = str(ctx.get("job_id") or req.delivery_id).encode()
-    if not await lock.acquire(blocking=False, token=token):
+    deadline = time.monotonic() + review_deadline(settings.job_timeout_seconds)
+    waited = False
+    while not await lock.acquire(blocking=False, token=token):
         if await redis.get(lock_key) == token:
             lock.local.token = token
             await lock.reacquire()
             bound.info("took over the lock of an earlier try of this job")
-        else:
-            # near the end of its tries, a job waits out the holder's lease rather than burning the last ones
-            ttl = await redis.pttl(lock_key)
-            last = ctx.get("job_try", 1) >= settings.max_tries - 1
-            defer = max(LOCK_RETRY_SECONDS, ttl / 1000 + 1) if last and ttl > 0 else LOCK_RETRY_SECONDS
-            bound.info("another review of this PR is running; deferring", defer=defer)
-            raise Retry(defer=defer)
-    check_run_id: int | None = None
+            return lock
+        if not waited:
+            bound.info("another review of this PR is running; waiting for it")
+            waited = True
+        if req.kind != "recheck" and (hint := await _latest(redis, keys, req, pr_number, head)) \
+                and (newer := await _newer_head(ctx, req, pr_number, head)):
+            bound.info("superseded while waiting", hint=hint)
+            raise Superseded(newer)
+        if time.monotonic() > deadline:
+            raise Retry(defer=LOCK_RETRY_SECONDS)
+        await asyncio.sleep(LOCK_POLL_SECONDS)
+    return lock
+
+
+async def _outage(ctx: dict[str, Any], exc: GitHubRetryable, bound: Any) -> None:
+    """Retry through a GitHub outage: exponential backoff that honours Retry-After, not counted against
+    ``max_tries``, for up to ``github_outage_seconds`` from the job's first failure. Returns when that budget is
+    spent (the caller gives up with a message); otherwise raises :class:`arq.Retry`."""
+    settings: Settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    job_id = str(ctx.get("job_id") or "")
+    key = Keys(settings.redis_prefix).outage(job_id)
+    state = json.loads(await redis.get(key) or "null") or {"began": time.time(), "attempts": 0}
+    if time.time() - state["began"] >= settings.github_outage_seconds:
+        bound.warning("GitHub kept failing; giving up", status=exc.status, attempts=state["attempts"])
+        return
+    state["attempts"] += 1
+    defer = max(exc.retry_after, min(OUTAGE_MAX_DEFER, OUTAGE_BASE_SECONDS * 2 ** (state["attempts"] - 1)))
+    await redis.set(key, json.dumps(state), ex=settings.github_outage_seconds + 3600)
+    if job_id:
+        await fairness.uncount_try(redis, job_id)
+    bound.warning("GitHub is unavailable; retrying", status=exc.status, retry_after=exc.retry_after, defer=defer,
+                  attempt=state["attempts"])
+    raise Retry(defer=defer) from exc
+
+
+async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
+    settings: Settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    keys = Keys(settings.redis_prefix)
+    req = ReviewRequest.from_dict(data)
+    job_id = str(ctx.get("job_id") or req.delivery_id)
+    bound = log.bind(delivery_id=req.delivery_id, installation_id=req.installation_id, repo=req.repo,
+                     job_id=ctx.get("job_id"), kind=req.kind, job_try=ctx.get("job_try"))
+    try:
+        opened = await _open_pull_request(ctx, req, bound)
+    except GitHubRetryable as exc:
+        await _outage(ctx, exc, bound)
+        return f"failed before the check run: GitHub unavailable: {exc}"
+    except GitHubError as exc:
+        # Nothing was started on GitHub yet: there is no check run to complete.
+        bound.warning("cannot start the review", error=str(exc))
+        return f"failed before the check run: {exc}"
+    if isinstance(opened, str):
+        return opened
+    pr_number, pr = opened
+    head = head_to_review(req, pr)
+    bound = bound.bind(pr=pr_number)
+    if head is None:
+        bound.info("a late event for an older head", event_head=req.head_sha, head=pr["head"]["sha"])
+        return f"ignored: {req.head_sha} is no longer the head of the pull request"
+    target = Target(req.installation_id, req.repo, pr_number, head)
+    bound = bound.bind(head_sha=head)
+    try:
+        result = await _review_and_publish(ctx, req, target, pr, job_id, bound)
+    finally:
+        with contextlib.suppress(Exception):
+            await redis.delete(keys.outage(job_id))
+    return result
+
+
+async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: Target, pr: dict[str, Any],
+                              job_id: str, bound: Any) -> str:
+    settings: Settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    publisher: Publisher = ctx["publisher"]
+    dbom: DbomWriter | None = ctx.get("dbom")
+    keys = Keys(settings.redis_prefix)
+    pending = await load_publication(redis, keys, job_id)
+    check_run_id: int | None = pending.check_run_id if pending else None
+    lock: Lock | None = None
     try:
         try:
-            check_run_id = await publisher.start_check_run(target, external_id(pr_number, req.delivery_id))
-            if req.kind != "recheck" and (newer := await _latest(redis, keys, req, pr_number, head)):
-                raise Superseded(newer)
-            async with asyncio.timeout(review_deadline(settings.job_timeout_seconds)):
-                evaluation, changed = await run_court(ctx, settings, req, target, pr)
-            if req.kind != "recheck" and (newer := await _latest(redis, keys, req, pr_number, head)):
-                raise Superseded(newer)
+            if check_run_id is None:
+                # the run shows in progress at once, even while an older review of this PR winds down
+                check_run_id = await publisher.start_check_run(target, external_id(target.pr_number,
+                                                                                     req.delivery_id))
+            lock = await _acquire_pr_lock(ctx, req, target.pr_number, target.head_sha, bound)
+            if pending is None:
+                async with asyncio.timeout(review_deadline(settings.job_timeout_seconds)):
+                    evaluation, changed = await _until_superseded(
+                        ctx, req, target.pr_number, target.head_sha, run_court(ctx, settings, req, target, pr))
+                if await _closed_or_superseded(ctx, req, target):
+                    return await _closed(publisher, target, check_run_id, bound)
+                dbom_url = None
+                if dbom is not None:
+                    try:
+                        record_id = await dbom.append(evaluation, installation_id=req.installation_id,
+                                                      entanglement=entanglement(evaluation, pr))
+                    except Exception as exc:
+                        raise DbomUnavailable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) \
+                            from exc
+                    dbom_url = f"{settings.public_url}/dbom/{record_id}.html" if settings.public_url else None
+                pending = Publication(check_run_id, evaluation, dbom_url, changed)
+                # the decision is durable: a GitHub failure from here on retries the publication, not the review
+                await save_publication(redis, keys, job_id, pending, settings.github_outage_seconds + 3600)
+            elif await _closed_or_superseded(ctx, req, target):
+                await redis.delete(keys.publication(job_id))
+                return await _closed(publisher, target, check_run_id, bound)
             publishing = time.perf_counter()
-            dbom_url = None
-            if dbom is not None:
-                try:
-                    record_id = await dbom.append(evaluation, installation_id=req.installation_id,
-                                                  entanglement=entanglement(evaluation, pr))
-                except Exception as exc:
-                    raise DbomUnavailable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
-                dbom_url = f"{settings.public_url}/dbom/{record_id}" if settings.public_url else None
-            await publisher.finish(target, check_run_id, evaluation, dbom_url, changed)
-            await publisher.upsert_comment(target, render_markdown(evaluation, dbom_url))
+            evaluation = pending.evaluation
+            await publisher.finish(target, check_run_id, evaluation, pending.dbom_url, pending.changed)
+            await publisher.upsert_comment(target, render_markdown(evaluation, pending.dbom_url))
+            await redis.delete(keys.publication(job_id))
             STAGE_SECONDS.labels("publish").observe(time.perf_counter() - publishing)
             CIS.labels(evaluation.verdict).observe(evaluation.cis_score)
-            bound.info("reviewed", verdict=evaluation.verdict, cis=evaluation.cis_score, dbom=dbom_url)
+            bound.info("reviewed", verdict=evaluation.verdict, cis=evaluation.cis_score, dbom=pending.dbom_url)
             return f"{evaluation.verdict} {evaluation.cis_score:.4f}"
         except Superseded as exc:
             assert check_run_id is not None
@@ -288,9 +440,7 @@ async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
             bound.info("superseded", newer=exc.newer)
             return f"superseded by {exc.newer}"
         except GitHubRetryable as exc:
-            if ctx.get("job_try", 1) < settings.max_tries:
-                bound.warning("GitHub is unavailable; retrying", status=exc.status, retry_after=exc.retry_after)
-                raise Retry(defer=exc.retry_after) from exc
+            await _outage(ctx, exc, bound)
             await _give_up(publisher, target, check_run_id, f"GitHub kept failing: {exc}", bound)
             return "failed: GitHub unavailable"
         except DbomUnavailable as exc:
@@ -325,8 +475,29 @@ async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
                            f"LogoMesh failed while reviewing ({type(exc).__name__}: {exc}).", bound)
             return f"failed: {type(exc).__name__}"
     finally:
-        with contextlib.suppress(Exception):
-            await lock.release()
+        if lock is not None:
+            with contextlib.suppress(Exception):
+                await lock.release()
+
+
+async def _closed_or_superseded(ctx: dict[str, Any], req: ReviewRequest, target: Target) -> bool:
+    """Before anything is published, the PR as the API has it now: True when it was closed (no verdict, no
+    comment); a newer head (for push reviews) raises Superseded."""
+    pr = await ctx["github"].request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{target.pr_number}")
+    if pr.get("state") != "open":
+        return True
+    current = str(pr["head"]["sha"])
+    if req.kind != "recheck" and current != target.head_sha:
+        raise Superseded(current)
+    return False
+
+
+async def _closed(publisher: Publisher, target: Target, check_run_id: int, bound: Any) -> str:
+    await publisher.finish_neutral(target, check_run_id, "The pull request was closed",
+                                   "The pull request was closed during the review; LogoMesh publishes no verdict "
+                                   "on a closed pull request.")
+    bound.info("closed during the review")
+    return "ignored: pull request closed during the review"
 
 
 async def _give_up(publisher: Publisher, target: Target, check_run_id: int | None, message: str,
@@ -353,7 +524,7 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
         ctx["startup"] = await start_up(settings)
         ctx["settings"] = settings
         ctx["github"] = GitHubApp(settings)
-        ctx["publisher"] = Publisher(ctx["github"], settings.check_name)
+        ctx["publisher"] = Publisher(ctx["github"], settings.check_name, llm_available=settings.llm_key() is not None)
         ctx["dbom"] = await dbom_factory(settings)
 
     async def shutdown(ctx: dict[str, Any]) -> None:

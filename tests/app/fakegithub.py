@@ -1,4 +1,4 @@
-"""A fake GitHub on loopback: the 13 REST operations LogoMesh calls, validated strictly against GitHub's
+"""A fake GitHub on loopback: the 14 REST operations LogoMesh calls, validated strictly against GitHub's
 official schemas (``github-rest-subset.json``), plus git smart HTTP through ``git http-backend``.
 
 It records every call, checks App JWTs (RS256, signed by the App key) and installation tokens, and fails on
@@ -123,6 +123,7 @@ class FakeGitHub:
     git_requests: list[dict[str, Any]] = field(default_factory=list)
     on_first_git_request: Any = None
     ghes_calls: int = 0
+    slug: str = "logomesh"
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     # --- test API ------------------------------------------------------------------------------------------
@@ -270,6 +271,19 @@ class FakeGitHub:
         return 201, {"token": token, "expires_at": expires, "permissions": {"checks": "write"},
                      "repository_selection": "all"}
 
+    def op_apps_get_authenticated(self, pp: dict[str, Any], q: dict[str, Any], body: Any,
+                                  r: Request) -> tuple[int, Any]:
+        owner = {"login": "octo", "id": 1, "node_id": "MDQ6VXNlcjE=", "avatar_url": "https://example.invalid/a",
+                 "gravatar_id": None, "url": "https://api.github.com/users/octo",
+                 "html_url": "https://github.com/octo", "followers_url": "", "following_url": "", "gists_url": "",
+                 "starred_url": "", "subscriptions_url": "", "organizations_url": "", "repos_url": "",
+                 "events_url": "", "received_events_url": "", "type": "Organization", "site_admin": False}
+        return 200, {"id": self.app_id, "slug": self.slug, "node_id": "A_1", "client_id": "Iv1.test", "owner": owner,
+                     "name": "LogoMesh", "description": "", "external_url": "https://example.invalid",
+                     "html_url": f"https://github.com/apps/{self.slug}", "created_at": "2026-01-01T00:00:00Z",
+                     "updated_at": "2026-01-01T00:00:00Z", "permissions": {"checks": "write"},
+                     "events": ["pull_request"], "installations_count": 1}
+
     def op_apps_create_from_manifest(self, pp: dict[str, Any], q: dict[str, Any], body: Any,
                                      r: Request) -> tuple[int, Any]:
         data = self.manifest_codes.pop(pp["code"], None)
@@ -318,7 +332,7 @@ class FakeGitHub:
                                  r: Request) -> tuple[int, Any]:
         comment_id = next(self._ids)
         comment = {"id": comment_id, "repo": f"{pp['owner']}/{pp['repo']}", "issue_number": pp["issue_number"],
-                   "body": body["body"], "user": {"login": "logomesh[bot]", "type": "Bot"}, "edits": 0}
+                   "body": body["body"], "user": {"login": f"{self.slug}[bot]", "type": "Bot"}, "edits": 0}
         self.comments[comment_id] = comment
         return 201, comment
 

@@ -27,11 +27,11 @@ async def test_opened_pull_request_gets_a_completed_check_run_and_one_comment(ha
     assert run["output"]["title"].startswith("CIS ")
     assert MARKER in run["output"]["summary"]
     assert len(run["output"]["summary"]) <= 65_535
-    assert run["actions"][0]["identifier"] == "rerun-llm"
+    assert run["actions"] == []  # no LLM is configured: no "Re-run with LLM" button
     records = await harness.dbom.records()
     assert len(records) == 1
     assert records[0]["entanglement"]["head_sha"] == harness.repo.head
-    dbom_url = f"https://logomesh.test/dbom/{records[0]['id']}"
+    dbom_url = f"https://logomesh.test/dbom/{records[0]['id']}.html"  # the page a person reads
     assert run["details_url"] == dbom_url
     assert dbom_url in run["output"]["summary"]
     # the eval() the PR adds is annotated on its changed line

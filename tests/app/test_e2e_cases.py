@@ -261,8 +261,9 @@ async def test_comment_marker_only_matches_bot_comments(harness: Harness) -> Non
     assert len(_comments(h)) == 2
 
 
-async def test_a_review_waits_for_the_per_pr_lock(harness: Harness) -> None:
-    from arq import Retry
+async def test_a_review_waits_for_the_per_pr_lock_with_its_run_in_progress(harness: Harness) -> None:
+    import asyncio
+
     from redis.asyncio.lock import Lock
 
     from app.github import GitHubApp
@@ -271,21 +272,22 @@ async def test_a_review_waits_for_the_per_pr_lock(harness: Harness) -> None:
     from app.worker import review_pull_request
 
     h = harness
-    arq_redis = h.redis
-    lock = Lock(arq_redis, Keys(h.settings.redis_prefix).lock(REPO, PR), timeout=30)
+    lock = Lock(h.redis, Keys(h.settings.redis_prefix).lock(REPO, PR), timeout=60)
     assert await lock.acquire(blocking=False)
     github = GitHubApp(h.settings)
-    ctx = {"settings": h.settings, "github": github, "redis": arq_redis, "job_try": 1,
+    ctx = {"settings": h.settings, "github": github, "redis": h.redis, "job_try": 1, "job_id": "lock-test",
            "publisher": Publisher(github, h.settings.check_name), "dbom": h.dbom}
     request = ReviewRequest("review", "lock-test", INSTALLATION, REPO, PR, h.repo.head, "test")
-    try:
-        with pytest.raises(Retry):
-            await review_pull_request(ctx, request.to_dict())
-    finally:
-        await lock.release()
-    assert h.github.check_runs_for(h.repo.head) == []
-    assert (await review_pull_request(ctx, request.to_dict())).split()[0] in {"pass", "neutral", "fail"}
+    job = asyncio.ensure_future(review_pull_request(ctx, request.to_dict()))
+    for _ in range(100):  # the run is shown in progress while the job waits for the other review
+        await asyncio.sleep(0.1)
+        if h.github.check_runs_for(h.repo.head):
+            break
+    assert [r["status"] for r in h.github.check_runs_for(h.repo.head)] == ["in_progress"] and not job.done()
+    await lock.release()
+    assert (await asyncio.wait_for(job, 120)).split()[0] in {"pass", "neutral", "fail"}
     assert h.github.check_runs_for(h.repo.head)[0]["status"] == "completed"
+    assert int(await h.redis.get("arq:retry:lock-test") or 0) == 0  # waiting spent no try
 
 
 async def test_an_invalid_base_config_completes_the_run_with_the_reason(harness: Harness, tmp_path) -> None:
