@@ -85,17 +85,18 @@ class Publication:
     evaluation: Evaluation
     dbom_url: str | None
     changed: dict[str, set[int]]
+    check_run_done: bool = False  # the check run already carries the verdict: only the comment is left
 
     def to_json(self) -> str:
         return json.dumps({"check_run_id": self.check_run_id, "evaluation": self.evaluation.model_dump(mode="json"),
-                           "dbom_url": self.dbom_url,
+                           "dbom_url": self.dbom_url, "check_run_done": self.check_run_done,
                            "changed": {path: sorted(lines) for path, lines in self.changed.items()}})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Publication:
         data = json.loads(text)
         return cls(int(data["check_run_id"]), Evaluation.model_validate(data["evaluation"]), data["dbom_url"],
-                   {path: set(lines) for path, lines in data["changed"].items()})
+                   {path: set(lines) for path, lines in data["changed"].items()}, bool(data.get("check_run_done")))
 
 
 async def save_publication(redis: Any, keys: Keys, job_id: str, publication: Publication, ttl: int) -> None:

@@ -14,6 +14,7 @@ import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 import structlog
@@ -378,11 +379,9 @@ async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
         return f"ignored: {req.head_sha} is no longer the head of the pull request"
     target = Target(req.installation_id, req.repo, pr_number, head)
     bound = bound.bind(head_sha=head)
-    try:
-        result = await _review_and_publish(ctx, req, target, pr, job_id, bound)
-    finally:
-        with contextlib.suppress(Exception):
-            await redis.delete(keys.outage(job_id))
+    result = await _review_and_publish(ctx, req, target, pr, job_id, bound)  # a Retry keeps the outage's clock
+    with contextlib.suppress(Exception):
+        await redis.delete(keys.outage(job_id), keys.publication(job_id))
     return result
 
 
@@ -396,6 +395,7 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
     pending = await load_publication(redis, keys, job_id)
     check_run_id: int | None = pending.check_run_id if pending else None
     lock: Lock | None = None
+    finished = False  # the check run carries the verdict: a later failure must not turn it neutral
     try:
         try:
             if check_run_id is None:
@@ -426,7 +426,11 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                 return await _closed(publisher, target, check_run_id, bound)
             publishing = time.perf_counter()
             evaluation = pending.evaluation
-            await publisher.finish(target, check_run_id, evaluation, pending.dbom_url, pending.changed)
+            if not pending.check_run_done:
+                await publisher.finish(target, check_run_id, evaluation, pending.dbom_url, pending.changed)
+                pending = replace(pending, check_run_done=True)
+                await save_publication(redis, keys, job_id, pending, settings.github_outage_seconds + 3600)
+            finished = True
             await publisher.upsert_comment(target, render_markdown(evaluation, pending.dbom_url))
             await redis.delete(keys.publication(job_id))
             STAGE_SECONDS.labels("publish").observe(time.perf_counter() - publishing)
@@ -441,6 +445,9 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
             return f"superseded by {exc.newer}"
         except GitHubRetryable as exc:
             await _outage(ctx, exc, bound)
+            if finished:
+                bound.warning("the verdict is on the check run; the PR comment could not be posted", error=str(exc))
+                return "failed: comment not posted (GitHub unavailable)"
             await _give_up(publisher, target, check_run_id, f"GitHub kept failing: {exc}", bound)
             return "failed: GitHub unavailable"
         except DbomUnavailable as exc:
@@ -466,6 +473,9 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                            f"The review did not finish within {settings.job_timeout_seconds}s.", bound)
             return "failed: timeout"
         except GitHubError as exc:
+            if finished:
+                bound.warning("the verdict is on the check run; the PR comment could not be posted", error=str(exc))
+                return f"failed: comment not posted: {exc}"
             await _give_up(publisher, target, check_run_id, f"A GitHub call failed: {exc}", bound)
             return f"failed: {exc}"
         except Exception as exc:

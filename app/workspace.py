@@ -7,7 +7,8 @@ passed as an ``http.extraheader`` through ``GIT_CONFIG_*`` environment variables
 
 Exceptions::
 
-    WorkspaceError          the clone failed or broke a cap; ``reason`` is safe to show on the PR
+    WorkspaceError          the clone failed (after retries of transient failures) or broke a cap; ``reason``
+                            is safe to show on the PR
     └── CloneTooLarge       above ``clone_max_bytes`` or ``clone_max_files``
 """
 
@@ -17,6 +18,7 @@ import asyncio
 import base64
 import contextlib
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -24,10 +26,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import structlog
+
 from app.gitrepo import SAFE_GIT_ENV, GitError, GitRepo
 from app.settings import Settings
 
 FETCH_TIMEOUT = 300.0
+FETCH_BACKOFF = (1.0, 2.0, 4.0)
+# what git prints for a failure that may pass: HTTP 5xx/429, dropped or timed-out connections
+TRANSIENT_GIT = re.compile(r"returned error: (5\d\d|429)|RPC failed|early EOF|hung up unexpectedly|timed out|"
+                           r"Connection (reset|refused|timed out)|Could not resolve host|Empty reply from server",
+                           re.IGNORECASE)
+log = structlog.get_logger("logomesh.workspace")
 
 
 class WorkspaceError(RuntimeError):
@@ -96,6 +106,25 @@ async def _git(cwd: str, env: dict[str, str], *args: str, timeout: float = FETCH
     return out.decode("utf-8", "replace")
 
 
+def transient(error: WorkspaceError) -> bool:
+    """A git failure worth another try: a server error, a rate limit, a dropped or timed-out connection — not
+    a missing repository or refused credentials."""
+    return TRANSIENT_GIT.search(error.reason) is not None
+
+
+async def fetch_with_retry(root: str, env: dict[str, str], *args: str) -> None:
+    """``git fetch``, retried like an API call when the failure is transient (backoff 1 s, 2 s, 4 s)."""
+    for attempt in range(len(FETCH_BACKOFF) + 1):
+        try:
+            await _git(root, env, "fetch", *args)
+            return
+        except WorkspaceError as exc:
+            if attempt == len(FETCH_BACKOFF) or not transient(exc):
+                raise
+            log.warning("git fetch failed; retrying", reason=exc.reason, attempt=attempt + 1)
+            await asyncio.sleep(FETCH_BACKOFF[attempt])
+
+
 @asynccontextmanager
 async def checkout(spec: CloneSpec, settings: Settings) -> AsyncIterator[GitRepo]:
     """Fetch ``spec.head_sha`` and ``spec.base_sha`` into a temp dir; removed on exit whatever happens."""
@@ -106,8 +135,8 @@ async def checkout(spec: CloneSpec, settings: Settings) -> AsyncIterator[GitRepo
     try:
         await _git(root, env, "init", "--quiet")
         await _git(root, env, "remote", "add", "origin", spec.url)
-        await _git(root, env, "fetch", "--quiet", "--no-tags", "--no-recurse-submodules",
-                   f"--depth={settings.clone_depth}", "origin", spec.head_sha, spec.base_sha)
+        await fetch_with_retry(root, env, "--quiet", "--no-tags", "--no-recurse-submodules",
+                               f"--depth={settings.clone_depth}", "origin", spec.head_sha, spec.base_sha)
         counts = await _git(root, env, "count-objects", "-v")
         size_kib = sum(int(line.split(":")[1]) for line in counts.splitlines()
                        if line.startswith(("size:", "size-pack:")))

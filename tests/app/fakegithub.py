@@ -15,6 +15,7 @@ import itertools
 import json
 import re
 import secrets
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -115,6 +116,7 @@ class FakeGitHub:
     failures: dict[str, list[Failure]] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
     check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    created_at: dict[int, float] = field(default_factory=dict)  # check run id → when it was created (monotonic)
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     reactions: list[dict[str, Any]] = field(default_factory=list)
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
@@ -124,6 +126,7 @@ class FakeGitHub:
     on_first_git_request: Any = None
     ghes_calls: int = 0
     slug: str = "logomesh"
+    git_failures: int = 0  # answer this many git requests with a 500 first
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     # --- test API ------------------------------------------------------------------------------------------
@@ -303,6 +306,7 @@ class FakeGitHub:
         run_id = next(self._ids)
         run = {"id": run_id, "repo": f"{pp['owner']}/{pp['repo']}", "conclusion": None, "status": "queued",
                "output": {}, "annotations": [], "history": [], **body}
+        self.created_at[run_id] = time.monotonic()
         run["annotations"] = list((body.get("output") or {}).get("annotations", []))
         run["history"] = [copy.deepcopy(body)]
         self.check_runs[run_id] = run
@@ -384,6 +388,10 @@ class FakeGitHub:
         if token not in self.tokens:
             return Response("Authentication failed", status_code=401,
                             headers={"WWW-Authenticate": 'Basic realm="GitHub"'})
+        if self.git_failures > 0:
+            self.git_failures -= 1
+            self.git_requests[-1]["status"] = 500
+            return Response("Internal Server Error", status_code=500)
         if self.on_first_git_request is not None:
             hook, self.on_first_git_request = self.on_first_git_request, None
             await asyncio.to_thread(hook)

@@ -23,7 +23,8 @@ async def test_worker_writes_the_ledger_and_the_dbom_link_resolves(harness: Harn
         await worker.close()
     run = h.github.check_runs_for(h.repo.head)[0]
     assert run["details_url"].startswith("https://logomesh.test/dbom/")
-    record_id = run["details_url"].rsplit("/", 1)[1]
+    assert run["details_url"].endswith(".html")  # the page a person reads; the JSON is beside it
+    record_id = run["details_url"].rsplit("/", 1)[1].removesuffix(".html")
     comment = next(c for c in h.github.comments.values() if c["issue_number"] == 7)
     assert run["details_url"] in comment["body"]
     async with httpx.AsyncClient(base_url=h.url) as client:
