@@ -26,10 +26,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import structlog
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.exposition import MetricsHandler
 
 from checks.models import Brief, Case, Deliberation, JudicialOpinion, ProbeResult, RedAnalysis, TestRunResult, TestSpec
 from rubric import Rubric
@@ -59,6 +61,29 @@ def queue_label(queue_name: str) -> str:
 
 _server_lock = threading.Lock()
 _server_port: int | None = None
+# set once the worker's start-up is done (model loaded, sandbox image checked): until then it is not ready
+WORKER_READY = threading.Event()
+
+
+class _WorkerHandler(MetricsHandler):
+    """``/metrics`` as Prometheus serves it, plus ``/healthz`` (the process answers) and ``/readyz`` (start-up
+    finished: the embedding model is loaded and the sandbox image checked, so a job taken now starts at once)."""
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path in ("/healthz", "/readyz"):
+            ready = path == "/healthz" or WORKER_READY.is_set()
+            body = b"ok\n" if ready else b"starting: loading the model and checking the sandbox image\n"
+            self.send_response(200 if ready else 503)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 def serve_worker_metrics(port: int, addr: str = "0.0.0.0") -> int | None:  # noqa: S104 - a pod's own port
@@ -69,7 +94,8 @@ def serve_worker_metrics(port: int, addr: str = "0.0.0.0") -> int | None:  # noq
     with _server_lock:
         if _server_port is None:
             try:
-                start_http_server(port, addr)
+                server = ThreadingHTTPServer((addr, port), _WorkerHandler)
+                threading.Thread(target=server.serve_forever, name="worker-metrics", daemon=True).start()
             except OSError as exc:
                 log.warning("metrics port unavailable; this worker exports no metrics", port=port, error=str(exc))
                 return None

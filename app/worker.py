@@ -25,7 +25,7 @@ from redis.asyncio.lock import Lock
 from app import fairness
 from app.engine import court_parts, prepare
 from app.github import GitHubApp, GitHubError, GitHubNotFound, GitHubRetryable
-from app.metrics import CIS, JOBS, STAGE_SECONDS, CourtTimer, serve_worker_metrics, stage
+from app.metrics import CIS, JOBS, STAGE_SECONDS, WORKER_READY, CourtTimer, serve_worker_metrics, stage
 from app.publish import (
     Publication,
     Publisher,
@@ -536,6 +536,7 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
         ctx["github"] = GitHubApp(settings)
         ctx["publisher"] = Publisher(ctx["github"], settings.check_name, llm_available=settings.llm_key() is not None)
         ctx["dbom"] = await dbom_factory(settings)
+        WORKER_READY.set()
 
     async def shutdown(ctx: dict[str, Any]) -> None:
         if ctx.get("dbom") is not None:

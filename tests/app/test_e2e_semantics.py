@@ -171,3 +171,26 @@ async def test_the_llm_button_is_offered_only_with_an_llm(harness: Harness) -> N
     await h.run_worker()
     run = h.github.check_runs_for(h.repo.head)[0]
     assert [a["identifier"] for a in run["actions"]] == ["rerun-llm"]
+
+
+async def test_a_worker_is_ready_only_when_its_start_up_is_done(harness: Harness) -> None:
+    import socket
+
+    from app import metrics
+    from app.worker import worker_options
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    port = metrics.serve_worker_metrics(port, "127.0.0.1") or port  # one endpoint per process
+    metrics.WORKER_READY.clear()
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        assert (await client.get("/healthz")).status_code == 200
+        starting = await client.get("/readyz")
+        assert starting.status_code == 503 and "loading the model" in starting.text
+        options = worker_options(harness.settings.model_copy(update={"metrics_port": 0}))
+        ctx: dict = {}
+        await options["on_startup"](ctx)
+        assert (await client.get("/readyz")).status_code == 200
+        assert "logomesh_jobs" in (await client.get("/metrics")).text
+        await ctx["dbom"].close()

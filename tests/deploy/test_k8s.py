@@ -123,10 +123,13 @@ def test_web_probes() -> None:
     assert container["args"] == ["serve"]
 
 
-def test_worker_probes_use_the_arq_health_check() -> None:
+def test_worker_probes_liveness_by_arq_and_readiness_by_its_own_start_up() -> None:
     worker = next(c for c in containers(find("Deployment", "logomesh-worker")) if c["name"] == "worker")
-    for kind in ("livenessProbe", "readinessProbe"):
-        assert worker[kind]["exec"]["command"] == ["logomesh", "worker", "--check"]
+    assert worker["livenessProbe"]["exec"]["command"] == ["logomesh", "worker", "--check"]
+    # ready when this pod's start-up is done (its model loaded), not when some worker somewhere is alive
+    assert worker["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    ports = {p["name"]: p["containerPort"] for p in worker["ports"]}
+    assert ports[worker["readinessProbe"]["httpGet"]["port"]] == 9101
     assert worker["args"] == ["worker"]
 
 
