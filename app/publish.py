@@ -104,8 +104,16 @@ async def save_publication(redis: Any, keys: Keys, job_id: str, publication: Pub
 
 
 async def load_publication(redis: Any, keys: Keys, job_id: str) -> Publication | None:
+    """The job's pending publication; one this version cannot read (saved by an older one) is dropped, and the
+    job reviews again."""
     text = await redis.get(keys.publication(job_id))
-    return Publication.from_json(text) if text else None
+    if not text:
+        return None
+    try:
+        return Publication.from_json(text)
+    except (ValueError, KeyError, TypeError):
+        await redis.delete(keys.publication(job_id))
+        return None
 
 
 @dataclass(frozen=True)

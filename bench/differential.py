@@ -118,7 +118,7 @@ async def environment(root: Path, base: str, head: str, n: int, setup: SetupOpti
         tag = env_tag(sandbox, plan, case.test_spec, sandbox.head)
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
         result = await sandbox.run_tests(case.test_spec)
-        assert result.setup is not None and result.setup.status == "built", result.setup
+        assert result.setup is not None and result.setup.status == "installed", result.setup
 
     bare = DockerSandbox.for_git(repo.git_bytes, case.head_sha, limits, settings.sandbox_image,
                                  setup=SetupOptions(allow=False))

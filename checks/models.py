@@ -1,7 +1,10 @@
 """The court's data: what a case is made of, what detectives report, what judges say, what the court rules.
 
-Everything here is an immutable pydantic model. Scored payloads never hold clocks or random ids, so the same
-inputs serialise to the same bytes.
+Everything here is an immutable pydantic model. Nothing an :class:`Evaluation` holds is a clock reading, a
+random id or a fact about LogoMesh's own caches (durations, timestamps, "built" against "cached"), so the same
+review of the same inputs serialises to the same bytes and hashes to the same DBOM. Wall time is measured where
+it belongs: the worker's metrics and the logs. (:class:`ProbeResult` and :class:`RedAnalysis` carry run times,
+e.g. for the red agent's progress line; the evaluation keeps neither.)
 """
 
 from __future__ import annotations
@@ -170,7 +173,6 @@ class TestCaseResult(Model):
 
     name: str
     outcome: Literal["passed", "failed", "error", "skipped"]
-    duration: float = 0.0
     message: str | None = None
     location: str | None = Field(default=None, description="path:line in the repository where it failed")
     rewritten: bool = Field(default=False, description="reported as passing although the call raised")
@@ -194,13 +196,14 @@ class EnvironmentPlan(Model):
 
 
 class SetupReport(Model):
-    """How the environment was obtained: ``cached``, ``built`` (with network to the index only), ``none`` needed,
-    ``failed``, or ``forbidden`` by the server's settings."""
+    """How the environment was obtained: ``installed`` (with network to the index only, in this review or in an
+    earlier one whose cached image is reused: which one is the cache's state, not the change's, and is logged),
+    ``none`` needed, ``failed``, or ``forbidden`` by the server's settings."""
 
-    status: Literal["cached", "built", "none", "failed", "forbidden"]
-    seconds: float = 0.0
+    status: Literal["installed", "none", "failed", "forbidden"]
     reason: str | None = None
-    refused: tuple[str, ...] = Field(default=(), description="destinations the setup tried and was refused")
+    refused: tuple[str, ...] = Field(default=(), description="destinations the setup tried and was refused, "
+                                     "sorted (kept with a cached environment)")
     install: str | None = Field(default=None, description="the editable install of the project: ok, failed, skipped")
 
 
@@ -252,10 +255,10 @@ class TestRunResult(Model):
     failed: int = 0
     errored: int = 0
     skipped: int = 0
-    duration: float = 0.0
     tests: tuple[TestCaseResult, ...] = ()
     reason: str | None = None
-    output: str = ""
+    output: str = Field(default="", description="the run's output, redacted, with its timings and memory "
+                        "addresses taken out (sandbox/redact.py)")
     image: str | None = None
 
     @property
@@ -290,6 +293,11 @@ class SemanticResult(Model):
     intent_sources: tuple[str, ...] = ()
     chunks: int = 0
     reason: str | None = None
+    anchors: tuple[str, ...] = Field(default=(), description="code the intent names (identifiers, backticked text)")
+    anchors_found: tuple[str, ...] = Field(default=(), description="the anchors the change touches")
+    penalty_threshold: float | None = Field(
+        default=None, description="R below this is an intent mismatch (None: the description refers to this change "
+        "or R was not measured, so no intent penalty applies)")
 
 
 class RedFinding(Model):

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import io
 import json
+import logging
 import tarfile
 import time
 import uuid
@@ -38,11 +39,13 @@ from checks.models import EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
 from sandbox.environment import plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.limits import SANDBOX_UID, SandboxLimits
-from sandbox.redact import clean_output
+from sandbox.redact import clean_output, clean_test_output
 from sandbox.results import read_results
 from sandbox.setup_phase import Prepared, prepare_environment
 from sandbox.tarball import owned_files_tar, repack_archive
 from sandbox.trees import DirTree, GitTree, TarTree, Tree, guard_tree, pytest_config, tar_of
+
+log = logging.getLogger(__name__)
 
 LABEL = "org.logomesh.sandbox"
 LABEL_OWNER = "org.logomesh.sandbox.owner"
@@ -653,8 +656,10 @@ class DockerSandbox:
 
     def _test_result(self, run: _Exec, files: dict[str, bytes | str], spec: TestSpec, limits: SandboxLimits,
                      elapsed: float, base: dict[str, Any]) -> TestRunResult:
-        output = clean_output(bytes(run.combined), limits.output_bytes)
-        base = {**base, "output": output, "duration": round(elapsed, 3)}
+        output = clean_test_output(bytes(run.combined), limits.output_bytes)
+        # wall time goes to the log, never into the result: the same review must give the same bytes
+        log.info("sandbox test run: %s tree, %.3f s, exit code %s", spec.tree, elapsed, run.exit_code)
+        base = {**base, "output": output}
         if run.timed_out:
             return TestRunResult(status="timeout", reason=f"killed: wall-clock timeout after "
                                  f"{limits.timeout_seconds:g} s", **base)

@@ -1,7 +1,8 @@
 """Turn the runner's ``results.json`` into a :class:`~checks.models.TestRunResult`. The file is hostile.
 
-Every field is type-checked, counted and trimmed; what cannot be read is dropped, never trusted. Outcomes come
-only from LogoMesh's collector, not from the test output, the exit code or any report the repository wrote.
+Every field is type-checked, counted and trimmed, messages redacted and made stable (no memory addresses, no
+durations); what cannot be read is dropped, never trusted. Outcomes come only from LogoMesh's collector, not from
+the test output, the exit code or any report the repository wrote.
 
 An *environment* failure is told apart from the change's failure here: when nothing passed and every
 collection error is an import error (or the editable install failed), the status is ``env_error`` and the
@@ -22,7 +23,7 @@ from checks.models import (
     TestRunResult,
     TestSpec,
 )
-from sandbox.redact import redact
+from sandbox.redact import redact, stable_text
 
 MAX_TESTS = 20_000
 MAX_NAME = 300
@@ -36,7 +37,7 @@ MUTANT_STATUSES = ("killed", "survived", "uncovered", "timeout", "not_run")
 def _text(value: Any, limit: int) -> str | None:
     if not isinstance(value, str) or not value:
         return None
-    return redact(value[:limit])
+    return stable_text(redact(value[:limit]))
 
 
 def _case(item: Any, default_outcome: str = "passed") -> TestCaseResult | None:
@@ -45,11 +46,9 @@ def _case(item: Any, default_outcome: str = "passed") -> TestCaseResult | None:
     outcome = item.get("outcome", default_outcome)
     if outcome not in OUTCOMES:
         return None
-    duration = item.get("duration")
     location = item.get("location")
     return TestCaseResult(
         name=item["id"][:MAX_NAME] or ".", outcome=outcome,
-        duration=float(duration) if isinstance(duration, int | float) and 0 <= duration < 1e9 else 0.0,
         message=_text(item.get("message"), MAX_MESSAGE),
         location=location[:MAX_NAME] if isinstance(location, str) else None,
         rewritten=item.get("rewritten") is True)

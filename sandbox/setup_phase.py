@@ -9,7 +9,9 @@ For an :class:`~checks.models.EnvironmentPlan` with requirements (or a repositor
    operator's CA bundle, and appends LogoMesh's tools (pytest, coverage) to its path *after* the project's pins;
 3. the container committed as ``logomesh-env:<key>`` — the key hashes the image, the interpreter, the requirement
    lines and the index — so base and head runs, and later reviews, reuse it. The cache is bounded in MB; the
-   least recently used environments are removed first (a hit re-tags the image, which dates it).
+   least recently used environments are removed first (a hit re-tags the image, which dates it). A hit reports
+   what the build reported (``installed``, the refused destinations kept in a label): whether this review built
+   the environment is logged, never part of the result, so two identical reviews give the same bytes.
 
 A repository's own ``test.setup`` command runs after the install in a copy of its tree; that image is not cached
 (it depends on the tree) and what the command wrote into the tree is carried into the test run.
@@ -22,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
+import logging
 import threading
 import time
 import uuid
@@ -34,7 +38,7 @@ from checks.models import EnvironmentPlan, SetupReport, TestSpec
 from sandbox.egress import EgressProxy, allowed_for
 from sandbox.errors import SandboxError
 from sandbox.limits import SANDBOX_UID
-from sandbox.redact import clean_output
+from sandbox.redact import clean_test_output
 from sandbox.tarball import owned_files_tar
 
 if TYPE_CHECKING:
@@ -48,9 +52,11 @@ PREPARED_TREE = "/opt/logomesh/envs/repo"
 SETUP_DIR = "/opt/logomesh/envs/setup"
 ENV_REPOSITORY = "logomesh-env"
 ENV_LABEL = "org.logomesh.env"
+REFUSED_LABEL = "org.logomesh.env.refused"  # what the build was refused, reported again on every cache hit
 OUTPUT_TAIL = 4000
 _BUILD_LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -105,15 +111,26 @@ def _cached_or_built(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, t
     custom = spec.setup_command
     if not custom:
         try:
-            sandbox.client.images.get(tag)
+            image = sandbox.client.images.get(tag)
             repository, _, version = tag.partition(":")
             with contextlib.suppress(DockerException):
                 sandbox.client.api.tag(tag, repository, version)  # dates the entry for LRU eviction
+            log.info("sandbox environment %s: cached", tag)
+            # the same report as the build gave: whether this review built it is the cache's state, not a fact
+            # about the change, and would make two identical reviews differ
             return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True),
-                            report=SetupReport(status="cached"))
+                            report=SetupReport(status="installed", refused=_refused_label(image.labels)))
         except ImageNotFound:
             pass
     return _build(sandbox, run, plan, tree, spec, tag)
+
+
+def _refused_label(labels: dict[str, str] | None) -> tuple[str, ...]:
+    try:
+        refused = json.loads((labels or {}).get(REFUSED_LABEL) or "[]")
+    except ValueError:
+        return ()
+    return tuple(sorted(str(r) for r in refused)) if isinstance(refused, list) else ()
 
 
 def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree, spec: TestSpec,
@@ -175,14 +192,15 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                        else "setup ran out of memory" if result.oom_killed
                        else f"installing the environment failed (exit code {result.exit_code})"
                        if argv[0] == "sh" else f"the setup command failed (exit code {result.exit_code})")
-                text = clean_output(bytes(output), OUTPUT_TAIL * 4)[-OUTPUT_TAIL:]
+                text = clean_test_output(bytes(output), OUTPUT_TAIL * 4)[-OUTPUT_TAIL:]
                 last = [line for line in text.splitlines() if line.strip()][-3:]
-                refused = tuple(proxy.log.refused)
+                log.info("sandbox environment %s: %s after %.3f s", tag, why, time.monotonic() - started)
                 return Prepared(image=sandbox.image, failure=why + (": " + " | ".join(last) if last else ""),
-                                output=text, report=SetupReport(status="failed", reason=why, refused=refused,
-                                                                seconds=round(time.monotonic() - started, 3)))
-        refused = tuple(proxy.log.refused)
-    labels = {**_image_labels(sandbox), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or ""}
+                                output=text, report=SetupReport(status="failed", reason=why,
+                                                                refused=tuple(sorted(proxy.log.refused))))
+        refused = tuple(sorted(proxy.log.refused))
+    labels = {**_image_labels(sandbox), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or "",
+              REFUSED_LABEL: json.dumps(list(refused))}
     try:
         api.kill(helper)
         repository, _, version = tag.partition(":")
@@ -190,7 +208,8 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                    conf={"Labels": labels, "User": f"{SANDBOX_UID}:{SANDBOX_UID}", "WorkingDir": "/sandbox/repo"})
     except DockerException as exc:
         raise SandboxError(f"the environment could not be committed: {exc}") from exc
-    report = SetupReport(status="built", seconds=round(time.monotonic() - started, 3), refused=refused)
+    log.info("sandbox environment %s: built in %.3f s", tag, time.monotonic() - started)
+    report = SetupReport(status="installed", refused=refused)
     if spec.setup_command:
         run.images.append(tag)  # it holds this tree: used once, removed with the run
         return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,

@@ -4,7 +4,9 @@ An append is one transaction that locks the log's head row, takes the next leaf 
 its ``raw_result``, advances the head's frontier and root, and stores a signed tree head for the new size.
 On PostgreSQL the lock is ``SELECT … FOR UPDATE`` on the head row; on SQLite the whole database is locked by
 ``BEGIN IMMEDIATE`` (see :mod:`app.ledger.engine`). Appending a body that is already in the log returns the
-stored record: deliveries are at least once, the log stays free of duplicates.
+stored record: deliveries are at least once, the log stays free of duplicates. The record id is the body's leaf
+hash, so the same decision (same evaluation hash, entanglement and installation) always has the same id; it is
+looked up under the lock, so two workers appending it at once store it once.
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ class Ledger:
         try:
             async with self.engine.begin() as conn:
                 head = await self._lock_head(conn, log_id)
+                # under the lock: a concurrent append of the same decision has committed by now, or waits for us
                 existing = (await conn.execute(select(schema.records).where(schema.records.c.id == rid))).mappings()
                 found = existing.first()
                 if found is not None:

@@ -10,6 +10,7 @@ object, registered before any of the repository's conftest files or plugins.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import site
@@ -93,12 +94,18 @@ def run_mutants(config: dict, collector: object) -> None:
             original = handle.read()
         out = f"/sandbox/out/mutant-{os.urandom(6).hex()}.json"
         try:
+            # Python trusts a .pyc whose recorded source mtime (whole seconds) and size match: a mutant written in
+            # the same second as the test run's or another mutant's, and of the same size ("==" -> "!=", 0 -> 1),
+            # would run that stale code instead. So no child writes bytecode, and none is left to read.
+            with contextlib.suppress(OSError):
+                os.remove(importlib.util.cache_from_source(target))
             with open(target, "w", encoding="utf-8") as handle:
                 handle.write(job["source"])
             pid = os.fork()
             if pid == 0:  # the child: a fresh pytest session that imports the mutated module
                 code = 3
                 try:
+                    sys.dont_write_bytecode = True
                     os.setpgid(0, 0)
                     plugin = collector.Collector(out, [], REPO)  # type: ignore[attr-defined]
                     code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *job["tests"]], plugins=[plugin]))

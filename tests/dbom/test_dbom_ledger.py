@@ -22,6 +22,7 @@ from checks.dbom import (
     verify_consistency,
     verify_inclusion,
 )
+from checks.models import Evaluation
 from tests.dbom.factory import entanglement, evaluation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +91,31 @@ async def test_append_is_idempotent_and_logs_are_per_installation(ledger):
     assert {r.log_id for r in other} == {"installation-2"}
     assert other[0].id != first[0].id  # the installation is part of what is signed
     assert await ledger.count() == 4
+    assert (await ledger.verify()).ok
+
+
+async def test_the_same_decision_is_one_record_and_a_different_one_is_another(ledger):
+    ev = evaluation(3)
+    first = await ledger.append(ev, installation_id=7, entanglement=entanglement(ev))
+    # a redelivered job: the same evaluation (same H(Δ)) with the same entangled inputs, signed again
+    again = await ledger.append(Evaluation.model_validate_json(ev.model_dump_json()), installation_id=7,
+                                entanglement=entanglement(ev))
+    assert again == first
+    assert await ledger.count() == 1
+    heads = await sql(ledger, "SELECT tree_size FROM dbom_tree_heads WHERE log_id = 'installation-7'")
+    assert [h["tree_size"] for h in heads] == [1]  # no tree head for an append that added nothing
+
+    # a different decision on the same inputs, and the same decision on different inputs, are new records
+    ruled = ev.model_copy(update={"verdict_reasons": (*ev.verdict_reasons, "ruled again")})
+    other_rubric = entanglement(ev).model_copy(update={"rubric_version": "99"})
+    second = await ledger.append(ruled, installation_id=7, entanglement=entanglement(ruled))
+    third = await ledger.append(ev, installation_id=7, entanglement=other_rubric)
+    assert second.evaluation_sha256 != first.evaluation_sha256
+    assert third.evaluation_sha256 == first.evaluation_sha256
+    assert len({first.id, second.id, third.id}) == 3
+    assert [second.leaf_index, third.leaf_index] == [1, 2]
+    assert await ledger.append(ev, installation_id=7, entanglement=entanglement(ev)) == first
+    assert await ledger.count() == 3
     assert (await ledger.verify()).ok
 
 
@@ -257,6 +283,48 @@ async def test_concurrent_appends_from_several_processes(backend):
                                   "ORDER BY tree_size")
         assert [h["tree_size"] for h in heads] == list(range(1, processes * per_process + 1))
         assert len(ledger.public_keys()) == 1  # they raced to create the key; one won, all used it
+    finally:
+        await ledger.close()
+
+
+@pytest.mark.slow
+async def test_the_same_decision_from_several_workers_at_once_is_one_record(backend):
+    """At-least-once delivery across workers: each process appends the same decisions, released together."""
+    processes, per_process = 4, 3
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen([sys.executable, "-m", "tests.dbom.append_worker", str(backend.home), backend.url,
+                          backend.schema or "-", "500", str(per_process)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         cwd=ROOT)
+        for _ in range(processes)
+    ]
+    try:
+        for w in workers:
+            assert w.stdout is not None
+            line = w.stdout.readline()
+            assert line.strip() == "ready", w.stderr.read() if w.stderr else ""
+        for w in workers:
+            assert w.stdin is not None
+            w.stdin.write("go\n")
+            w.stdin.flush()
+        outputs = [w.communicate(timeout=300) for w in workers]
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+    for w, (_out, err) in zip(workers, outputs, strict=True):
+        assert w.returncode == 0, err
+    answers = [out.splitlines() for out, _err in outputs]
+    assert all(a == answers[0] for a in answers), answers  # every worker got the same record for each decision
+    assert sorted(int(line.split()[0]) for line in answers[0]) == list(range(per_process))
+
+    ledger = await open_ledger(backend.settings(), schema_name=backend.schema)
+    try:
+        assert await ledger.count() == per_process
+        report = await ledger.verify()
+        assert report.ok, report.problems
+        assert report.records_checked == report.tree_heads_checked == per_process
     finally:
         await ledger.close()
 

@@ -3,6 +3,7 @@ caching, and an environment that cannot run the tests reported as such (not char
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,11 +11,12 @@ import pytest
 
 from app.engine import review_repository
 from app.settings import load_settings
-from checks.models import TestSpec
+from checks.models import SetupReport, TestSpec
 from rubric import load_rubric
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.environment import choose_python, plan_environment
 from sandbox.limits import SandboxCeiling, SandboxLimits
+from sandbox.setup_phase import REFUSED_LABEL, env_tag
 from tests.gitfixture import RepoBuilder
 from tests.sandbox.index import build_wheel, serve_index
 
@@ -98,7 +100,7 @@ async def test_a_dependency_from_a_local_index_installs_and_other_hosts_are_refu
     sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine,
                                      setup=setup)
     result = await sandbox.run_tests(TestSpec())
-    assert result.setup is not None and result.setup.status in ("built", "cached"), result.reason
+    assert result.setup is not None and result.setup.status == "installed", result.reason
     assert result.environment is not None and "lm-discounts==1.0.0" in result.environment.requirements
     assert (result.status, result.passed, result.failed) == ("ran", 1, 0), result.output[-2000:]
 
@@ -117,16 +119,39 @@ async def test_a_dependency_from_a_local_index_installs_and_other_hosts_are_refu
 
 
 @pytest.mark.docker
-async def test_the_environment_is_cached_across_runs(tmp_path: Path, local_index: str, docker_engine) -> None:
+async def test_the_environment_is_cached_across_runs_and_reported_alike(tmp_path: Path, local_index: str,
+                                                                       docker_engine) -> None:
     root = tmp_path / "shop"
     RepoBuilder(root).commit("Shop", SHOP)
     setup = SetupOptions(index_url=local_index)
-    first = await DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine,
-                                         setup=setup).run_tests(TestSpec())
-    second = await DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine,
-                                          setup=setup).run_tests(TestSpec())
-    assert first.setup is not None and second.setup is not None
-    assert second.setup.status == "cached" and second.passed == 1
+
+    def sandbox() -> DockerSandbox:
+        return DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine,
+                                      setup=setup)
+
+    made = sandbox()
+    first = await made.run_tests(TestSpec())
+    assert first.environment is not None and first.passed == 1, first.output[-2000:]
+    tag = env_tag(made, first.environment, TestSpec(), made.head)
+    image = docker_engine.images.get(tag)
+    second = await sandbox().run_tests(TestSpec())
+    assert docker_engine.images.get(tag).id == image.id, "the cached environment was built again"
+    # built or found in the cache, the result says the same: the cache's state is no fact about the change
+    assert first.setup == second.setup == SetupReport(status="installed", install="skipped")
+    assert second.passed == 1
+
+    # a hit reports what the build was refused (kept in the image's label), as the build itself did
+    container = docker_engine.api.create_container(tag)
+    try:
+        repository, _, version = tag.partition(":")
+        docker_engine.api.commit(container, repository=repository, tag=version, conf={"Labels": {
+            **image.labels, REFUSED_LABEL: json.dumps(["example.org:80", "evil.example:443"])}})
+    finally:
+        docker_engine.api.remove_container(container, force=True)
+    third = await sandbox().run_tests(TestSpec())
+    assert third.setup == SetupReport(status="installed", refused=("evil.example:443", "example.org:80"),
+                                      install="skipped")
+    assert third.passed == 1
 
 
 @pytest.mark.docker
