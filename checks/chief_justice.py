@@ -218,7 +218,10 @@ def judge_case(
 
     raw = cis.cis_raw(rubric, r, a, t, logic)
     red = cis.red_penalty(rubric, [f.severity for f in brief.red.findings])
-    intent = cis.intent_penalty(rubric, rationale)
+    # R decides a penalty only when the rationale detective found the mismatch strong (checks/rationale.py)
+    semantic = brief.semantic
+    threshold = semantic.penalty_threshold if semantic is not None and semantic.measured else None
+    intent = cis.intent_penalty(rubric, rationale, threshold) if threshold is not None else 1.0
     final = cis.cis_final(raw, red, intent)
 
     reasons: list[str] = []

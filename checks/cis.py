@@ -74,18 +74,19 @@ def rationale_score(rubric: Rubric, raw_cosine: float) -> float:
     return clamp((raw_cosine - c.raw_low) / (c.raw_high - c.raw_low))
 
 
-def intent_penalty(rubric: Rubric, similarity: float | None) -> float:
+def intent_penalty(rubric: Rubric, similarity: float | None, threshold: float | None = None) -> float:
     """Multiplier for a change that addresses a different problem than stated.
 
-    Below the threshold s₀ the score is multiplied by floor + (1 − floor)·s/s₀, falling to the floor at s = 0.
-    An unmeasured similarity applies no penalty.
+    Below the threshold s₀ (``threshold``, by default the rubric's ``intent.threshold``) the score is multiplied
+    by floor + (1 − floor)·s/s₀, falling to the floor at s = 0. An unmeasured similarity applies no penalty.
     """
     if similarity is None:
         return 1.0
     i = rubric.intent
-    if similarity >= i.threshold:
+    s0 = i.threshold if threshold is None else threshold
+    if similarity >= s0 or s0 <= 0:
         return 1.0
-    return i.floor + (1.0 - i.floor) * clamp(similarity) / i.threshold
+    return i.floor + (1.0 - i.floor) * clamp(similarity) / s0
 
 
 def red_penalty(rubric: Rubric, severities: Iterable[str]) -> float:

@@ -5,10 +5,12 @@ rubric's ``rationale`` section.
 
 How R is computed
 -----------------
-1. **Intent text** — the PR title, the body (Markdown stripped of images, HTML comments, tags and link
-   targets) and the linked issues the caller provides. When the body is empty the commit messages stand in
-   (a weaker source, and the evidence says so). Long intent is cut into word windows whose vectors are
-   averaged (weighted by words) into one intent vector.
+1. **Intent text** — the PR title, the body's prose and the linked issues the caller provides, in that order of
+   trust. The body's fenced code blocks, ``<details>`` sections and HTML comments are not intent, nor are lines
+   copied from the diff (runs of ``echo_ngram`` words the change adds). Commit messages are never intent: they
+   are the change describing itself. Fewer than ``intent.min_intent_words`` meaningful words: R is not measured
+   (an honest "Fix #387" says too little to compare, and is not penalised for it). Long intent is cut into word
+   windows whose vectors are averaged (weighted by words) into one intent vector.
 2. **Code text** — only what the diff adds, never whole files. Python files are grouped by the innermost
    function or class enclosing each added line (its qualified name and docstring travel with the chunk as
    context); other files, and module-level Python lines, form one stream per file. Identifiers are split
@@ -16,18 +18,26 @@ How R is computed
 3. **Echo stripping** — any run of ``echo_ngram`` consecutive words that also occurs in the intent is
    removed from the code text first: a PR cannot raise R by pasting its own description into a comment.
 4. **Chunks** — each group is cut into windows of at most ``window_words`` words (well under MiniLM's 256
-   word-piece limit, so nothing is silently truncated). Beyond ``max_chunks`` a deterministic sample is kept,
-   chosen by the SHA-256 of each chunk's path, line and text, and the evidence says so.
+   word-piece limit, so nothing is silently truncated). Product code and docs come first; test files count only
+   when the change has nothing else; data, lock, vendored and generated files are left out; every file left out
+   is named in the evidence. Beyond ``max_chunks`` the chunks sharing most words with the intent are kept (never a
+   random sample that could drop the one relevant chunk). A change adding fewer than ``intent.min_change_words``
+   words has too little meaning to measure: R is not measured.
 5. **Aggregation** — every chunk is embedded in one batch; its cosine with the intent vector is computed;
    R_raw is the mean of the ``top_k`` best chunk similarities weighted by chunk size (in words). One relevant
    function in a large PR therefore counts fully, while a single tiny chunk cannot dominate.
 6. **Calibration** — R = clamp((R_raw − raw_low) / (raw_high − raw_low)), both stored rounded to 4 decimals.
+7. **Mismatch** — R alone never decides a penalty. *Anchors* are the code the intent names (backticked text,
+   ``snake_case``, ``CamelCase``, ``dotted.names``, ``calls()``): when the change touches one of them (its added
+   or removed lines, hunk headers or paths), the description demonstrably refers to this change and no intent
+   penalty applies. When it names code and touches none of it, R below ``intent.anchored_threshold`` is a
+   mismatch; when it names none, R below ``intent.threshold``. The threshold that applies travels with the
+   result (``SemanticResult.penalty_threshold``) to the Chief Justice.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import math
 import re
 from collections.abc import Sequence
@@ -39,6 +49,7 @@ from checks.diff import DiffError, parse_diff
 from checks.errors import DetectiveError
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, SemanticResult, round_score
 from checks.protocols import Embedder
+from checks.testpaths import is_test_path
 from rubric import Rubric
 
 DETECTIVE = "semantic"
@@ -61,6 +72,22 @@ HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 HTML_TAG_RE = re.compile(r"</?[A-Za-z][^>\n]{0,300}>")
 URL_RE = re.compile(r"https?://\S+")
 MD_NOISE_RE = re.compile(r"[`*_#>|~]+")
+FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+DETAILS_OPEN_RE = re.compile(r"<details\b", re.IGNORECASE)
+DETAILS_CLOSE_RE = re.compile(r"</details\s*>", re.IGNORECASE)
+INLINE_CODE_RE = re.compile(r"`([^`\n]{1,200})`")
+ACRONYM_RE = re.compile(r"[A-Z][A-Z0-9]{1,7}")
+CODE_LINE_RE = re.compile(r"^\s{4,}\S|[;{}]\s*$|:\s*$|\b(def|class|return|import|lambda|async|await)\b"
+                          r"|[\w\]\)]\s*[=(\[]")
+ANCHOR_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
+# files whose added text says nothing about what a change is for
+DATA_SUFFIXES = (".json", ".csv", ".tsv", ".xml", ".svg", ".lock", ".min.js", ".map", ".pb", ".dat", ".bin",
+                 ".ipynb", ".pickle", ".parquet")
+LOCK_FILES = frozenset({"package-lock.json", "yarn.lock", "poetry.lock", "pipfile.lock", "uv.lock", "pdm.lock",
+                        "cargo.lock", "gemfile.lock", "composer.lock", "go.sum"})
+VENDORED_DIRS = frozenset({"vendor", "vendored", "_vendor", "third_party", "thirdparty", "node_modules",
+                           "site-packages", "dist", "build"})
+GENERATED_RE = re.compile(r"(auto-?generated|generated by|do not edit|@generated)", re.IGNORECASE)
 
 
 # --- words -------------------------------------------------------------------------------------------------
@@ -104,44 +131,132 @@ def clean_markdown(text: str) -> str:
 # --- intent ------------------------------------------------------------------------------------------------
 
 
+def prose(text: str) -> str:
+    """The prose of PR text: without fenced code blocks, ``<details>`` sections and HTML comments (line by line, in
+    linear time: PR text is untrusted)."""
+    text = HTML_COMMENT_RE.sub(" ", text)
+    kept: list[str] = []
+    fence: str | None = None
+    details = 0
+    for line in text.splitlines():
+        opener = FENCE_RE.match(line)
+        if fence is not None:
+            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opener:
+            fence = opener.group(1)
+            continue
+        opened, closed = len(DETAILS_OPEN_RE.findall(line)), len(DETAILS_CLOSE_RE.findall(line))
+        if details or opened:
+            details = max(0, details + opened - closed)
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def intent_anchors(text: str) -> tuple[str, ...]:
+    """The code an intent names: backticked text (whole, and its last dotted part), identifiers that look like code
+    (``snake_case``, ``CamelCase``, ``dotted.names``, ``calls()``) in lower case, and acronyms (``YB``, ``FIPS``)
+    kept in upper case, which match case-sensitively. URLs are not anchors."""
+    text = URL_RE.sub(" ", text)
+    found: set[str] = set()
+    for code in INLINE_CODE_RE.findall(text):
+        whole = code.strip().removesuffix("()").lower()
+        if 2 < len(whole) <= 80 and whole not in SYNTAX_WORDS:
+            found.add(whole)
+        for token in ANCHOR_RE.findall(code):
+            name = token.removesuffix("()").rsplit(".", 1)[-1].lower()
+            if len(name) > 2 and name not in SYNTAX_WORDS and "." not in code.strip():
+                found.add(name)
+    for token in ANCHOR_RE.findall(INLINE_CODE_RE.sub(" ", text)):
+        name = token.removesuffix("()")
+        last = name.rsplit(".", 1)[-1]
+        if ACRONYM_RE.fullmatch(last):
+            found.add(last)
+            continue
+        looks_like_code = ("_" in last.strip("_") or last.startswith("_") or token.endswith("()")
+                           or ("." in name and not name.replace(".", "").isdigit())
+                           or (re.search(r"[a-z][A-Z]", last) is not None and len(last) > 3))
+        if looks_like_code and len(last) > 2 and last.lower() not in SYNTAX_WORDS:
+            found.add(last.lower())
+    return tuple(sorted(found))
+
+
+def touches(anchor: str, changed: str) -> bool:
+    """Whether the change's text (:func:`change_text`, case kept) holds ``anchor``: acronyms as whole words with
+    their case, everything else case-insensitively."""
+    if ACRONYM_RE.fullmatch(anchor):
+        return re.search(rf"(?<![A-Za-z]){re.escape(anchor)}(?![A-Za-z])", changed) is not None
+    return anchor in changed.lower()
+
+
+def change_text(case: Case) -> str:
+    """What the change touches: its added and removed lines, hunk headers and paths."""
+    parts = [f.path for f in case.files]
+    for line in case.diff.splitlines():
+        if line.startswith(("+++", "---")):
+            continue
+        if line.startswith(("+", "-", "@@", "diff --git")):
+            parts.append(line)
+    return "\n".join(parts)
+
+
 @dataclass(frozen=True)
 class Intent:
     text: str
     sources: tuple[str, ...]
-    fallback_to_commits: bool
+    anchors: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()  # what was not counted as intent, and why
 
 
-def build_intent(case: Case) -> Intent:
-    """The stated intent and where it came from. Commit messages stand in only when the body is empty."""
+def build_intent(case: Case, added_words: Sequence[str] = (), echo_ngram: int = 5) -> Intent:
+    """The stated intent, from the title, the body's prose and the linked issues (never the commit messages).
+
+    Lines of the body that repeat ``echo_ngram``-word runs of what the change adds (``added_words``) are dropped:
+    code pasted into the description describes nothing."""
     parts: list[str] = []
     sources: list[str] = []
+    dropped: list[str] = []
+    code_ngrams = frozenset(tuple(added_words[i:i + echo_ngram]) for i in range(len(added_words) - echo_ngram + 1))
+
+    def copied(line: str) -> bool:
+        # code pasted into the body, not prose the code's comments repeat (that echo is stripped from the code)
+        if not CODE_LINE_RE.search(line):
+            return False
+        words = code_words(line)
+        if len(words) < echo_ngram or not code_ngrams:
+            return False
+        runs = sum(1 for i in range(len(words) - echo_ngram + 1) if tuple(words[i:i + echo_ngram]) in code_ngrams)
+        return runs * 2 >= len(words) - echo_ngram + 1
+
     title = clean_markdown(case.title)
     if title:
         parts.append(title)
         sources.append("title")
-    body = clean_markdown(case.body)
+    body_prose = prose(case.body)
+    if len(body_prose.split()) < len(case.body.split()):
+        dropped.append("code blocks, <details> and HTML comments of the body")
+    kept_lines = []
+    for line in body_prose.splitlines():
+        if copied(line):
+            dropped.append("body lines copied from the diff")
+            continue
+        kept_lines.append(line)
+    body = clean_markdown("\n".join(kept_lines))
     if body:
         parts.append(body)
         sources.append("body")
+    anchor_text = "\n".join([case.title, *kept_lines])
     for number, issue in enumerate(case.linked_issues, start=1):
-        cleaned = clean_markdown(issue)
+        issue_prose = prose(issue)
+        cleaned = clean_markdown(issue_prose)
         if cleaned:
             parts.append(cleaned)
             sources.append(f"linked-issue-{number}")
-    fallback = False
-    if not body:
-        seen: set[str] = set()
-        messages: list[str] = []
-        for commit in case.commits:
-            message = clean_markdown(commit.message)
-            if message and not message.startswith("Merge ") and message not in seen:
-                seen.add(message)
-                messages.append(message)
-        if messages:
-            parts.extend(messages)
-            sources.append("commit-messages")
-            fallback = True
-    return Intent(text="\n".join(parts), sources=tuple(sources), fallback_to_commits=fallback)
+            anchor_text += "\n" + issue_prose
+    return Intent(text="\n".join(parts), sources=tuple(sources), anchors=intent_anchors(anchor_text),
+                  dropped=tuple(dict.fromkeys(dropped)))
 
 
 def limit_words(text: str, max_words: int) -> tuple[str, bool]:
@@ -186,9 +301,6 @@ class Chunk:
         if self.start_line == self.end_line:
             return f"{self.path}:{self.start_line}"
         return f"{self.path}:{self.start_line}-{self.end_line}"
-
-    def sample_key(self) -> str:
-        return hashlib.sha256(f"{self.path}\0{self.start_line}\0{self.text}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -347,33 +459,64 @@ class CodeText:
     total_chunks: int
     echo_words_removed: int
     files: int
+    left_out: tuple[tuple[str, str], ...] = ()  # (path, why its text is not compared with the intent)
+    words: int = 0
+
+
+def left_out_reason(path: str, changed: ChangedFile | None, lines: Sequence[tuple[int, str]]) -> str | None:
+    """Why a file's added text says nothing about the change's purpose, or None when it does."""
+    pure = PurePosixPath(path.lower())
+    if pure.name in LOCK_FILES or pure.name.endswith(DATA_SUFFIXES):
+        return "data or lock file"
+    if any(part in VENDORED_DIRS for part in pure.parts[:-1]):
+        return "vendored or built file"
+    head = (changed.content or "")[:2000] if changed is not None else "\n".join(t for _, t in lines[:20])
+    if GENERATED_RE.search(head):
+        return "generated file"
+    return None
 
 
 def build_code_chunks(case: Case, rubric: Rubric, intent_text: str) -> CodeText:
-    """Chunk the added code (echo-stripped, windowed) and apply the deterministic cap."""
+    """Chunk the added code (echo-stripped, windowed), product code first, relevance-ranked under the cap."""
     rules = rubric.rationale
     n = rules.echo_ngram
     # The same word filter on both sides, so a comment that pastes the description matches word for word.
     intent_tokens = code_words(intent_text)
     ngrams = frozenset(tuple(intent_tokens[i:i + n]) for i in range(len(intent_tokens) - n + 1))
     files = {f.path: f for f in case.files}
-    chunks: list[Chunk] = []
+    product: list[Chunk] = []
+    tests: list[Chunk] = []
+    left_out: list[tuple[str, str]] = []
     removed = 0
     added = added_lines_by_path(case)
     for path in sorted(added):
         changed = files.get(path)
         if changed is not None and (changed.is_binary or changed.is_symlink):
             continue
+        reason = left_out_reason(path, changed, added[path])
+        if reason is not None:
+            left_out.append((path, reason))
+            continue
         # The path names the area of the change (``shop/shipping``); its extension says nothing about intent.
         header = code_words(str(PurePosixPath(path).with_suffix("")).replace("/", " "))
+        target = tests if is_test_path(path) else product
         for group in _groups_for_file(changed, path, added[path], rules.min_chunk_words):
             removed += strip_echo(group, ngrams, n)
-            chunks.extend(_window(group, path, header + group.context, rules.window_words))
+            target.extend(_window(group, path, header + group.context, rules.window_words))
+    if product:
+        chunks = product
+        left_out.extend((path, "test file (the change has product code)") for path in sorted({c.path for c in tests}))
+    else:
+        chunks = tests
     total = len(chunks)
     if total > rules.max_chunks:
-        keep = set(sorted(range(total), key=lambda i: chunks[i].sample_key())[: rules.max_chunks])
+        # the chunks sharing most words with the intent, never a sample that could drop the relevant one
+        wanted = set(intent_tokens)
+        ranked = sorted(range(total), key=lambda i: (-len(wanted.intersection(chunks[i].words)), i))
+        keep = set(ranked[: rules.max_chunks])
         chunks = [c for i, c in enumerate(chunks) if i in keep]
-    return CodeText(chunks=tuple(chunks), total_chunks=total, echo_words_removed=removed, files=len(added))
+    return CodeText(chunks=tuple(chunks), total_chunks=total, echo_words_removed=removed, files=len(added),
+                    left_out=tuple(left_out), words=sum(c.size for c in chunks))
 
 
 # --- vectors -----------------------------------------------------------------------------------------------
@@ -438,18 +581,29 @@ def describe_sources(sources: Sequence[str]) -> str:
 
 
 async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> DetectiveReport:
-    """Measure R for ``case``: evidence of kind ``semantic`` always, ``intent-mismatch`` below the threshold."""
+    """Measure R for ``case``: evidence of kind ``semantic`` always, ``intent-mismatch`` when the mismatch is
+    strong (see the module's step 7)."""
     rules = rubric.rationale
-    intent = build_intent(case)
-    if not intent.text:
-        return _not_measured("the change states no intent (no title, body, linked issue or commit message)",
-                             model=embedder.model_id)
+    added = added_lines_by_path(case)
+    added_words = [w for lines in added.values() for _, text in lines for w in code_words(text)]
+    intent = build_intent(case, added_words, rules.echo_ngram)
+    intent_words = len(code_words(intent.text))
+    if intent_words < rubric.intent.min_intent_words:
+        said = f"{intent_words} meaningful word{'s' if intent_words != 1 else ''}" if intent.text else "nothing"
+        return _not_measured(f"the title and description say too little to compare with the code ({said}; at "
+                             f"least {rubric.intent.min_intent_words} needed, and commit messages do not count)",
+                             intent.sources, embedder.model_id)
     code = build_code_chunks(case, rubric, intent.text)
     if not code.chunks:
         reason = "the change adds no code or text to compare with its intent"
         if code.echo_words_removed:
             reason = "everything the change adds repeats its own description"
+        elif code.left_out:
+            reason = "the change only adds " + ", ".join(sorted({why for _, why in code.left_out}))
         return _not_measured(reason, intent.sources, embedder.model_id)
+    if code.words < rubric.intent.min_change_words:
+        return _not_measured(f"the change adds {code.words} meaningful words, too few to carry a meaning to compare "
+                             f"(at least {rubric.intent.min_change_words})", intent.sources, embedder.model_id)
 
     intent_text, _ = limit_words(intent.text, rules.max_intent_words)
     windows = intent_windows(intent_text, rules.window_words)
@@ -461,52 +615,71 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
     raw = aggregate(similarities, sizes, rules.top_k)
     raw_stored = round_score(raw)
     score = round_score(cis.rationale_score(rubric, raw_stored))
+    touched = change_text(case)
+    found = tuple(a for a in intent.anchors if touches(a, touched))
+    if found:
+        threshold = None  # the description names code this change touches: it refers to this change
+    elif intent.anchors:
+        threshold = rubric.intent.anchored_threshold
+    else:
+        threshold = rubric.intent.threshold
 
     result = SemanticResult(measured=True, raw_similarity=raw_stored, score=score, model=embedder.model_id,
-                            intent_sources=intent.sources, chunks=len(code.chunks))
+                            intent_sources=intent.sources, chunks=len(code.chunks), anchors=intent.anchors,
+                            anchors_found=found, penalty_threshold=threshold)
     return DetectiveReport(detective=DETECTIVE, semantic=result,
-                           evidence=tuple(_evidence(case, rubric, intent, code, similarities, raw_stored, score,
-                                                    embedder.model_id)))
+                           evidence=tuple(_evidence(rubric, intent, code, similarities, result)))
 
 
-def _evidence(case: Case, rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequence[float],
-              raw: float, score: float, model: str) -> list[Evidence]:
+def _chunk_fact(chunk: Chunk, similarity: float) -> dict[str, object]:
+    return {"location": chunk.location, "label": chunk.label, "words": chunk.size,
+            "similarity": round_score(similarity)}
+
+
+def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequence[float],
+              result: SemanticResult) -> list[Evidence]:
     rules = rubric.rationale
+    score = result.score or 0.0
     ranked = sorted(range(len(similarities)), key=lambda i: (-similarities[i], i))
-    best = [{"location": code.chunks[i].location, "label": code.chunks[i].label, "words": code.chunks[i].size,
-             "similarity": round_score(similarities[i])} for i in ranked[: rules.top_k]]
+    best = [_chunk_fact(code.chunks[i], similarities[i]) for i in ranked[: rules.top_k]]
+    worst = [_chunk_fact(code.chunks[i], similarities[i]) for i in ranked[::-1][: rules.top_k]]
     source_words = describe_sources(intent.sources)
+    where = f"best: {best[0]['location']} ({best[0]['similarity']:.2f})" if best else ""
     evidence = [Evidence(
         id=f"{DETECTIVE}.rationale", detective=DETECTIVE, kind="semantic",
-        summary=(f"R = {score:.2f} (raw cosine {raw:.4f}) from {source_words} against {len(code.chunks)} code "
-                 f"chunk{'s' if len(code.chunks) != 1 else ''} of {code.files} file{'s' if code.files != 1 else ''}"),
+        summary=(f"R = {score:.2f} (raw cosine {result.raw_similarity:.4f}) from {source_words} against "
+                 f"{len(code.chunks)} code chunk{'s' if len(code.chunks) != 1 else ''} of {code.files} "
+                 f"file{'s' if code.files != 1 else ''}; {where}"),
         facts={
-            "raw_similarity": raw,
+            "raw_similarity": result.raw_similarity,
             "score": score,
-            "model": model,
+            "model": result.model,
             "intent_sources": list(intent.sources),
             "chunks_embedded": len(code.chunks),
             "chunks_total": code.total_chunks,
             "aggregation": f"size-weighted mean of the top {rules.top_k} chunk cosines",
             "calibration": {"raw_low": rules.calibration.raw_low, "raw_high": rules.calibration.raw_high},
             "best_chunks": best,
+            "worst_chunks": worst,
+            "anchors": list(result.anchors),
+            "anchors_found": list(result.anchors_found),
+            "left_out": [{"path": path, "why": why} for path, why in code.left_out[:50]],
             "intent_words": len(intent.text.split()),
             "intent_truncated_to": rules.max_intent_words if len(intent.text.split()) > rules.max_intent_words
             else None,
         },
     )]
-    if intent.fallback_to_commits:
+    if intent.dropped:
         evidence.append(Evidence(
-            id=f"{DETECTIVE}.intent-fallback", detective=DETECTIVE, kind="semantic", severity="low",
-            summary=("The PR body is empty: the intent was taken from "
-                     f"{source_words}, a weaker statement of purpose than a description"),
-            facts={"intent_sources": list(intent.sources), "commits": len(case.commits)},
+            id=f"{DETECTIVE}.intent-filtered", detective=DETECTIVE, kind="semantic",
+            summary="Not counted as intent: " + "; ".join(intent.dropped),
+            facts={"dropped": list(intent.dropped)},
         ))
     if code.total_chunks > len(code.chunks):
         evidence.append(Evidence(
-            id=f"{DETECTIVE}.chunk-cap", detective=DETECTIVE, kind="semantic",
-            summary=(f"The change has {code.total_chunks} code chunks; R used a deterministic sample of "
-                     f"{len(code.chunks)} (the rubric's cap), chosen by content hash"),
+            id=f"{DETECTIVE}.chunk-cap", detective=DETECTIVE, kind="semantic", severity="low",
+            summary=(f"The change has {code.total_chunks} code chunks; R used the {len(code.chunks)} that share most "
+                     "words with the intent (the rubric's cap)"),
             facts={"chunks_total": code.total_chunks, "chunks_embedded": len(code.chunks),
                    "max_chunks": rules.max_chunks},
         ))
@@ -517,17 +690,26 @@ def _evidence(case: Case, rubric: Rubric, intent: Intent, code: CodeText, simila
                      f"(runs of {rules.echo_ngram}+ words); they were left out of R"),
             facts={"words_removed": code.echo_words_removed, "echo_ngram": rules.echo_ngram},
         ))
-    threshold = rubric.intent.threshold
-    if score < threshold:
-        penalty = cis.intent_penalty(rubric, score)
+    threshold = result.penalty_threshold
+    if result.anchors_found:
+        evidence.append(Evidence(
+            id=f"{DETECTIVE}.intent-anchored", detective=DETECTIVE, kind="semantic",
+            summary=(f"The description names {', '.join(f'`{a}`' for a in result.anchors_found[:5])}, which the "
+                     "change touches: it refers to this change, so R applies no intent penalty"),
+            facts={"anchors_found": list(result.anchors_found)},
+        ))
+    elif threshold is not None and score < threshold:
+        penalty = cis.intent_penalty(rubric, score, threshold)
+        named = (f"names {', '.join(f'`{a}`' for a in result.anchors[:5])} but the change touches none of it, and "
+                 if result.anchors else "")
         evidence.append(Evidence(
             id=f"{DETECTIVE}.intent-mismatch", detective=DETECTIVE, kind="intent-mismatch",
-            severity="high" if score < threshold / 2 else "medium",
-            confidence=0.8 if intent.fallback_to_commits else 0.9,
-            summary=(f"R = {score:.2f} is below the mismatch threshold {threshold:.2f}: the code does not read "
-                     f"like the change its {source_words} describe; the CIS is multiplied by ×{penalty:.2f} "
-                     f"(floor ×{rubric.intent.floor:.2f})"),
+            severity="high" if score < threshold / 2 else "medium", confidence=0.9,
+            summary=(f"The {source_words} {named}R = {score:.2f} is below the mismatch threshold {threshold:.2f}: "
+                     f"the code does not read like the change described; the CIS is multiplied by ×{penalty:.2f} "
+                     f"(floor ×{rubric.intent.floor:.2f}). Closest: {best[0]['location'] if best else '-'}; "
+                     f"farthest: {worst[0]['location'] if worst else '-'}"),
             facts={"score": score, "threshold": threshold, "floor": rubric.intent.floor,
-                   "penalty": round_score(penalty)},
+                   "penalty": round_score(penalty), "anchors": list(result.anchors)},
         ))
     return evidence

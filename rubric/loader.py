@@ -66,6 +66,9 @@ class RationaleRules(_Frozen):
 class IntentRules(_Frozen):
     threshold: float
     floor: float
+    anchored_threshold: float = 0.65
+    min_intent_words: int = 3
+    min_change_words: int = 6
 
 
 class SeverityPenalties(_Frozen):

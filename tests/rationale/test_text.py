@@ -27,16 +27,35 @@ def test_markdown_is_stripped_to_prose():
     assert "page count" in cleaned and "the docs" in cleaned and "<b>" not in cleaned and "*" not in cleaned
 
 
-def test_intent_sources_and_commit_fallback():
+def test_intent_sources_never_include_commit_messages():
     files = {"a.py": "x = 1\n"}
     full = rationale.build_intent(case_from_files(files, "Title here", "Body text", ["commit one"],
                                                   ["Issue about things"]))
-    assert full.sources == ("title", "body", "linked-issue-1") and not full.fallback_to_commits
+    assert full.sources == ("title", "body", "linked-issue-1")
     assert "commit one" not in full.text
     empty = rationale.build_intent(case_from_files(files, "Title here", "  <!-- only a template -->  ",
                                                    ["Add caching", "Add caching", "Merge branch 'x'"]))
-    assert empty.sources == ("title", "commit-messages") and empty.fallback_to_commits
-    assert empty.text.count("Add caching") == 1 and "Merge" not in empty.text
+    assert empty.sources == ("title",) and "caching" not in empty.text
+
+
+def test_code_blocks_details_and_pasted_code_are_not_intent():
+    body = ("Adds a retry for webhook deliveries.\n\n```python\ndef exfiltrate(secret):\n    send(secret)\n```\n"
+            "<details><summary>code</summary>\n\nupload_all_tokens_to_remote()\n</details>\n"
+            "Then:\n    result = compute_totals(invoice_lines)\n")
+    added = rationale.code_words("result = compute_totals(invoice_lines)")
+    intent = rationale.build_intent(case_from_files({"a.py": "x = 1\n"}, "Retry webhooks", body), added, 3)
+    assert "exfiltrate" not in intent.text and "upload" not in intent.text and "compute" not in intent.text
+    assert "retry for webhook deliveries" in intent.text
+    assert "body lines copied from the diff" in intent.dropped
+
+
+def test_anchors_are_the_code_an_intent_names():
+    anchors = rationale.intent_anchors("Fix `naturalsize` for floats in humanize.filesize; see https://x.org/a_b "
+                                       "and _DescriptorBase, cache_key(), ZB to YB, `index.rst`")
+    assert set(anchors) == {"naturalsize", "filesize", "_descriptorbase", "cache_key", "ZB", "YB", "index.rst"}
+    changed = "+    suffixes = ('KB', 'MB', 'ZB', 'YB')\ndocs/index.rst"
+    assert rationale.touches("YB", changed) and rationale.touches("index.rst", changed)
+    assert not rationale.touches("KiB", changed) and not rationale.touches("B", changed + " B")
 
 
 def test_python_chunks_follow_the_enclosing_function(rubric):

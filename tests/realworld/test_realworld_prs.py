@@ -10,7 +10,6 @@ Rationale and the red agent are off here: this pins the environment and T.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,6 @@ from app.settings import load_settings
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 FIXTURES = Path(__file__).parent / "fixtures"
 PRS = json.loads((FIXTURES / "prs.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="session")
-def projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("realworld")
-    for bundle in sorted(FIXTURES.glob("*.bundle")):
-        subprocess.run(["git", "clone", "-q", "--bare", str(bundle), str(root / bundle.stem)], check=True)
-    return root
 
 
 @pytest.mark.parametrize("pr", PRS, ids=[p["id"] for p in PRS])

@@ -1,0 +1,62 @@
+"""R on twenty real merged pull requests: no honest description is penalised, descriptions swapped between them
+mostly are (the figure `bench/rationale_calibration.py` prints is the one to quote; this pins a floor)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.embeddings import SentenceEmbedder, load_model, model_available
+from app.engine import prepare
+from app.gitrepo import GitRepo
+from app.settings import load_settings
+from checks.models import Case
+from checks.rationale import measure_rationale
+from rubric import load_rubric
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PRS = json.loads((FIXTURES / "prs.json").read_text(encoding="utf-8"))
+
+
+def penalised(report) -> bool:
+    return any(e.kind == "intent-mismatch" for e in report.evidence)
+
+
+@pytest.fixture(scope="module")
+def cases(projects: Path) -> dict[str, Case]:
+    settings = load_settings(sandbox="off", embedding="off", red_team="off", home=projects / ".lm")
+    return {pr["id"]: prepare(GitRepo.open(str(projects / pr["repo"])), pr["base"], pr["head"], settings=settings,
+                              title=pr["title"], body=pr["body"] or "").case for pr in PRS}
+
+
+@pytest.fixture(scope="module")
+def embedder() -> SentenceEmbedder:
+    missing = model_available(None)
+    assert missing is None, missing
+    return SentenceEmbedder(load_model())
+
+
+async def test_no_honest_description_of_a_real_merged_pr_is_penalised(cases, embedder) -> None:
+    rubric = load_rubric()
+    flagged = {i: (await measure_rationale(case, rubric, embedder)) for i, case in cases.items()}
+    assert [i for i, report in flagged.items() if penalised(report)] == []
+    # short ones are measured where they name the code they change ("Fix #387: … in _DescriptorBase")
+    assert flagged["ct1"].semantic.measured and flagged["ct1"].semantic.anchors_found == ("_descriptorbase",)
+
+
+async def test_descriptions_swapped_between_projects_are_penalised(cases, embedder) -> None:
+    rubric = load_rubric()
+    repo = {pr["id"]: pr["repo"] for pr in PRS}
+    caught = measured = 0
+    ids = sorted(cases)
+    for n, i in enumerate(ids):
+        # three descriptions of other projects per change (the bench measures all 380 pairs)
+        for j in [k for k in ids[n + 1:] + ids[:n] if repo[k] != repo[i]][:3]:
+            case, other = cases[i], cases[j]
+            report = await measure_rationale(case.model_copy(update={"title": other.title, "body": other.body}),
+                                             rubric, embedder)
+            measured += report.semantic.measured
+            caught += penalised(report)
+    assert measured >= 50 and caught / measured >= 0.85, (caught, measured)
