@@ -17,6 +17,7 @@ from rich.console import Console
 
 from app.cli_audit import audit as audit_command
 from app.cli_dbom import dbom_cli
+from app.cli_home import legacy_home_notice
 from app.cli_sandbox import sandbox_cli
 from app.embeddings import EmbeddingError
 from app.engine import read_config_file, review_repository
@@ -75,6 +76,8 @@ def review(
         raise _fail_usage(str(exc)) from exc
     except OSError as exc:
         raise _fail_usage(f"cannot read {exc.filename}: {exc.strerror}") from exc
+    if (notice := legacy_home_notice(settings)) is not None:  # even with --quiet: it is about a private key
+        stderr.print(f"logomesh: {notice}", markup=False, soft_wrap=True)
 
     def progress(message: str) -> None:
         if not quiet:

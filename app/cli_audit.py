@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 
 from app.audit import AuditInputError, AuditOutcome, audit_repository
+from app.cli_home import legacy_home_notice
 from app.gitrepo import GitError
 from app.settings import Settings, SettingsError, load_settings
 from checks.audit.render import with_dbom_footer
@@ -45,6 +46,8 @@ def audit(
     """Audit a whole repository (and its PDF report) against a rubric: a Markdown courtroom report."""
     try:
         settings = load_settings()
+        if (notice := legacy_home_notice(settings)) is not None:
+            stderr.print(f"logomesh: {notice}", markup=False, soft_wrap=True)
         outcome = asyncio.run(audit_repository(repo, settings=settings, report_path=report, rubric_path=rubric))
     except (SettingsError, AuditInputError, GitError, RubricError) as exc:
         stderr.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)

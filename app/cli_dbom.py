@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from app.cli_home import legacy_home_notice
 from app.settings import SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -53,7 +54,10 @@ def _with_ledger(work: Callable[[Ledger], Awaitable[T]]) -> T:
     from app.ledger import LedgerError, open_ledger
 
     async def run() -> T:
-        ledger = await open_ledger(load_settings())
+        settings = load_settings()
+        if (notice := legacy_home_notice(settings)) is not None:  # "unknown id" would otherwise be all it says
+            stderr.print(f"logomesh: {notice}", markup=False, soft_wrap=True)
+        ledger = await open_ledger(settings)
         try:
             return await work(ledger)
         finally:

@@ -105,13 +105,17 @@ def pull_request(payload: Mapping[str, Any], delivery: str, review_drafts: bool)
         return Ignored("payload has no pull_request.number/head.sha")
     if _get(pr, "state") == "closed":
         return Ignored("the pull request is closed")
+    reason = f"pull_request.{action}"
     if action == "edited":
         changes = payload.get("changes")
-        if not isinstance(changes, Mapping) or not ({"title", "body"} & set(changes)):
-            return Ignored("edited without a title/body change: the intent did not change")
+        changed = set(changes) if isinstance(changes, Mapping) else set()
+        if "base" in changed:  # retargeted: the diff, the base's tests and its .logomesh.yml all changed
+            reason = "pull_request.edited:base"
+        elif not ({"title", "body"} & changed):
+            return Ignored("edited without a title/body/base change: neither the intent nor the base changed")
     if _get(pr, "draft") is True and action != "ready_for_review" and not review_drafts:
         return Ignored("draft pull request (LOGOMESH_REVIEW_DRAFTS is off)")
-    return ReviewRequest("review", delivery, base[0], base[1], number, head, f"pull_request.{action}")
+    return ReviewRequest("review", delivery, base[0], base[1], number, head, reason)
 
 
 def issue_comment(payload: Mapping[str, Any], delivery: str, review_drafts: bool) -> Outcome:

@@ -21,11 +21,27 @@ class SettingsError(ValueError):
         super().__init__(f"{variable}: {message}")
 
 
+def default_home() -> Path:
+    """Where the embedded default keeps its state (the DBOM ledger and its private signing key) when
+    ``LOGOMESH_HOME`` is unset: the user's data directory, never the working directory, where a run inside the
+    reviewed repository would leave the key for ``git add -A`` to stage. ``$XDG_DATA_HOME/logomesh`` when that is
+    an absolute path (the XDG spec says to ignore a relative one), else ``~/.local/share/logomesh``."""
+    import os
+
+    xdg_data_home = os.environ.get("XDG_DATA_HOME", "")
+    if xdg_data_home and Path(xdg_data_home).is_absolute():
+        return Path(xdg_data_home) / "logomesh"
+    try:
+        return Path.home() / ".local" / "share" / "logomesh"
+    except RuntimeError as exc:  # no $HOME and no passwd entry (an arbitrary container uid)
+        raise SettingsError("LOGOMESH_HOME", "not set, and there is no home directory to default to") from exc
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LOGOMESH_", env_file=".env", extra="ignore", frozen=True)
 
-    # where local state lives (ledger, keys) for the embedded default
-    home: Path = Field(default=Path(".logomesh"))
+    # where local state lives (ledger, keys) for the embedded default; see default_home
+    home: Path = Field(default_factory=default_home)
     rubric_path: Path | None = None
 
     # --- the GitHub App (serve / worker); DBOM links use public_url below ---

@@ -45,6 +45,9 @@ log = structlog.get_logger("logomesh.web")
 KNOWN_EVENTS = frozenset({"ping", "pull_request", "check_run", "check_suite", "issue_comment", "installation",
                           "installation_repositories"})
 
+# an unverified header is logged clipped to this many characters
+HEADER_LOG_CHARS = 100
+
 
 class BodyTooLarge(Exception):
     pass
@@ -92,6 +95,15 @@ async def ping_database(url: str, timeout: float = 3.0) -> None:
     raise ValueError(f"unsupported database URL scheme: {url.split(':', 1)[0]}")
 
 
+def _log_rejected_signature(request: Request, body: bytes, reason: str) -> None:
+    """One warning per rejected delivery (a forgery, a probe, or a secret out of step with GitHub's), with what
+    tells them apart; never the body nor the signature. The headers are unverified, so they are clipped."""
+    log.warning("webhook signature rejected", reason=reason,
+                delivery_id=request.headers.get("x-github-delivery", "")[:HEADER_LOG_CHARS],
+                github_event=request.headers.get("x-github-event", "")[:HEADER_LOG_CHARS],
+                client=request.client.host if request.client else None, body_bytes=len(body))
+
+
 async def webhook(request: Request) -> Response:
     response = await _webhook(request)
     event = request.headers.get("x-github-event", "")
@@ -114,14 +126,17 @@ async def _webhook(request: Request) -> Response:
         return _answer(400, error="client disconnected")
     signature = request.headers.get("x-hub-signature-256")
     if not signature:
+        _log_rejected_signature(request, body, "missing")
         return _answer(401, error="missing X-Hub-Signature-256")
     if not signature.startswith("sha256="):
         # gidgethub honours whatever algorithm the prefix names; this header must be HMAC-SHA256 only
+        _log_rejected_signature(request, body, "malformed")
         return _answer(401, error="bad signature: X-Hub-Signature-256 must start with sha256=")
     secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
     try:
         validate_event(body, signature=signature, secret=secret)
     except ValidationFailure:
+        _log_rejected_signature(request, body, "mismatch")
         return _answer(401, error="bad signature")
     event = request.headers.get("x-github-event", "")
     delivery = request.headers.get("x-github-delivery", "")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import structlog.testing
 from gidgethub import ValidationFailure
 from gidgethub.sansio import validate_event
 from typer.testing import CliRunner
@@ -21,7 +22,7 @@ from app.publish import MAX_SUMMARY, Publisher, Target, clip
 from app.settings import Settings, SettingsError, load_settings, require_app_settings
 from app.workspace import CloneSpec, CloneTooLarge, WorkspaceError, _git_env, checkout
 from checks.models import Evidence, Location
-from tests.app.conftest import INSTALLATION, PR, REPO, Harness, ShopRepo
+from tests.app.conftest import INSTALLATION, PR, REPO, SECRET, Harness, ShopRepo
 from tests.app.fakegithub import FakeGitHub
 
 DOC_SECRET = "It's a Secret to Everybody"
@@ -52,6 +53,34 @@ async def test_the_receiver_accepts_the_documented_vector(settings: Settings, tm
     # the signature verifies, then "Hello, World!" is rejected as JSON — not as a forgery
     assert good.status_code == 400 and "JSON" in good.json()["error"]
     assert bad.status_code == 401
+
+
+async def test_a_rejected_signature_is_logged_without_the_body_or_the_signature(settings: Settings,
+                                                                                tmp_path: Path) -> None:
+    from app.web import create_app
+    from tests.app.conftest import ServerThread
+
+    body = b'{"action": "opened", "secret_looking_body_marker": "sk-do-not-log"}'
+    wrong = "sha256=" + hmac.new(b"another-secret", body, hashlib.sha256).hexdigest()
+    legacy = "sha1=" + hmac.new(SECRET.encode(), body, hashlib.sha1).hexdigest()
+    cases = [("missing", None), ("malformed", legacy), ("mismatch", wrong)]
+    with ServerThread(create_app(settings, env_path=tmp_path / ".env")) as url, \
+            structlog.testing.capture_logs() as logs:
+        async with httpx.AsyncClient(base_url=url) as client:
+            for reason, signature in cases:
+                headers = {"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": f"forged-{reason}"}
+                if signature is not None:
+                    headers["X-Hub-Signature-256"] = signature
+                answer = await client.post("/webhook", content=body, headers=headers)
+                assert answer.status_code == 401, answer.text
+    rejected = [e for e in logs if e["event"] == "webhook signature rejected"]
+    assert [(e["reason"], e["delivery_id"]) for e in rejected] == [(r, f"forged-{r}") for r, _ in cases]
+    for entry in rejected:  # these keys and no others: nothing of the body, nothing of the signature
+        assert entry == {"event": "webhook signature rejected", "log_level": "warning", "reason": entry["reason"],
+                         "delivery_id": entry["delivery_id"], "github_event": "pull_request", "client": "127.0.0.1",
+                         "body_bytes": len(body)}
+    text = repr(logs)
+    assert "sk-do-not-log" not in text and wrong[7:] not in text and legacy[5:] not in text
 
 
 def test_settings_errors_name_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

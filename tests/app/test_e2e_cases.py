@@ -183,6 +183,8 @@ async def test_routing_of_real_payloads(harness: Harness) -> None:
         ("issue_comment", fixture_payload("issue_comment", "pull-request-issue-comment.json"), "ignored"),
         ("check_suite", fixture_payload("check_suite", "requested.payload.json"), "ignored"),
         ("pull_request", pr_payload("pull_request_edited_base.json", head=h.repo.head, base=h.repo.base), "ignored"),
+        ("pull_request", pr_payload("pull_request_edited_base.json", head=h.repo.head, base=h.repo.base,
+                                    draft=False), "queued"),
         ("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base, draft=True),
          "ignored"),
         ("pull_request", pr_payload("pull_request_edited_title.json", head=h.repo.head, base=h.repo.base,

@@ -136,3 +136,80 @@ def test_a_required_sandbox_that_is_missing_is_an_input_error(tmp_path):
                       "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
     assert result.returncode == 2, result.stderr
     assert "error:" in result.stderr and "Traceback" not in result.stderr
+
+
+def without_home(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a user who never set LOGOMESH_HOME (nor XDG_DATA_HOME), with ``home`` as ``$HOME``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LOGOMESH_HOME", "XDG_DATA_HOME")}
+    return {**env, **FAST, "PYTHONPATH": str(ROOT), "HOME": str(home), **extra}
+
+
+def test_the_home_defaults_to_the_users_data_directory(monkeypatch, tmp_path):
+    from app.settings import load_settings
+
+    monkeypatch.chdir(tmp_path)  # no .env here
+    monkeypatch.delenv("LOGOMESH_HOME", raising=False)
+    monkeypatch.delenv("LOGOMESH_DATABASE_URL", raising=False)
+    monkeypatch.delenv("LOGOMESH_SIGNING_KEY_PATH", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    settings = load_settings()
+    assert settings.home == tmp_path / "user" / ".local" / "share" / "logomesh"
+    assert settings.database_url == f"sqlite+aiosqlite:///{settings.home / 'battles.db'}"
+    assert settings.signing_key_path == settings.home / "keys"
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert load_settings().home == tmp_path / "xdg" / "logomesh"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/data")  # the XDG spec: a relative path is ignored
+    assert load_settings().home == tmp_path / "user" / ".local" / "share" / "logomesh"
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("LOGOMESH_HOME", str(tmp_path / "chosen"))
+    assert load_settings().home == tmp_path / "chosen"
+    assert load_settings(home=tmp_path / "passed").home == tmp_path / "passed"
+
+
+def test_a_review_run_inside_the_repository_leaves_nothing_in_it(tmp_path):
+    repo = build(tmp_path, "clean")
+    spec = SCENARIOS["clean"]
+
+    def status() -> str:
+        return subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--ignored", "-uall"],
+                              capture_output=True, text=True, check=True).stdout
+
+    before = status()
+    result = subprocess.run([sys.executable, "-m", "app.cli", "review", ".", "--base", "main", "--head", "pr",
+                             "--title", spec["title"], "--body", spec["body"], "--format", "json"],
+                            capture_output=True, text=True, cwd=repo, env=without_home(tmp_path / "user"),
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "logomesh: dbom " in result.stderr and "no longer used" not in result.stderr
+    assert not (repo / ".logomesh").exists()
+    assert status() == before  # nothing written into the repository, ignored files included
+    data_home = tmp_path / "user" / ".local" / "share" / "logomesh"
+    assert (data_home / "battles.db").is_file() and (data_home / "keys").is_dir()
+
+
+def test_a_ledger_left_in_the_old_default_place_is_named_not_moved(tmp_path):
+    repo = build(tmp_path, "clean")
+    spec = SCENARIOS["clean"]
+    args = [sys.executable, "-m", "app.cli", "review", ".", "--base", "main", "--head", "pr", "--title",
+            spec["title"], "--body", spec["body"], "--format", "json", "--quiet"]
+    # an earlier version's run: ./.logomesh in the working directory
+    earlier = subprocess.run(args, capture_output=True, text=True, cwd=repo, timeout=300,
+                             env=without_home(tmp_path / "user", LOGOMESH_HOME=".logomesh"))
+    assert earlier.returncode == 0, earlier.stderr
+    legacy = sorted(p.relative_to(repo) for p in (repo / ".logomesh").rglob("*"))
+    assert Path(".logomesh/battles.db") in legacy
+
+    now = subprocess.run(args, capture_output=True, text=True, cwd=repo, timeout=300,
+                         env=without_home(tmp_path / "user"))
+    assert now.returncode == 0, now.stderr
+    notices = [line for line in now.stderr.splitlines() if "no longer used by default" in line]
+    assert len(notices) == 1 and "LOGOMESH_HOME=" in notices[0], now.stderr  # even with --quiet
+    assert sorted(p.relative_to(repo) for p in (repo / ".logomesh").rglob("*")) == legacy  # nothing migrated
+    assert (tmp_path / "user" / ".local" / "share" / "logomesh" / "battles.db").is_file()
+
+    chosen = subprocess.run(args, capture_output=True, text=True, cwd=repo, timeout=300,
+                            env=without_home(tmp_path / "user", LOGOMESH_HOME=str(tmp_path / "chosen")))
+    assert chosen.returncode == 0 and "no longer used" not in chosen.stderr

@@ -21,9 +21,10 @@ from tests.hardening.conftest import Tally
 pytestmark = pytest.mark.hardening("input")
 
 KEYS = st.sampled_from(["action", "installation", "id", "repository", "full_name", "pull_request", "number",
-                        "head", "sha", "state", "draft", "changes", "title", "body", "issue", "comment", "user",
-                        "login", "type", "check_run", "check_suite", "head_sha", "pull_requests", "external_id",
-                        "requested_action", "identifier", "sender", "repositories", "account"]) | st.text(max_size=8)
+                        "head", "base", "sha", "state", "draft", "changes", "title", "body", "issue", "comment",
+                        "user", "login", "type", "check_run", "check_suite", "head_sha", "pull_requests",
+                        "external_id", "requested_action", "identifier", "sender", "repositories",
+                        "account"]) | st.text(max_size=8)
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40)
 JSONISH = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=6),
                        max_leaves=30)
