@@ -12,6 +12,7 @@ Keys (all under ``settings.redis_prefix``)::
     lock:<owner/repo>#<n>    held by the worker reviewing that PR
     publication:<job id>     a decision made and recorded (DBOM) but not yet published: retries publish it
     outage:<job id>          when this job first met a GitHub outage, and how often it retried since
+    run:<job id>             the check run this job created (so a try that cannot even read the PR completes it)
     installation:<id>        what we know about an installation
 """
 
@@ -51,6 +52,9 @@ class Keys:
 
     def outage(self, job_id: str) -> str:
         return f"{self.prefix}outage:{job_id}"
+
+    def run(self, job_id: str) -> str:
+        return f"{self.prefix}run:{job_id}"
 
     def installation(self, installation_id: int) -> str:
         return f"{self.prefix}installation:{installation_id}"

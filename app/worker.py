@@ -364,7 +364,8 @@ async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
         opened = await _open_pull_request(ctx, req, bound)
     except GitHubRetryable as exc:
         await _outage(ctx, exc, bound)
-        return f"failed before the check run: GitHub unavailable: {exc}"
+        await _complete_started_run(ctx, job_id, f"GitHub kept failing: {exc}", bound)
+        return f"failed: GitHub unavailable: {exc}"
     except GitHubError as exc:
         # Nothing was started on GitHub yet: there is no check run to complete.
         bound.warning("cannot start the review", error=str(exc))
@@ -381,8 +382,21 @@ async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
     bound = bound.bind(head_sha=head)
     result = await _review_and_publish(ctx, req, target, pr, job_id, bound)  # a Retry keeps the outage's clock
     with contextlib.suppress(Exception):
-        await redis.delete(keys.outage(job_id), keys.publication(job_id))
+        await redis.delete(keys.outage(job_id), keys.publication(job_id), keys.run(job_id))
     return result
+
+
+async def _complete_started_run(ctx: dict[str, Any], job_id: str, message: str, bound: Any) -> None:
+    """A try that gives up before it can even read the PR still completes the check run an earlier try created."""
+    redis: ArqRedis = ctx["redis"]
+    keys = Keys(ctx["settings"].redis_prefix)
+    saved = await redis.get(keys.run(job_id))
+    if not saved:
+        return
+    run = json.loads(saved)
+    target = Target(int(run["installation_id"]), str(run["repo"]), int(run["pr_number"]), str(run["head_sha"]))
+    await _give_up(ctx["publisher"], target, int(run["check_run_id"]), message, bound)
+    await redis.delete(keys.run(job_id), keys.outage(job_id), keys.publication(job_id))
 
 
 async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: Target, pr: dict[str, Any],
@@ -402,6 +416,10 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                 # the run shows in progress at once, even while an older review of this PR winds down
                 check_run_id = await publisher.start_check_run(target, external_id(target.pr_number,
                                                                                      req.delivery_id))
+                await redis.set(keys.run(job_id), json.dumps({
+                    "check_run_id": check_run_id, "installation_id": target.installation_id, "repo": target.repo,
+                    "pr_number": target.pr_number, "head_sha": target.head_sha}),
+                    ex=settings.job_timeout_seconds + settings.github_outage_seconds + 3600)
             lock = await _acquire_pr_lock(ctx, req, target.pr_number, target.head_sha, bound)
             if pending is None:
                 async with asyncio.timeout(review_deadline(settings.job_timeout_seconds)):
