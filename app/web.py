@@ -148,7 +148,7 @@ async def _webhook(request: Request) -> Response:
         return _answer(400, error="body is not JSON")
     if not isinstance(payload, dict):
         return _answer(400, error="body is not a JSON object")
-    bound = log.bind(delivery_id=delivery, event=event, action=payload.get("action"))
+    bound = log.bind(delivery_id=delivery, github_event=event, action=payload.get("action"))
     if event == "ping":
         bound.info("ping", zen=payload.get("zen"))
         return _answer(200, status="pong")

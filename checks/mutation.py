@@ -18,7 +18,6 @@ covered its line at head. A test suite that kills none of them does not exercise
 from __future__ import annotations
 
 import ast
-import copy
 import hashlib
 from collections.abc import Callable, Iterator
 
@@ -89,9 +88,14 @@ def _site_edits(node: ast.AST) -> Iterator[Edit]:
         yield delete
 
 
-def _apply(tree: ast.Module, index: int, edit: Edit) -> tuple[str, str] | None:
-    """Apply ``edit`` to the ``index``-th node of a fresh copy; ``(source, description)``."""
-    clone = copy.deepcopy(tree)
+def _apply(source: str, index: int, edit: Edit) -> tuple[str, str] | None:
+    """Apply ``edit`` to the ``index``-th node of a fresh parse of ``source``; ``(source, description)``.
+
+    A fresh parse, not ``copy.deepcopy``: the C parser copes with nesting that Python-level recursion does not."""
+    try:
+        clone = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
     nodes = list(ast.walk(clone))
     target = nodes[index]
     if isinstance(target, ast.Expr) and edit.__name__ == "delete":
@@ -120,6 +124,7 @@ def _file_mutants(changed: ChangedFile) -> list[Iterator[Mutant]]:
     except (SyntaxError, ValueError, RecursionError):
         return []
     added = set(changed.added_lines)
+    content = changed.content
     sites: dict[int, list[tuple[int, Edit]]] = {}
     docstrings = {id(n.body[0].value) for n in ast.walk(tree)
                   if isinstance(n, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
@@ -132,7 +137,7 @@ def _file_mutants(changed: ChangedFile) -> list[Iterator[Mutant]]:
 
     def line_mutants(line: int) -> Iterator[Mutant]:
         for index, edit in sites[line]:
-            applied = _apply(tree, index, edit)
+            applied = _apply(content, index, edit)
             if applied is None:
                 continue
             source, description = applied

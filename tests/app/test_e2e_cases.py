@@ -138,7 +138,10 @@ async def test_requested_action_reruns(harness: Harness) -> None:
 async def test_replayed_delivery_is_dropped(harness: Harness) -> None:
     h = harness
     payload = pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base)
-    first = await h.post("pull_request", payload, delivery="replayed-1")
+    with structlog.testing.capture_logs() as logs:
+        first = await h.post("pull_request", payload, delivery="replayed-1")
+    queued = next(e for e in logs if e["event"] == "queued")
+    assert queued["github_event"] == "pull_request" and queued["delivery_id"] == "replayed-1"  # not overwritten
     again = await h.post("pull_request", payload, delivery="replayed-1")
     assert first.status_code == 202 and again.status_code == 200 and again.json()["status"] == "duplicate"
     ttl = await h.redis.ttl(Keys(h.settings.redis_prefix).delivery("replayed-1"))
