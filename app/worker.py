@@ -209,6 +209,13 @@ async def _review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str
             await fairness.release(redis, keys, installation_id, job_id)
 
 
+async def _pull(ctx: dict[str, Any], req: ReviewRequest, pr_number: int) -> dict[str, Any]:
+    """The pull request as the API has it now."""
+    pr: dict[str, Any] = await ctx["github"].request(req.installation_id, "GET",
+                                                     f"/repos/{req.repo}/pulls/{pr_number}")
+    return pr
+
+
 async def _open_pull_request(ctx: dict[str, Any], req: ReviewRequest, bound: Any) -> tuple[int, dict[str, Any]] | str:
     """The PR this job is about and its state from the API, or the reason the job ends here."""
     github: GitHubApp = ctx["github"]
@@ -225,7 +232,7 @@ async def _open_pull_request(ctx: dict[str, Any], req: ReviewRequest, bound: Any
             await publisher.react(req.installation_id, req.repo, req.comment_id, "confused")
             bound.info("/recheck refused: no write access", requester=req.requester)
             return "refused: requester lacks write access"
-    pr = await github.request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{pr_number}")
+    pr = await _pull(ctx, req, pr_number)
     if req.kind == "recheck":
         assert req.comment_id is not None
         # accept only what will run: a 🚀 on a closed PR would promise a review that never comes
@@ -257,7 +264,7 @@ def head_to_review(req: ReviewRequest, pr: Mapping[str, Any]) -> str | None:
 
 async def _newer_head(ctx: dict[str, Any], req: ReviewRequest, pr_number: int, head: str) -> str | None:
     """The PR's head when it is no longer ``head``, asked of the API (the Redis hint only says when to ask)."""
-    pr = await ctx["github"].request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{pr_number}")
+    pr = await _pull(ctx, req, pr_number)
     current = str(pr["head"]["sha"])
     return current if current != head else None
 
@@ -511,7 +518,7 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
 async def _closed_or_superseded(ctx: dict[str, Any], req: ReviewRequest, target: Target) -> bool:
     """Before anything is published, the PR as the API has it now: True when it was closed (no verdict, no
     comment); a newer head (for push reviews) raises Superseded."""
-    pr = await ctx["github"].request(req.installation_id, "GET", f"/repos/{req.repo}/pulls/{target.pr_number}")
+    pr = await _pull(ctx, req, target.pr_number)
     if pr.get("state") != "open":
         return True
     current = str(pr["head"]["sha"])

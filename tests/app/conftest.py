@@ -187,6 +187,10 @@ class Harness:
     redis: aioredis.Redis
     job_ids: list[str] = field(default_factory=list)
 
+    def comments(self) -> list[dict[str, Any]]:
+        """The comments on the test PR, in the fake GitHub."""
+        return [c for c in self.github.comments.values() if c["repo"] == REPO and c["issue_number"] == PR]
+
     def sign(self, body: bytes, secret: str = SECRET) -> str:
         return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 

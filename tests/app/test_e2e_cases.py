@@ -12,12 +12,7 @@ import structlog
 import structlog.testing
 
 from app.queue import Keys
-from checks.render import MARKER
 from tests.app.conftest import BASE_FILES, INSTALLATION, PR, REPO, Harness, fixture_payload, git, pr_payload
-
-
-def _comments(h: Harness) -> list[dict]:
-    return [c for c in h.github.comments.values() if c["repo"] == REPO and c["issue_number"] == PR]
 
 
 def _recheck_payload(login: str, comment_id: int = 99001) -> dict:
@@ -68,7 +63,7 @@ async def test_synchronize_supersedes_an_in_flight_review(harness: Harness) -> N
     assert f"superseded by {h.repo.head2}" in old[0]["output"]["summary"]
     assert new[0]["status"] == "completed" and new[0]["conclusion"] in {"success", "neutral", "failure"}
     assert new[0]["output"]["title"].startswith("CIS ")
-    comments = _comments(h)
+    comments = h.comments()
     assert len(comments) == 1 and h.repo.head2[:12] in comments[0]["body"]
     records = await h.dbom.records()
     assert len(records) == 1  # the superseded review wrote no DBOM
@@ -98,7 +93,7 @@ async def test_recheck_by_a_reader_is_refused_and_by_a_writer_runs(harness: Harn
     assert [r["content"] for r in h.github.reactions if r["comment_id"] == 502] == ["rocket"]
     runs = h.github.check_runs_for(h.repo.head)
     assert len(runs) == 2 and all(r["status"] == "completed" for r in runs)
-    comments = _comments(h)
+    comments = h.comments()
     assert len(comments) == 1 and comments[0]["edits"] == 1  # edited in place, never reposted
     perms = h.github.posted("repos/get-collaborator-permission-level")
     assert [c.path_params["username"] for c in perms] == ["reader", "writer"]
@@ -231,7 +226,7 @@ async def test_github_errors_are_retried_and_a_run_never_stays_in_progress(harne
     runs = h.github.check_runs_for(h.repo.head)
     assert len(runs) == 1 and runs[0]["status"] == "completed"
     assert runs[0]["output"]["title"].startswith("CIS ")
-    assert len(_comments(h)) == 1
+    assert len(h.comments()) == 1
     statuses = [(c.op_id, c.status) for c in h.github.calls if c.status >= 400]
     assert statuses.count(("checks/create", 403)) == 2 and statuses.count(("checks/update", 500)) == 2
     assert len(h.github.posted("checks/create")) == 1  # the retried job found its run by external_id
@@ -242,7 +237,7 @@ async def test_a_persistent_github_failure_still_completes_the_run(harness: Harn
     h.github.fail("checks/list-for-ref", 404, times=1)  # before the review: the run cannot even be found
     await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
     await h.run_worker()
-    assert h.github.check_runs_for(h.repo.head) == [] and _comments(h) == []
+    assert h.github.check_runs_for(h.repo.head) == [] and h.comments() == []
 
 
 async def test_a_failing_comment_leaves_the_verdict_on_the_check_run(harness: Harness) -> None:
@@ -252,7 +247,7 @@ async def test_a_failing_comment_leaves_the_verdict_on_the_check_run(harness: Ha
     await h.run_worker()
     runs = h.github.check_runs_for(h.repo.head)
     assert len(runs) == 1 and runs[0]["status"] == "completed" and runs[0]["output"]["title"].startswith("CIS ")
-    assert _comments(h) == []
+    assert h.comments() == []
 
 
 async def test_health_and_readiness(harness: Harness) -> None:
@@ -261,16 +256,6 @@ async def test_health_and_readiness(harness: Harness) -> None:
         ready = await client.get("/readyz")
         assert ready.status_code == 200, ready.text
         assert ready.json()["status"] == "ready"
-
-
-async def test_comment_marker_only_matches_bot_comments(harness: Harness) -> None:
-    h = harness
-    h.github.comments[1] = {"id": 1, "repo": REPO, "issue_number": PR, "body": f"quoting {MARKER}",
-                            "user": {"login": "mallory", "type": "User"}, "edits": 0}
-    await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
-    await h.run_worker()
-    assert h.github.comments[1]["edits"] == 0
-    assert len(_comments(h)) == 2
 
 
 async def test_a_review_waits_for_the_per_pr_lock_with_its_run_in_progress(harness: Harness) -> None:

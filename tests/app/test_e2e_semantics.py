@@ -17,10 +17,6 @@ from checks.render import MARKER
 from tests.app.conftest import PR, REPO, Harness, pr_payload
 
 
-def _comments(h: Harness) -> list[dict]:
-    return [c for c in h.github.comments.values() if c["repo"] == REPO and c["issue_number"] == PR]
-
-
 def _post_sync(h: Harness, payload: dict, delivery: str) -> None:
     """A webhook GitHub sends from its own thread (here: while the git server is busy with the first clone)."""
     body = json.dumps(payload).encode()
@@ -62,7 +58,7 @@ async def test_a_push_during_a_long_review_cancels_it_and_the_new_head_shows_in_
     # the new head's run existed long before the old review could have ended on its own (60 s of stalled clone),
     # and the whole exchange ended without waiting the old review out
     assert h.github.created_at[new[0]["id"]] - pushed[0] < 30 and finished - pushed[0] < 50
-    assert len(_comments(h)) == 1 and h.repo.head2[:12] in _comments(h)[0]["body"]
+    assert len(h.comments()) == 1 and h.repo.head2[:12] in h.comments()[0]["body"]
     assert len(await h.dbom.records()) == 1
 
 
@@ -82,18 +78,21 @@ async def test_a_late_event_never_moves_the_review_back_to_an_older_head(harness
     runs = h.github.check_runs_for(h.repo.head2)
     assert len(runs) == 2 and all(r["output"]["title"].startswith("CIS ") for r in runs)  # push and edit
     assert not any("Superseded" in r["output"]["title"] for r in runs)
-    comments = _comments(h)
+    comments = h.comments()
     assert len(comments) == 1 and h.repo.head2[:12] in comments[0]["body"]
 
 
-async def test_another_apps_comment_with_our_marker_is_left_alone(harness: Harness) -> None:
+@pytest.mark.parametrize("author", [{"login": "mallory", "type": "User"},
+                                    {"login": "other-app[bot]", "type": "Bot"}], ids=["a person", "another app"])
+async def test_a_comment_with_our_marker_by_anyone_else_is_left_alone(harness: Harness, author: dict) -> None:
     h = harness
     h.github.comments[1] = {"id": 1, "repo": REPO, "issue_number": PR, "body": f"copied: {MARKER}",
-                            "user": {"login": "other-app[bot]", "type": "Bot"}, "edits": 0}
+                            "user": author, "edits": 0}
     await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
     await h.run_worker()
     assert h.github.comments[1]["edits"] == 0 and h.github.comments[1]["body"] == f"copied: {MARKER}"
-    ours = [c for c in _comments(h) if c["user"]["login"] == "logomesh[bot]"]
+    assert len(h.comments()) == 2
+    ours = [c for c in h.comments() if c["user"]["login"] == "logomesh[bot]"]
     assert len(ours) == 1 and MARKER in ours[0]["body"]
     run = h.github.check_runs_for(h.repo.head)[0]
     assert run["status"] == "completed" and run["output"]["title"].startswith("CIS ")
@@ -118,7 +117,7 @@ async def test_a_github_outage_after_the_decision_retries_the_publication_not_th
     await h.run_worker()
     run = h.github.check_runs_for(h.repo.head)
     assert len(run) == 1 and run[0]["status"] == "completed" and run[0]["output"]["title"].startswith("CIS ")
-    assert len(_comments(h)) == 1
+    assert len(h.comments()) == 1
     assert len(await h.dbom.records()) == 1  # one decision, one record
     fetches = [r for r in h.github.git_requests if r["path"].endswith("git-upload-pack")]
     assert len(fetches) == 1  # reviewed (cloned) once
@@ -136,7 +135,7 @@ async def test_an_outage_longer_than_the_budget_ends_with_a_completed_run(harnes
     # the verdict reached the check run before the comment failed: it is not turned neutral afterwards
     assert run["status"] == "completed" and run["output"]["title"].startswith("CIS ")
     assert [c["status"] for c in run["history"]].count("completed") == 1
-    assert len(await h.dbom.records()) == 1 and _comments(h) == []
+    assert len(await h.dbom.records()) == 1 and h.comments() == []
 
 
 async def test_a_git_server_error_during_the_clone_is_retried(harness: Harness) -> None:
@@ -161,7 +160,7 @@ async def test_a_pull_request_closed_during_the_review_gets_no_verdict_and_no_co
     run = h.github.check_runs_for(h.repo.head)[0]
     assert run["status"] == "completed" and run["conclusion"] == "neutral"
     assert run["output"]["title"] == "The pull request was closed"
-    assert _comments(h) == [] and await h.dbom.records() == []
+    assert h.comments() == [] and await h.dbom.records() == []
 
 
 async def test_the_llm_button_is_offered_only_with_an_llm(harness: Harness) -> None:

@@ -242,16 +242,16 @@ async def test_tampering_is_caught(ledger, case):
 # --- concurrency ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-async def test_concurrent_appends_from_several_processes(backend):
-    processes, per_process = 4, 5
+def append_together(backend, starts: list[int], per_process: int) -> list[str]:
+    """Run one ``append_worker`` per START (its first evaluation's number: equal starts append the same
+    decisions), release them at the same moment, return their outputs."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     workers = [
         subprocess.Popen([sys.executable, "-m", "tests.dbom.append_worker", str(backend.home), backend.url,
-                          backend.schema or "-", str(100 * (p + 1)), str(per_process)],
+                          backend.schema or "-", str(start), str(per_process)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          cwd=ROOT)
-        for p in range(processes)
+        for start in starts
     ]
     try:
         for w in workers:
@@ -269,7 +269,14 @@ async def test_concurrent_appends_from_several_processes(backend):
                 w.kill()
     for w, (_out, err) in zip(workers, outputs, strict=True):
         assert w.returncode == 0, err
-    lines = [line.split() for out, _err in outputs for line in out.splitlines()]
+    return [out for out, _err in outputs]
+
+
+@pytest.mark.slow
+async def test_concurrent_appends_from_several_processes(backend):
+    processes, per_process = 4, 5
+    outputs = append_together(backend, [100 * (p + 1) for p in range(processes)], per_process)
+    lines = [line.split() for out in outputs for line in out.splitlines()]
     indices = sorted(int(i) for i, _id in lines)
     assert indices == list(range(processes * per_process))
     assert len({rid for _i, rid in lines}) == processes * per_process
@@ -291,31 +298,8 @@ async def test_concurrent_appends_from_several_processes(backend):
 async def test_the_same_decision_from_several_workers_at_once_is_one_record(backend):
     """At-least-once delivery across workers: each process appends the same decisions, released together."""
     processes, per_process = 4, 3
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    workers = [
-        subprocess.Popen([sys.executable, "-m", "tests.dbom.append_worker", str(backend.home), backend.url,
-                          backend.schema or "-", "500", str(per_process)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         cwd=ROOT)
-        for _ in range(processes)
-    ]
-    try:
-        for w in workers:
-            assert w.stdout is not None
-            line = w.stdout.readline()
-            assert line.strip() == "ready", w.stderr.read() if w.stderr else ""
-        for w in workers:
-            assert w.stdin is not None
-            w.stdin.write("go\n")
-            w.stdin.flush()
-        outputs = [w.communicate(timeout=300) for w in workers]
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-    for w, (_out, err) in zip(workers, outputs, strict=True):
-        assert w.returncode == 0, err
-    answers = [out.splitlines() for out, _err in outputs]
+    outputs = append_together(backend, [500] * processes, per_process)
+    answers = [out.splitlines() for out in outputs]
     assert all(a == answers[0] for a in answers), answers  # every worker got the same record for each decision
     assert sorted(int(line.split()[0]) for line in answers[0]) == list(range(per_process))
 

@@ -71,3 +71,12 @@ def serve_index(root: Path, wheels: dict[str, Path]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def one_package_index(root: Path, name: str, version: str, source: str) -> Iterator[str]:
+    """An index under ``root`` holding one one-module package (:func:`build_wheel`)."""
+    folder = root / "simple" / name
+    folder.mkdir(parents=True)
+    with serve_index(root, {name: build_wheel(folder, name, version, source)}) as url:
+        yield url

@@ -18,7 +18,7 @@ from sandbox.environment import choose_python, plan_environment
 from sandbox.limits import SandboxCeiling, SandboxLimits
 from sandbox.setup_phase import REFUSED_LABEL, env_tag
 from tests.gitfixture import RepoBuilder
-from tests.sandbox.index import build_wheel, serve_index
+from tests.sandbox.index import one_package_index
 
 IMAGE = "logomesh-sandbox:latest"
 
@@ -74,11 +74,8 @@ def test_a_repository_may_raise_limits_up_to_the_operators_ceiling():
 
 @pytest.fixture(scope="module")
 def local_index(tmp_path_factory: pytest.TempPathFactory, docker_engine) -> Iterator[str]:
-    root = tmp_path_factory.mktemp("index")
-    folder = root / "simple" / "lm-discounts"
-    folder.mkdir(parents=True)
-    wheel = build_wheel(folder, "lm-discounts", "1.0.0", "def rate(code):\n    return {'TEN': 10}.get(code, 0)\n")
-    with serve_index(root, {"lm-discounts": wheel}) as url:
+    source = "def rate(code):\n    return {'TEN': 10}.get(code, 0)\n"
+    with one_package_index(tmp_path_factory.mktemp("index"), "lm-discounts", "1.0.0", source) as url:
         yield url
 
 

@@ -16,7 +16,7 @@ from app.settings import load_settings
 from checks.models import Evaluation, Mutant, TestSpec
 from sandbox.redact import DURATIONS_OMITTED, clean_test_output, stable_text
 from tests.gitfixture import RepoBuilder
-from tests.sandbox.index import build_wheel, serve_index
+from tests.sandbox.index import one_package_index
 
 BASE = {
     "requirements-test.txt": "lm-rates==1.0.0\n",
@@ -40,11 +40,7 @@ CHANGE = {
 
 @pytest.fixture(scope="module")
 def rates_index(tmp_path_factory: pytest.TempPathFactory, docker_engine) -> Iterator[str]:
-    root = tmp_path_factory.mktemp("index")
-    folder = root / "simple" / "lm-rates"
-    folder.mkdir(parents=True)
-    wheel = build_wheel(folder, "lm-rates", "1.0.0", "def rate():\n    return 1\n")
-    with serve_index(root, {"lm-rates": wheel}) as url:
+    with one_package_index(tmp_path_factory.mktemp("index"), "lm-rates", "1.0.0", "def rate():\n    return 1\n") as url:
         yield url
 
 
