@@ -5,6 +5,8 @@
     GET /.well-known/logomesh/keys  the ledger's public keys, to verify signatures offline
 
 The ledger is opened in the web app's lifespan (``app.state.ledger``); without it these routes answer 503.
+A 404 or 503 is a styled HTML page (``app.pages``) for ``.html`` paths and for clients that prefer HTML (a
+browser following a link); JSON otherwise.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import re
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from app.pages import error_page, html_response, wants_html
 from app.settings import Settings
 
 RECORD_ID = re.compile(r"^[A-Za-z0-9_-]{8,128}$")
@@ -29,16 +32,33 @@ async def open_ledger_if_built(settings: Settings) -> Any:
     return await open_ledger(settings)
 
 
-async def _record(request: Request) -> tuple[Any, Any, dict[str, Any]] | Response:
+def _unavailable(html: bool) -> Response:
+    if html:
+        return error_page(503, "The audit records are not available here",
+                          "This server was started without its DBOM ledger (the database could not be opened, or "
+                          "the ledger is not part of this build). Try again later; if it persists, tell the "
+                          "people who run this LogoMesh server.")
+    return JSONResponse({"error": "the DBOM ledger is not part of this build"}, status_code=503)
+
+
+def _not_found(html: bool) -> Response:
+    if html:
+        return error_page(404, "No such audit record",
+                          "There is no Decision Bill of Materials with this id on this server. Check the link "
+                          "in the pull request's comment or check run: the id is the part after /dbom/.")
+    return JSONResponse({"error": "no such record"}, status_code=404)
+
+
+async def _record(request: Request, html: bool) -> tuple[Any, Any, dict[str, Any]] | Response:
     ledger = getattr(request.app.state, "ledger", None)
     if ledger is None:
-        return JSONResponse({"error": "the DBOM ledger is not part of this build"}, status_code=503)
+        return _unavailable(html)
     record_id = request.path_params["record_id"]
     if not RECORD_ID.match(record_id):
-        return JSONResponse({"error": "no such record"}, status_code=404)
+        return _not_found(html)
     record = await ledger.get(record_id)
     if record is None:
-        return JSONResponse({"error": "no such record"}, status_code=404)
+        return _not_found(html)
     from app.ledger import RecordNotFound  # type: ignore[import-not-found,unused-ignore]
 
     try:
@@ -49,7 +69,7 @@ async def _record(request: Request) -> tuple[Any, Any, dict[str, Any]] | Respons
 
 
 async def dbom_json(request: Request) -> Response:
-    found = await _record(request)
+    found = await _record(request, wants_html(request))
     if isinstance(found, Response):
         return found
     from app.ledger import render_dbom_json  # type: ignore[import-not-found,unused-ignore]
@@ -57,20 +77,26 @@ async def dbom_json(request: Request) -> Response:
     return JSONResponse(render_dbom_json(found[1], found[2]))
 
 
+def github_web_url(request: Request) -> str:
+    """GitHub's web address for the report's links: the served settings' (github.com or a GHES host)."""
+    settings = getattr(request.app.state, "settings", None)
+    web = getattr(settings, "github_web_url", None)
+    return web if isinstance(web, str) and web else "https://github.com"
+
+
 async def dbom_html(request: Request) -> Response:
-    found = await _record(request)
+    found = await _record(request, True)
     if isinstance(found, Response):
         return found
     from app.ledger import render_dbom_html  # type: ignore[import-not-found,unused-ignore]
 
-    return HTMLResponse(render_dbom_html(found[1], found[2]),
-                        headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})
+    return html_response(render_dbom_html(found[1], found[2], web_url=github_web_url(request)))
 
 
 async def public_keys(request: Request) -> Response:
     ledger = getattr(request.app.state, "ledger", None)
     if ledger is None:
-        return JSONResponse({"error": "the DBOM ledger is not part of this build"}, status_code=503)
+        return _unavailable(wants_html(request))
     return JSONResponse({"keys": ledger.public_keys()})
 
 

@@ -42,6 +42,7 @@ def prepare(
     title: str = "",
     body: str = "",
     config_text: str | None = None,
+    config_source: str = CONFIG_FILE,
     use_base_config: bool = True,
     repo_name: str = "local",
     pr_number: int | None = None,
@@ -50,7 +51,7 @@ def prepare(
     """Read the case and its effective configuration. ``.logomesh.yml`` comes from the **base** commit."""
     if config_text is None and use_base_config:
         config_text = repo.show(repo.resolve(base), CONFIG_FILE)
-    config = parse_repo_config(config_text)
+    config = parse_repo_config(config_text, config_source)
     rubric = load_rubric(settings.rubric_path, config.rubric_overrides())
     case = read_case(
         repo, base, head, config=config, title=title, body=body, repo_name=repo_name, pr_number=pr_number,
@@ -236,10 +237,13 @@ async def review_repository(
     title: str = "",
     body: str = "",
     config_text: str | None = None,
+    config_source: str = CONFIG_FILE,
     progress: ProgressFn | None = None,
 ) -> tuple[Evaluation, PreparedReview]:
+    """``config_source`` names ``config_text`` in errors (the ``--config`` path)."""
     repo = GitRepo.open(path)
-    prepared = prepare(repo, base, head, settings=settings, title=title, body=body, config_text=config_text)
+    prepared = prepare(repo, base, head, settings=settings, title=title, body=body, config_text=config_text,
+                       config_source=config_source)
     async with court_parts(repo, prepared, settings, progress) as parts:
         if progress:
             progress(f"reviewing {prepared.case.base_sha[:12]}..{prepared.case.head_sha[:12]} "

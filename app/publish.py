@@ -12,12 +12,13 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from app.github import GitHubApp
 from app.queue import Keys
-from checks.models import Evaluation, Evidence
-from checks.render import MARKER, render_markdown
+from checks.fixes import WORDS, what_to_fix
+from checks.models import SEVERITY_ORDER, Evaluation
+from checks.render import MARKER, Links, render_markdown, render_title
 
 MAX_SUMMARY = 65_535
 MAX_ANNOTATIONS_PER_REQUEST = 50
@@ -52,28 +53,48 @@ def visible_bidi(text: str) -> str:
     return BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
 
 
-def changed_line_annotations(evaluation: Evaluation, changed: dict[str, set[int]]) -> list[dict[str, Any]]:
-    """Annotations only where the change added lines; PR text is untrusted, so it is only ever plain text."""
+def check_annotations(evaluation: Evaluation, changed: dict[str, set[int]]) -> list[dict[str, Any]]:
+    """One annotation per problem on the line that matters, titled in words: every fact to fix that has a line
+    (a failing test where it failed, a finding, the description's mismatch), then the lesser facts on lines the
+    change added (e.g. a change to a line that no test notices). Facts on one line are one annotation, led by the
+    worst. PR text is untrusted, so it is only ever plain text."""
+    by_line: dict[tuple[str, int], list[tuple[str, str, str]]] = {}
+    for fix in what_to_fix(evaluation):
+        if fix.location is not None and fix.location.line is not None and fix.severity in LEVEL:
+            message = " — ".join(p for p in (fix.subject, fix.detail if fix.detail != fix.title else "", fix.hint)
+                                 if p)
+            by_line.setdefault((fix.location.path, fix.location.line), []).append(
+                (fix.severity, fix.title, message))
+    for ev in sorted(evaluation.evidence, key=lambda ev: -SEVERITY_ORDER[ev.severity]):
+        where = ev.location
+        if ev.severity not in LEVEL or where is None or where.line is None or (where.path, where.line) in by_line:
+            continue
+        if where.line not in changed.get(where.path, set()):
+            continue
+        title = WORDS.get(ev.kind, (ev.kind.replace("-", " ").capitalize(), ""))[0]
+        by_line[(where.path, where.line)] = [(ev.severity, title, ev.summary + (f" ({ev.cwe})" if ev.cwe else ""))]
     out: list[dict[str, Any]] = []
-    for ev in evaluation.evidence:
-        if ev.severity not in LEVEL or ev.location is None or ev.location.line is None:
-            continue
-        if ev.location.line not in changed.get(ev.location.path, set()):
-            continue
-        out.append(_annotation(ev))
+    for (path, line), found in by_line.items():
+        severity, title, message = max(found, key=lambda f: SEVERITY_ORDER[f[0]])
+        also = [t for _, t, _ in found if t != title]
+        if also:
+            message += " Also on this line: " + "; ".join(dict.fromkeys(also)) + "."
+        out.append({"path": path, "start_line": line, "end_line": line, "annotation_level": LEVEL[severity],
+                    "title": visible_bidi(" ".join(title.split()))[:255], "message": visible_bidi(message)[:4000]})
     return out[:MAX_ANNOTATIONS]
 
 
-def _annotation(ev: Evidence) -> dict[str, Any]:
-    assert ev.location is not None and ev.location.line is not None
-    return {
-        "path": ev.location.path,
-        "start_line": ev.location.line,
-        "end_line": ev.location.line,
-        "annotation_level": LEVEL[ev.severity],
-        "title": visible_bidi(f"{ev.detective}: {ev.kind}")[:255],
-        "message": visible_bidi(ev.summary + (f" ({ev.cwe})" if ev.cwe else ""))[:4000],
-    }
+CommentMode = Literal["always", "on-change", "never"]
+
+
+def comment_wanted(mode: str, verdict: str) -> Literal["post", "update", "skip"]:
+    """What to do with the PR comment: ``post`` (create or edit), ``update`` (edit ours if there is one, so it
+    never shows a stale verdict, but do not add one), or ``skip``."""
+    if mode == "never":
+        return "skip"
+    if mode == "always" or verdict != "pass":
+        return "post"
+    return "update"
 
 
 @dataclass(frozen=True)
@@ -86,17 +107,19 @@ class Publication:
     dbom_url: str | None
     changed: dict[str, set[int]]
     check_run_done: bool = False  # the check run already carries the verdict: only the comment is left
+    comment: CommentMode = "on-change"
 
     def to_json(self) -> str:
         return json.dumps({"check_run_id": self.check_run_id, "evaluation": self.evaluation.model_dump(mode="json"),
-                           "dbom_url": self.dbom_url, "check_run_done": self.check_run_done,
+                           "dbom_url": self.dbom_url, "check_run_done": self.check_run_done, "comment": self.comment,
                            "changed": {path: sorted(lines) for path, lines in self.changed.items()}})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Publication:
         data = json.loads(text)
         return cls(int(data["check_run_id"]), Evaluation.model_validate(data["evaluation"]), data["dbom_url"],
-                   {path: set(lines) for path, lines in data["changed"].items()}, bool(data.get("check_run_done")))
+                   {path: set(lines) for path, lines in data["changed"].items()}, bool(data.get("check_run_done")),
+                   data.get("comment", "on-change"))
 
 
 async def save_publication(redis: Any, keys: Keys, job_id: str, publication: Publication, ttl: int) -> None:
@@ -127,10 +150,12 @@ class Target:
 class Publisher:
     """``llm_available``: offer the "Re-run with LLM" button only where an LLM is configured."""
 
-    def __init__(self, github: GitHubApp, check_name: str, *, llm_available: bool = False) -> None:
+    def __init__(self, github: GitHubApp, check_name: str, *, llm_available: bool = False,
+                 web_url: str = "https://github.com") -> None:
         self.github = github
         self.check_name = check_name
         self.llm_available = llm_available
+        self.web_url = web_url
 
     async def start_check_run(self, t: Target, ext_id: str) -> int:
         """The check run for this job, created ``in_progress`` once (re-used when a retry finds it)."""
@@ -153,9 +178,9 @@ class Publisher:
 
     async def finish(self, t: Target, check_run_id: int, evaluation: Evaluation, dbom_url: str | None,
                      changed: dict[str, set[int]]) -> None:
-        title = f"CIS {evaluation.cis_score:.2f} — {evaluation.verdict}"
-        summary = clip(render_markdown(evaluation, dbom_url))
-        notes = changed_line_annotations(evaluation, changed)
+        title = render_title(evaluation)
+        summary = clip(render_markdown(evaluation, links=Links(self.web_url, changed, dbom_url), place="check"))
+        notes = check_annotations(evaluation, changed)
         batches: Sequence[list[dict[str, Any]]] = [notes[i:i + MAX_ANNOTATIONS_PER_REQUEST]
                                                    for i in range(0, len(notes), MAX_ANNOTATIONS_PER_REQUEST)] or [[]]
         path = f"/repos/{t.repo}/check-runs/{check_run_id}"
@@ -172,8 +197,17 @@ class Publisher:
             body["details_url"] = dbom_url
         await self.github.request(t.installation_id, "PATCH", path, json=body)
 
-    async def upsert_comment(self, t: Target, body: str) -> int:
-        """Edit our marked comment on the PR, or create it. Returns the comment id.
+    async def comment(self, t: Target, publication: Publication) -> int | None:
+        """The PR comment as the publication's comment mode wants it (:func:`comment_wanted`); its id, or None."""
+        action = comment_wanted(publication.comment, publication.evaluation.verdict)
+        if action == "skip":
+            return None
+        links = Links(self.web_url, publication.changed, publication.dbom_url)
+        return await self.upsert_comment(t, render_markdown(publication.evaluation, links=links),
+                                         create=action == "post")
+
+    async def upsert_comment(self, t: Target, body: str, *, create: bool = True) -> int | None:
+        """Edit our marked comment on the PR, or create it (unless ``create`` is false). Returns the comment id.
 
         Ours means written by this App's own bot login: another app or a person quoting the marker is left alone."""
         body = clip(body)
@@ -185,8 +219,16 @@ class Publisher:
                 await self.github.request(t.installation_id, "PATCH",
                                           f"/repos/{t.repo}/issues/comments/{comment['id']}", json={"body": body})
                 return int(comment["id"])
+        if not create:
+            return None
         created = await self.github.request(t.installation_id, "POST",
                                             f"/repos/{t.repo}/issues/{t.pr_number}/comments", json={"body": body})
+        return int(created["id"])
+
+    async def reply(self, installation_id: int, repo: str, pr_number: int, text: str) -> int:
+        """A plain comment on the PR (no marker: it is an answer to a person, not the report)."""
+        created = await self.github.request(installation_id, "POST", f"/repos/{repo}/issues/{pr_number}/comments",
+                                            json={"body": clip(text)})
         return int(created["id"])
 
     async def react(self, installation_id: int, repo: str, comment_id: int, content: str) -> None:

@@ -53,6 +53,10 @@ class Keys:
     def outage(self, job_id: str) -> str:
         return f"{self.prefix}outage:{job_id}"
 
+    def refusal(self, repo: str, pr: int, requester: str) -> str:
+        """Set once a refused ``/recheck`` was explained to ``requester`` on this PR (one reply a day)."""
+        return f"{self.prefix}refusal:{repo}:{pr}:{requester}"
+
     def run(self, job_id: str) -> str:
         return f"{self.prefix}run:{job_id}"
 

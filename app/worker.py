@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import structlog
 from arq import Retry
@@ -27,6 +28,7 @@ from app.engine import court_parts, prepare
 from app.github import GitHubApp, GitHubError, GitHubNotFound, GitHubRetryable
 from app.metrics import CIS, JOBS, STAGE_SECONDS, WORKER_READY, CourtTimer, serve_worker_metrics, stage
 from app.publish import (
+    CommentMode,
     Publication,
     Publisher,
     Target,
@@ -42,7 +44,6 @@ from app.workspace import CloneSpec, WorkspaceError, checkout
 from checks.court import review
 from checks.errors import ConfigError
 from checks.models import Evaluation
-from checks.render import render_markdown
 from rubric import RubricError
 
 log = structlog.get_logger("logomesh.worker")
@@ -54,6 +55,7 @@ OUTAGE_BASE_SECONDS = 2.0
 OUTAGE_MAX_DEFER = 120.0
 DBOM_RETRY_SECONDS = 2
 T = TypeVar("T")
+LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
 TIMEOUT_MARGIN_SECONDS = 30
 
 
@@ -148,8 +150,14 @@ async def _latest(redis: ArqRedis, keys: Keys, req: ReviewRequest, pr: int, head
     return latest if latest and latest != head else None
 
 
+class Reviewed(NamedTuple):
+    evaluation: Evaluation
+    changed: dict[str, set[int]]
+    comment: CommentMode  # the repository's comment setting, else the App's
+
+
 async def run_court(ctx: dict[str, Any], settings: Settings, req: ReviewRequest, target: Target,
-                    pr: Mapping[str, Any]) -> tuple[Evaluation, dict[str, set[int]]]:
+                    pr: Mapping[str, Any]) -> Reviewed:
     github: GitHubApp = ctx["github"]
     token = await github.installation_token(req.installation_id)
     spec = CloneSpec(url=f"{settings.github_web_url}/{req.repo}.git", head_sha=target.head_sha,
@@ -168,7 +176,7 @@ async def run_court(ctx: dict[str, Any], settings: Settings, req: ReviewRequest,
             evaluation = await review(prepared.case, prepared.rubric, parts)
             timer.record()
     changed = {f.path: set(f.added_lines) for f in prepared.case.files}
-    return evaluation, changed
+    return Reviewed(evaluation, changed, prepared.config.comment or settings.comment)
 
 
 async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
@@ -216,6 +224,21 @@ async def _pull(ctx: dict[str, Any], req: ReviewRequest, pr_number: int) -> dict
     return pr
 
 
+async def _explain_refusal(ctx: dict[str, Any], req: ReviewRequest, pr_number: int, reason: str) -> None:
+    """A refused ``/recheck`` gets a reply saying why, once a day per person and PR (the 😕 alone says nothing,
+    and a reply to every repeated command would let anyone make the App spam the PR)."""
+    settings: Settings = ctx["settings"]
+    requester = req.requester if req.requester and LOGIN.match(req.requester) else None
+    if requester is None:
+        return
+    fresh = await ctx["redis"].set(Keys(settings.redis_prefix).refusal(req.repo, pr_number, requester), "1",
+                                   nx=True, ex=86_400)
+    if fresh:
+        publisher: Publisher = ctx["publisher"]
+        await publisher.reply(req.installation_id, req.repo, pr_number,
+                              f"@{requester} `/recheck` was not run: {reason}.")
+
+
 async def _open_pull_request(ctx: dict[str, Any], req: ReviewRequest, bound: Any) -> tuple[int, dict[str, Any]] | str:
     """The PR this job is about and its state from the API, or the reason the job ends here."""
     github: GitHubApp = ctx["github"]
@@ -230,6 +253,8 @@ async def _open_pull_request(ctx: dict[str, Any], req: ReviewRequest, bound: Any
         assert req.comment_id is not None
         if not await _may_recheck(github, req):
             await publisher.react(req.installation_id, req.repo, req.comment_id, "confused")
+            await _explain_refusal(ctx, req, pr_number, "only people with write access to the repository can "
+                                   "ask for a review; pushing a commit reviews the pull request again")
             bound.info("/recheck refused: no write access", requester=req.requester)
             return "refused: requester lacks write access"
     pr = await _pull(ctx, req, pr_number)
@@ -239,6 +264,7 @@ async def _open_pull_request(ctx: dict[str, Any], req: ReviewRequest, bound: Any
         accepted = pr.get("state") == "open"
         await publisher.react(req.installation_id, req.repo, req.comment_id, "rocket" if accepted else "confused")
         if not accepted:
+            await _explain_refusal(ctx, req, pr_number, "the pull request is not open; reopen it to review it again")
             bound.info("/recheck refused: the pull request is not open", requester=req.requester)
             return "refused: pull request is not open"
     if pr.get("state") != "open":
@@ -430,7 +456,7 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
             lock = await _acquire_pr_lock(ctx, req, target.pr_number, target.head_sha, bound)
             if pending is None:
                 async with asyncio.timeout(review_deadline(settings.job_timeout_seconds)):
-                    evaluation, changed = await _until_superseded(
+                    evaluation, changed, comment = await _until_superseded(
                         ctx, req, target.pr_number, target.head_sha, run_court(ctx, settings, req, target, pr))
                 if await _closed_or_superseded(ctx, req, target):
                     return await _closed(publisher, target, check_run_id, bound)
@@ -443,7 +469,7 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                         raise DbomUnavailable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) \
                             from exc
                     dbom_url = f"{settings.public_url}/dbom/{record_id}.html" if settings.public_url else None
-                pending = Publication(check_run_id, evaluation, dbom_url, changed)
+                pending = Publication(check_run_id, evaluation, dbom_url, changed, comment=comment)
                 # the decision is durable: a GitHub failure from here on retries the publication, not the review
                 await save_publication(redis, keys, job_id, pending, settings.github_outage_seconds + 3600)
             elif await _closed_or_superseded(ctx, req, target):
@@ -456,7 +482,7 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                 pending = replace(pending, check_run_done=True)
                 await save_publication(redis, keys, job_id, pending, settings.github_outage_seconds + 3600)
             finished = True
-            await publisher.upsert_comment(target, render_markdown(evaluation, pending.dbom_url))
+            await publisher.comment(target, pending)
             await redis.delete(keys.publication(job_id))
             STAGE_SECONDS.labels("publish").observe(time.perf_counter() - publishing)
             CIS.labels(evaluation.verdict).observe(evaluation.cis_score)
@@ -559,7 +585,8 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
         ctx["startup"] = await start_up(settings)
         ctx["settings"] = settings
         ctx["github"] = GitHubApp(settings)
-        ctx["publisher"] = Publisher(ctx["github"], settings.check_name, llm_available=settings.llm_key() is not None)
+        ctx["publisher"] = Publisher(ctx["github"], settings.check_name, llm_available=settings.llm_key() is not None,
+                                     web_url=settings.github_web_url)
         ctx["dbom"] = await dbom_factory(settings)
         WORKER_READY.set()
 

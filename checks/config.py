@@ -15,6 +15,7 @@ Example::
     sandbox: {image: "logomesh-sandbox:latest"}
     ignore: ["docs/**", "*.lock"]
     rejection_first: false
+    comment: on-change                     # always | on-change (default) | never
     rubric:                                # deep-merged into the rubric; the result is validated and hashed
       constraints: {network: {prohibited: true}}
 """
@@ -23,10 +24,10 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from checks.errors import ConfigError
 from checks.models import EnvironmentOverride
@@ -43,6 +44,12 @@ class Thresholds(_Strict):
     fail: float | None = Field(default=None, ge=0, le=1)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Thresholds:
+        if self.pass_ is not None and self.fail is not None and self.fail > self.pass_:
+            raise ValueError(f"fail ({self.fail}) must not exceed pass ({self.pass_})")
+        return self
 
 
 def _argv(value: Any) -> tuple[str, ...] | None:
@@ -75,13 +82,19 @@ class SandboxConfig(_Strict):
     image: str | None = Field(default=None, max_length=256, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
 
+CommentMode = Literal["always", "on-change", "never"]
+"""When the App comments on a PR: ``always``; ``on-change`` — when the verdict is not ``pass`` or a comment of
+LogoMesh's is already there (it is kept up to date, never left stale); ``never`` — the check run only."""
+
+
 class RepoConfig(_Strict):
-    version: int = 1
+    version: Literal[1] = 1
     thresholds: Thresholds = Thresholds()
     test: TestConfig = TestConfig()
     sandbox: SandboxConfig = SandboxConfig()
     ignore: tuple[str, ...] = ()
     rejection_first: bool | None = None
+    comment: CommentMode | None = Field(default=None, description="None: the App's LOGOMESH_COMMENT setting")
     rubric: dict[str, Any] = Field(default_factory=dict)
     sha256: str | None = None
 
@@ -98,27 +111,31 @@ class RepoConfig(_Strict):
         return overrides
 
 
-def parse_repo_config(text: str | None) -> RepoConfig:
-    """Parse ``.logomesh.yml`` text (None: the file is absent). Raises ConfigError naming the bad field."""
+def parse_repo_config(text: str | None, source: str = ".logomesh.yml") -> RepoConfig:
+    """Parse ``.logomesh.yml`` text (None: the file is absent). Raises ConfigError naming the file (``source``)
+    and the bad field."""
     if text is None:
         return RepoConfig()
     raw = text.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError("<file>", f"larger than {MAX_CONFIG_BYTES} bytes")
+        raise ConfigError("<file>", f"larger than {MAX_CONFIG_BYTES} bytes", source)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError("<yaml>", f"not valid YAML{where}") from exc
+        raise ConfigError("<yaml>", f"not valid YAML{where}", source) from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError("<root>", "must be a mapping")
+        raise ConfigError("<root>", "must be a mapping", source)
     try:
         config = RepoConfig.model_validate({k: v for k, v in data.items() if k != "sha256"})
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "<root>"
-        raise ConfigError(field, first["msg"]) from exc
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "literal_error" and first["loc"] == ("version",):
+            message = f"this LogoMesh reads version 1 (got {first.get('input')!r})"
+        raise ConfigError(field, message, source) from exc
     return config.model_copy(update={"sha256": hashlib.sha256(raw).hexdigest()})

@@ -19,10 +19,13 @@ class CourtError(Exception):
 
 
 class ConfigError(CourtError):
-    def __init__(self, field: str, message: str) -> None:
+    """``source`` names the file as the user knows it: ``.logomesh.yml`` of the base, or the ``--config`` path."""
+
+    def __init__(self, field: str, message: str, source: str = ".logomesh.yml") -> None:
         self.field = field
         self.message = message
-        super().__init__(f".logomesh.yml: invalid field '{field}': {message}")
+        self.source = source
+        super().__init__(f"{source}: invalid field '{field}': {message}")
 
 
 class DetectiveError(CourtError):

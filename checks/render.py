@@ -1,34 +1,58 @@
-"""Render an Evaluation for people: the Markdown report (PR comment, check run summary) and a short text.
+"""Render an Evaluation for people: the PR comment, the check run's summary, and a short text.
+
+Both Markdown reports lead with the verdict and **What to fix** (``checks/fixes.py``): each blocking fact with its
+location (a link into the PR's diff when :class:`Links` knows the repository), the failure message and a hint.
+Then one row of scores with a one-line legend. The comment stays short — judges, rulings and the evidence are
+collapsed in ``<details>`` — while the check run's summary carries the evidence table open.
 
 Everything that came from the PR (paths, titles, test names, judges' arguments quoting them) is untrusted:
-it is escaped so it can never open a link, embed an image, ping someone with ``@``, cross-reference an issue or
-inject HTML/tables/entities. Model text (the judges' arguments) is treated exactly like PR text.
+escaped so it can never open a link, embed an image, ping someone with ``@``, cross-reference an issue or inject
+HTML/tables/entities; or shown as a code span, whose text GitHub shows literally (so it is never escaped there,
+only fenced with more backticks than it holds). Model text (the judges' arguments) is treated exactly like PR text.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import quote
 
-from checks.models import Evaluation, Evidence
+from checks.fixes import Fix, what_to_fix
+from checks.models import SEVERITY_ORDER, Evaluation, Evidence, JudicialOpinion, Location
 
 MARKER = "<!-- logomesh:review -->"
 MAX_EVIDENCE_ROWS = 40
 MAX_CELL = 300
+COMMENT_FIXES = 5
+DOCS_URL = "https://github.com/logomesh/logomesh/blob/main/docs/scoring.md"
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 _SCHEME = re.compile(r"(?i)\b(https?|ftp|file|javascript|data|mailto):")
 VERDICT_ICON = {"pass": "✅", "neutral": "⚠️", "fail": "❌"}
+VERDICT_WORD = {"pass": "Pass", "neutral": "Neutral", "fail": "Fail"}
 # GitHub autolinks ``www.`` hosts, and turns ``#12``, ``GH-12`` and ``owner/repo#12`` into cross-references that
 # notify the referenced issue; a zero-width space keeps the text readable and the link dead.
 _WWW = re.compile(r"(?i)\b(www)\.")
 _ISSUE_REF = re.compile(r"(?i)(#|\bGH-)(?=\d)")
 # Bidirectional overrides and isolates can make a report read differently from what it says (Trojan Source).
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+_CODE = re.compile(r"`([^`\n]{1,300})`")
+_REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+_CWE = re.compile(r"^CWE-(\d{1,5})$")
+RULE_WORDS = {"evidence": "held to the facts", "functionality": "weighted by the judges' expertise",
+              "security": "capped by a security flaw", "dissent": "judges disagree", "no-opinions: facts only":
+              "facts only (no opinions)"}
 
 
-def escape_md(text: str, limit: int = MAX_CELL) -> str:
-    """Inert Markdown: one line, specials escaped, mentions broken, length capped."""
-    text = " ".join(_BIDI.sub("", str(text)).split())
+def escape_md(text: str, limit: int = MAX_CELL, *, keep_edges: bool = False) -> str:
+    """Inert Markdown: one line, specials escaped, mentions broken, length capped. ``keep_edges`` keeps one
+    leading and trailing space (for a piece of a longer line)."""
+    lead = " " if keep_edges and text[:1].isspace() else ""
+    tail = " " if keep_edges and text[-1:].isspace() else ""
+    text = lead + " ".join(_BIDI.sub("", str(text)).split()) + tail
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     text = _MD_SPECIAL.sub(r"\\\1", text)
@@ -41,69 +65,250 @@ def escape_md(text: str, limit: int = MAX_CELL) -> str:
     return text
 
 
-def _component_rows(e: Evaluation) -> list[str]:
-    def state(key: str) -> str:
-        return "measured" if e.measured.get(key) else "**not measured**"
+def code(text: str, limit: int = 200, *, in_table: bool = False) -> str:
+    """A code span showing ``text`` literally: fenced by one more backtick than its longest run, one line,
+    capped. In a table cell ``|`` must still be escaped (GitHub splits cells before it reads code spans)."""
+    text = " ".join(_BIDI.sub("", str(text)).split()) or " "
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    if in_table:
+        text = text.replace("|", "\\|")
+    return f"{fence}{pad}{text}{pad}{fence}"
 
+
+def inline(text: str, limit: int = MAX_CELL, *, in_table: bool = False) -> str:
+    """Escaped prose in which the ```…``` spans a detective wrote stay code spans."""
+    text = " ".join(_BIDI.sub("", str(text)).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    out: list[str] = []
+    last = 0
+    for match in _CODE.finditer(text):
+        out.append(escape_md(text[last:match.start()], limit, keep_edges=True))
+        out.append(code(match.group(1), in_table=in_table))
+        last = match.end()
+    out.append(escape_md(text[last:], limit, keep_edges=True))
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where a report's locations point on GitHub: the PR's diff for lines the change added, else the file
+    at the head commit. Without a valid ``owner/name`` repository (e.g. a local CLI review) nothing is linked."""
+
+    web_url: str = "https://github.com"
+    changed: Mapping[str, Collection[int]] = field(default_factory=dict)
+    dbom_url: str | None = None
+    docs_url: str = DOCS_URL
+
+    def location(self, e: Evaluation, where: Location) -> str | None:
+        repo = e.inputs.repo
+        if not _REPO.match(repo) or ".." in repo:
+            return None
+        web = self.web_url.rstrip("/")
+        line = where.line
+        if e.inputs.pr_number is not None and line is not None and line in self.changed.get(where.path, ()):
+            anchor = hashlib.sha256(where.path.encode("utf-8", "surrogatepass")).hexdigest()
+            return f"{web}/{repo}/pull/{e.inputs.pr_number}/files#diff-{anchor}R{line}"
+        url = f"{web}/{repo}/blob/{e.inputs.head}/{quote(where.path, safe='/')}"
+        return url + (f"#L{line}" if line is not None else "")
+
+
+def _where(e: Evaluation, where: Location | None, links: Links | None, *, in_table: bool = False) -> str:
+    if where is None:
+        return ""
+    shown = code(str(where), 120, in_table=in_table)
+    url = links.location(e, where) if links is not None else None
+    return f"[{shown}]({url})" if url else shown
+
+
+def _cwe(cwe: str | None) -> str:
+    match = _CWE.match(cwe or "")
+    if not match:
+        return escape_md(cwe or "")
+    return f"[{cwe}](https://cwe.mitre.org/data/definitions/{match.group(1)}.html)"
+
+
+def _thresholds(e: Evaluation) -> str:
+    first = e.verdict_reasons[0] if e.verdict_reasons else ""
+    return first.split(" against ", 1)[1] if first.startswith("CIS ") and " against " in first else ""
+
+
+def _fix_line(n: int, fix: Fix, e: Evaluation, links: Links | None) -> str:
+    parts = [f"{n}. **{inline(fix.title, 200)}**"]
+    if fix.location is not None:
+        parts.append(" · " + _where(e, fix.location, links))
+    detail = []
+    if fix.subject:
+        detail.append(code(fix.subject, 160))
+    if fix.detail and fix.detail != fix.title:
+        detail.append(code(fix.detail, 240) if fix.kind.startswith("test-") else inline(fix.detail, 300))
+    if detail:
+        parts.append("<br>" + ": ".join(detail))
+    if fix.hint:
+        parts.append(f"<br>*{inline(fix.hint, 300)}*")
+    return "".join(parts)
+
+
+def _lead(e: Evaluation, fixes: list[Fix], links: Links | None, limit: int, more_where: str) -> list[str]:
+    count = f" · {len(fixes)} to fix" if e.verdict != "pass" and fixes else ""
+    lines = [f"### {VERDICT_ICON[e.verdict]} LogoMesh: {VERDICT_WORD[e.verdict]}{count} · CIS {e.cis_score:.2f}",
+             ""]
+    if not fixes:
+        lines.append("Nothing blocks this change." if e.verdict == "pass" else "Nothing specific to fix.")
+        return lines
+    lines += ["**What to fix**" if e.verdict != "pass" else "**Worth a look**", ""]
+    lines += [_fix_line(i, fix, e, links) for i, fix in enumerate(fixes[:limit], 1)]
+    if len(fixes) > limit:
+        lines.append(f"\n… and {len(fixes) - limit} more {more_where}.")
+    return lines
+
+
+def _score(e: Evaluation, key: str, value: float) -> str:
+    return f"{value:.2f}" if key == "logic" or e.measured.get(key) else "not measured"
+
+
+def _scores(e: Evaluation, links: Links | None) -> list[str]:
+    docs = links.docs_url if links is not None else DOCS_URL
+    red = f"−{e.red_penalty_applied * 100:.0f} %" if e.red_penalty_applied else "none"
+    intent = f"×{e.intent_penalty:.2f}" if e.intent_penalty < 1 else "none"
+    limits = _thresholds(e)
     return [
-        "| Component | Score | |",
-        "| --- | ---: | --- |",
-        f"| R — rationale | {e.rationale_score:.2f} | {state('rationale')} |",
-        f"| A — architecture | {e.architecture_score:.2f} | {state('architecture')} |",
-        f"| T — testing | {e.testing_score:.2f} | {state('testing')} |",
-        f"| L — logic (judges, bounded) | {e.logic_score:.2f} | |",
-        f"| CIS raw | {e.cis_raw:.4f} | |",
-        f"| Red penalty | −{e.red_penalty_applied * 100:.0f} % | worst: {e.red_analysis.max_severity} |",
-        f"| Intent penalty | ×{e.intent_penalty:.2f} | |",
-        f"| **CIS** | **{e.cis_score:.4f}** | **{e.verdict}** |",
+        "| R intent | A architecture | T tests | L judges | Red-team penalty | Intent penalty | CIS |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {_score(e, 'rationale', e.rationale_score)} | {_score(e, 'architecture', e.architecture_score)} | "
+        f"{_score(e, 'testing', e.testing_score)} | {e.logic_score:.2f} | {red} | {intent} | "
+        f"**{e.cis_score:.2f}** {e.verdict} |",
+        "",
+        "<sub>CIS, the contextual integrity score, weighs R (does the code do what the PR says), A (architecture "
+        "and the repository's rules), T (tests run in a sandbox, compared with the base branch and mutated) and "
+        "L (the judges' reasoning, held to the facts), less the penalties"
+        + (f"; {escape_md(limits, 80)}" if limits else "") + f". [How it is scored]({docs})</sub>",
     ]
 
 
-def _where(ev: Evidence) -> str:
-    return f"`{escape_md(str(ev.location), 120)}`" if ev.location else ""
-
-
-def render_markdown(e: Evaluation, dbom_url: str | None = None) -> str:
-    lines = [
-        MARKER,
-        f"## {VERDICT_ICON[e.verdict]} LogoMesh: CIS {e.cis_score:.2f} — {e.verdict}",
-        "",
-        *_component_rows(e),
-        "",
-        "### Why",
-        *[f"- {escape_md(r, 500)}" for r in e.verdict_reasons],
-    ]
-    if e.notices:
-        lines += ["", "### Notices", *[f"- {escape_md(n, 500)}" for n in e.notices]]
-    lines += ["", "### Judges", "", "| Criterion | Judge | Score | Verdict | Argument |",
-              "| --- | --- | ---: | --- | --- |"]
-    for op in e.opinions:
-        lines.append(f"| {escape_md(op.criterion_id)} | {escape_md(op.judge)} | {op.score}/5 | {op.verdict} | "
-                     f"{escape_md(op.argument)} |")
-    lines += ["", "### Chief Justice", "", "| Criterion | Ruling | Rules applied | Overruled |",
-              "| --- | ---: | --- | --- |"]
+def _judges(e: Evaluation) -> list[str]:
+    names = list(dict.fromkeys(op.judge for op in e.opinions))
+    by: dict[tuple[str, str], JudicialOpinion] = {(op.criterion_id, op.judge): op for op in e.opinions}
+    moved = any(r.overruled for r in e.rulings)
+    header = ["Criterion", "Ruling", *[n.replace("_", " ") for n in names], "How it was ruled"]
+    if moved:
+        header.append("Held to the facts")
+    lines = ["| " + " | ".join(escape_md(h) for h in header) + " |",
+             "| --- | ---: | " + "---: | " * len(names) + "--- |" + (" --- |" if moved else "")]
     for ruling in e.rulings:
-        lines.append(f"| {escape_md(ruling.criterion_id)} | {ruling.score:.2f}/5 | "
-                     f"{escape_md(', '.join(ruling.rules_applied) or '—')} | "
-                     f"{escape_md(', '.join(ruling.overruled) or '—')} |")
+        cells = [escape_md(ruling.criterion_id), f"{ruling.score:.2f}/5"]
+        for name in names:
+            op = by.get((ruling.criterion_id, name))
+            cells.append("—" if op is None else f"{op.score}/5" + (" **veto**" if op.verdict == "KILL" else ""))
+        cells.append(escape_md(", ".join(RULE_WORDS.get(r, r) for r in ruling.rules_applied) or "—"))
+        if moved:
+            cells.append(escape_md(", ".join(ruling.overruled) or "—"))
+        lines.append("| " + " | ".join(cells) + " |")
+    rulings = {r.criterion_id: r.score for r in e.rulings}
+    # Arguments that say something: a veto, a citation, or a score a point away from the ruling.
+    telling = [op for op in e.opinions if op.verdict == "KILL" or op.cited_evidence
+               or abs(op.score - rulings.get(op.criterion_id, op.score)) >= 1]
+    seen: set[str] = set()
+    notes: list[str] = []
+    for op in telling:
+        if op.argument in seen:
+            continue
+        seen.add(op.argument)
+        veto = ", veto" if op.verdict == "KILL" else ""
+        notes.append(f"- **{escape_md(op.judge)}** on {escape_md(op.criterion_id)} ({op.score}/5{veto}): "
+                     f"{inline(op.argument, 500)}")
+    if notes:
+        lines += ["", *notes]
+    quiet = len(e.opinions) - len(telling)
+    if quiet > 0:
+        lines += ["", f"<sub>{quiet} opinion(s) agree with the facts and cite nothing more; all arguments are in "
+                      "the DBOM.</sub>"]
     if e.dissent:
-        lines += ["", "### Dissent", *[f"> {escape_md(d, 1000)}" for d in e.dissent]]
-    notable = [ev for ev in e.evidence if ev.severity != "info"]
-    lines += ["", f"### Evidence ({len(notable)} notable of {len(e.evidence)})", "",
-              "| Severity | Where | Finding | CWE |", "| --- | --- | --- | --- |"]
+        lines += ["", *[f"> {inline(d, 1000)}" for d in e.dissent]]
+    return lines
+
+
+def _evidence(e: Evaluation, links: Links | None) -> list[str]:
+    notable = sorted((ev for ev in e.evidence if ev.severity != "info"),
+                     key=lambda ev: -SEVERITY_ORDER[ev.severity])
+    if not notable:
+        return []
+    lines = [f"**Evidence** ({len(notable)} notable of {len(e.evidence)}, worst first)", "",
+             "| Severity | Where | Finding | CWE |", "| --- | --- | --- | --- |"]
     for ev in notable[:MAX_EVIDENCE_ROWS]:
-        lines.append(f"| {ev.severity} | {_where(ev)} | {escape_md(ev.summary)} | {ev.cwe or ''} |")
+        lines.append(f"| {ev.severity} | {_where(e, ev.location, links, in_table=True)} | "
+                     f"{inline(ev.summary, in_table=True)} | {_cwe(ev.cwe)} |")
     if len(notable) > MAX_EVIDENCE_ROWS:
-        lines.append(f"| | | … and {len(notable) - MAX_EVIDENCE_ROWS} more | |")
-    lines += ["", f"<sub>rubric {escape_md(e.rubric.name)} v{escape_md(e.rubric.version)} · "
-              f"sha256 {e.rubric.sha256[:12]} · head {e.inputs.head[:12]}</sub>"]
+        lines.append(f"| | | … and {len(notable) - MAX_EVIDENCE_ROWS} more (in the DBOM) | |")
+    return lines
+
+
+def _reasons(e: Evaluation) -> list[str]:
+    rules = list(e.verdict_reasons[1:] if _thresholds(e) else e.verdict_reasons)
+    lines: list[str] = []
+    if rules:
+        lines += ["**Why this verdict**", "", *[f"- {inline(r, 500)}" for r in rules]]
+    if e.notices:
+        lines += ["", "**Notices**", "", *[f"- {inline(n, 500)}" for n in e.notices]]
+    return lines
+
+
+def _details(summary: str, body: list[str]) -> list[str]:
+    return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>"]
+
+
+def _footer(e: Evaluation, links: Links | None, dbom_url: str | None) -> list[str]:
+    parts = []
+    if links is not None:
+        parts.append("Comment <code>/recheck</code> to review again")
     if dbom_url:
-        lines.append(f"<sub>Signed audit record (DBOM): {dbom_url}</sub>")
+        parts.append(f"[Full report and signed audit record (DBOM)]({dbom_url})")
+    parts.append(f"rubric {escape_md(e.rubric.name)} v{escape_md(e.rubric.version)} · sha256 "
+                 f"{e.rubric.sha256[:12]} · head {e.inputs.head[:12]}")
+    return [f"<sub>{' · '.join(parts)}</sub>"]
+
+
+def render_markdown(e: Evaluation, dbom_url: str | None = None, *, links: Links | None = None,
+                    place: Literal["comment", "check"] = "comment") -> str:
+    """The report: ``comment`` is short (details collapsed, five fixes); ``check`` is the check run's summary
+    (every fix, the evidence open). ``links`` makes locations links into the PR (the App passes it)."""
+    dbom_url = dbom_url or (links.dbom_url if links is not None else None)
+    fixes = what_to_fix(e)
+    judges = _judges(e)
+    if place == "check":
+        lines = [*_lead(e, fixes, links, len(fixes), ""), "", *_scores(e, links)]
+        if reasons := _reasons(e):
+            lines += ["", *reasons]
+        if evidence := _evidence(e, links):
+            lines += ["", *evidence]
+        lines += ["", *_details("Judges and the Chief Justice's rulings", judges), "", *_footer(e, links, dbom_url)]
+        return "\n".join(lines) + "\n"
+    inner: list[str] = []
+    for block in (_reasons(e), judges, _evidence(e, links)):
+        if block:
+            inner += [*block, ""]
+    notable = sum(1 for ev in e.evidence if ev.severity != "info")
+    lines = [MARKER, *_lead(e, fixes, links, COMMENT_FIXES, "in the check run"), "", *_scores(e, links), "",
+             *_details(f"Why, the judges and the evidence ({notable} notable)", inner[:-1]), "",
+             *_footer(e, links, dbom_url)]
     return "\n".join(lines) + "\n"
 
 
+def render_title(e: Evaluation) -> str:
+    """The check run's title: the verdict and the first thing to fix."""
+    fixes = what_to_fix(e)
+    head = f"{VERDICT_WORD[e.verdict]} · CIS {e.cis_score:.2f}"
+    if e.verdict == "pass" or not fixes:
+        return head
+    more = f" (+{len(fixes) - 1} more)" if len(fixes) > 1 else ""
+    return f"{head} · {' '.join(fixes[0].title.split())}{more}"[:255]
+
+
 def render_text(e: Evaluation) -> str:
-    notable = [ev for ev in e.evidence if ev.severity not in ("info",)]
     lines = [
         f"LogoMesh verdict: {e.verdict.upper()}  CIS {e.cis_score:.4f} (raw {e.cis_raw:.4f})",
         f"  R {e.rationale_score:.2f}{'' if e.measured.get('rationale') else ' (not measured)'}"
@@ -115,7 +320,23 @@ def render_text(e: Evaluation) -> str:
     ]
     lines += [f"  - {r}" for r in e.verdict_reasons]
     lines += [f"  ! {n}" for n in e.notices]
+    fixes = what_to_fix(e)
+    if fixes:
+        lines.append("What to fix:" if e.verdict != "pass" else "Worth a look:")
+        for fix in fixes:
+            where = f" {fix.location}" if fix.location else ""
+            subject = f" {fix.subject}:" if fix.subject else ""
+            lines.append(f"  [{fix.severity}]{where} {fix.title}")
+            if fix.detail and fix.detail != fix.title:
+                lines.append(f"     {subject} {' '.join(fix.detail.split())[:300]}".rstrip())
+            if fix.hint:
+                lines.append(f"     hint: {fix.hint}")
+    notable = [ev for ev in e.evidence if ev.severity != "info"]
     if notable:
         lines.append("Findings:")
-        lines += [f"  [{ev.severity}] {ev.location or ''} {ev.summary}".rstrip() for ev in notable[:20]]
+        lines += [f"  [{ev.severity}] {ev.location or ''} {ev.summary}".rstrip() for ev in _worst_first(notable)[:20]]
     return "\n".join(lines) + "\n"
+
+
+def _worst_first(items: list[Evidence]) -> list[Evidence]:
+    return sorted(items, key=lambda ev: -SEVERITY_ORDER[ev.severity])

@@ -259,3 +259,8 @@ async def harness(settings: Settings, github: FakeGitHub, repo: ShopRepo, tmp_pa
             await redis.delete(*keys)
         await redis.aclose()
         await dbom.close()
+
+
+def verdict_title(title: str) -> bool:
+    """A check run's title once it carries a verdict: ``Pass · CIS 0.88`` (then the first thing to fix)."""
+    return title.startswith(("Pass · CIS ", "Neutral · CIS ", "Fail · CIS "))

@@ -146,15 +146,16 @@ async def test_annotations_are_batched_fifty_per_request(harness: Harness) -> No
     h = harness
     evaluation, _prepared = await review_repository(h.repo.work, h.repo.base, h.repo.head, settings=h.settings)
     many = tuple(Evidence(id=f"x.{i}", detective="test", kind="finding", summary=f"finding {i}", severity="medium",
-                          location=Location(path="shop/discount.py", line=1 + i % 4)) for i in range(120))
-    outside = Evidence(id="y", detective="test", kind="finding", summary="not changed", severity="high",
+                          location=Location(path="shop/discount.py", line=1 + i)) for i in range(120))
+    # a lesser fact off the change's lines is not annotated (a fact to fix is, wherever it is)
+    outside = Evidence(id="y", detective="test", kind="finding", summary="not changed", severity="medium",
                        location=Location(path="shop/cart.py", line=1))
     evaluation = evaluation.model_copy(update={"evidence": (*many, outside)})
     publisher = Publisher(GitHubApp(h.settings), "LogoMesh")
     target = Target(INSTALLATION, REPO, PR, h.repo.head)
     run_id = await publisher.start_check_run(target, "logomesh:pr=7:delivery=batch")
     assert await publisher.start_check_run(target, "logomesh:pr=7:delivery=batch") == run_id  # idempotent
-    await publisher.finish(target, run_id, evaluation, None, {"shop/discount.py": {1, 2, 3, 4}})
+    await publisher.finish(target, run_id, evaluation, None, {"shop/discount.py": set(range(1, 121))})
     updates = h.github.posted("checks/update")
     sizes = [len(c.body["output"]["annotations"]) for c in updates]
     assert sizes == [50, 20, 50]  # extra batches first, the completing PATCH last

@@ -12,7 +12,18 @@ import structlog
 import structlog.testing
 
 from app.queue import Keys
-from tests.app.conftest import BASE_FILES, INSTALLATION, PR, REPO, Harness, fixture_payload, git, pr_payload
+from checks.render import MARKER
+from tests.app.conftest import (
+    BASE_FILES,
+    INSTALLATION,
+    PR,
+    REPO,
+    Harness,
+    fixture_payload,
+    git,
+    pr_payload,
+    verdict_title,
+)
 
 
 def _recheck_payload(login: str, comment_id: int = 99001) -> dict:
@@ -62,7 +73,7 @@ async def test_synchronize_supersedes_an_in_flight_review(harness: Harness) -> N
     assert old[0]["output"]["title"] == f"Superseded by {h.repo.head2[:12]}"
     assert f"superseded by {h.repo.head2}" in old[0]["output"]["summary"]
     assert new[0]["status"] == "completed" and new[0]["conclusion"] in {"success", "neutral", "failure"}
-    assert new[0]["output"]["title"].startswith("CIS ")
+    assert verdict_title(new[0]["output"]["title"])
     comments = h.comments()
     assert len(comments) == 1 and h.repo.head2[:12] in comments[0]["body"]
     records = await h.dbom.records()
@@ -87,16 +98,22 @@ async def test_recheck_by_a_reader_is_refused_and_by_a_writer_runs(harness: Harn
     assert len(refusals) == 1 and refusals[0]["requester"] == "reader" and refusals[0]["pr"] == PR
     assert [r["content"] for r in h.github.reactions if r["comment_id"] == 501] == ["confused"]
     assert len(h.github.check_runs_for(h.repo.head)) == 1
+    replies = [c for c in h.comments() if MARKER not in c["body"]]  # the refusal says why, to the person
+    assert len(replies) == 1 and replies[0]["body"].startswith("@reader `/recheck` was not run: only people "
+                                                              "with write access")
+    assert (await h.post("issue_comment", _recheck_payload("reader", 503))).status_code == 202
+    await h.run_worker()
+    assert len([c for c in h.comments() if MARKER not in c["body"]]) == 1  # said once a day, never spammed
 
     assert (await h.post("issue_comment", _recheck_payload("writer", 502))).status_code == 202
     await h.run_worker()
     assert [r["content"] for r in h.github.reactions if r["comment_id"] == 502] == ["rocket"]
     runs = h.github.check_runs_for(h.repo.head)
     assert len(runs) == 2 and all(r["status"] == "completed" for r in runs)
-    comments = h.comments()
+    comments = [c for c in h.comments() if MARKER in c["body"]]
     assert len(comments) == 1 and comments[0]["edits"] == 1  # edited in place, never reposted
     perms = h.github.posted("repos/get-collaborator-permission-level")
-    assert [c.path_params["username"] for c in perms] == ["reader", "writer"]
+    assert [c.path_params["username"] for c in perms] == ["reader", "reader", "writer"]
 
 
 async def test_check_run_rerequested_with_empty_pull_requests_finds_the_pr(harness: Harness) -> None:
@@ -225,7 +242,7 @@ async def test_github_errors_are_retried_and_a_run_never_stays_in_progress(harne
     await h.run_worker()
     runs = h.github.check_runs_for(h.repo.head)
     assert len(runs) == 1 and runs[0]["status"] == "completed"
-    assert runs[0]["output"]["title"].startswith("CIS ")
+    assert verdict_title(runs[0]["output"]["title"])
     assert len(h.comments()) == 1
     statuses = [(c.op_id, c.status) for c in h.github.calls if c.status >= 400]
     assert statuses.count(("checks/create", 403)) == 2 and statuses.count(("checks/update", 500)) == 2
@@ -246,7 +263,7 @@ async def test_a_failing_comment_leaves_the_verdict_on_the_check_run(harness: Ha
     await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
     await h.run_worker()
     runs = h.github.check_runs_for(h.repo.head)
-    assert len(runs) == 1 and runs[0]["status"] == "completed" and runs[0]["output"]["title"].startswith("CIS ")
+    assert len(runs) == 1 and runs[0]["status"] == "completed" and verdict_title(runs[0]["output"]["title"])
     assert h.comments() == []
 
 

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from app.queue import Keys
 from checks.render import MARKER
-from tests.app.conftest import PR, REPO, Harness, pr_payload
+from tests.app.conftest import PR, REPO, Harness, pr_payload, verdict_title
 
 
 def _post_sync(h: Harness, payload: dict, delivery: str) -> None:
@@ -53,7 +53,7 @@ async def test_a_push_during_a_long_review_cancels_it_and_the_new_head_shows_in_
     new = h.github.check_runs_for(h.repo.head2)
     assert len(old) == 1 and old[0]["conclusion"] == "neutral"
     assert old[0]["output"]["title"] == f"Superseded by {h.repo.head2[:12]}"
-    assert len(new) == 1 and new[0]["status"] == "completed" and new[0]["output"]["title"].startswith("CIS ")
+    assert len(new) == 1 and new[0]["status"] == "completed" and verdict_title(new[0]["output"]["title"])
     assert new[0]["history"][0]["status"] == "in_progress"
     # the new head's run existed long before the old review could have ended on its own (60 s of stalled clone),
     # and the whole exchange ended without waiting the old review out
@@ -76,7 +76,7 @@ async def test_a_late_event_never_moves_the_review_back_to_an_older_head(harness
     await h.run_worker()
     assert h.github.check_runs_for(h.repo.head) == []  # the old head was never reviewed again
     runs = h.github.check_runs_for(h.repo.head2)
-    assert len(runs) == 2 and all(r["output"]["title"].startswith("CIS ") for r in runs)  # push and edit
+    assert len(runs) == 2 and verdict_title(all(r["output"]["title"]) for r in runs)  # push and edit
     assert not any("Superseded" in r["output"]["title"] for r in runs)
     comments = h.comments()
     assert len(comments) == 1 and h.repo.head2[:12] in comments[0]["body"]
@@ -95,7 +95,7 @@ async def test_a_comment_with_our_marker_by_anyone_else_is_left_alone(harness: H
     ours = [c for c in h.comments() if c["user"]["login"] == "logomesh[bot]"]
     assert len(ours) == 1 and MARKER in ours[0]["body"]
     run = h.github.check_runs_for(h.repo.head)[0]
-    assert run["status"] == "completed" and run["output"]["title"].startswith("CIS ")
+    assert run["status"] == "completed" and verdict_title(run["output"]["title"])
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ async def test_a_github_outage_after_the_decision_retries_the_publication_not_th
     await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
     await h.run_worker()
     run = h.github.check_runs_for(h.repo.head)
-    assert len(run) == 1 and run[0]["status"] == "completed" and run[0]["output"]["title"].startswith("CIS ")
+    assert len(run) == 1 and run[0]["status"] == "completed" and verdict_title(run[0]["output"]["title"])
     assert len(h.comments()) == 1
     assert len(await h.dbom.records()) == 1  # one decision, one record
     fetches = [r for r in h.github.git_requests if r["path"].endswith("git-upload-pack")]
@@ -133,7 +133,7 @@ async def test_an_outage_longer_than_the_budget_ends_with_a_completed_run(harnes
     await h.run_worker()
     run = h.github.check_runs_for(h.repo.head)[0]
     # the verdict reached the check run before the comment failed: it is not turned neutral afterwards
-    assert run["status"] == "completed" and run["output"]["title"].startswith("CIS ")
+    assert run["status"] == "completed" and verdict_title(run["output"]["title"])
     assert [c["status"] for c in run["history"]].count("completed") == 1
     assert len(await h.dbom.records()) == 1 and h.comments() == []
 
@@ -144,7 +144,7 @@ async def test_a_git_server_error_during_the_clone_is_retried(harness: Harness) 
     await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
     await h.run_worker()
     run = h.github.check_runs_for(h.repo.head)[0]
-    assert run["status"] == "completed" and run["output"]["title"].startswith("CIS ")
+    assert run["status"] == "completed" and verdict_title(run["output"]["title"])
     assert [r.get("status") for r in h.github.git_requests[:2]] == [500, 500]
 
 

@@ -50,3 +50,17 @@ async def test_a_pr_whose_test_fails_gets_a_failing_check_run(docker_harness: Ha
     summary = run["output"]["summary"].replace("\\", "")  # Markdown escapes
     assert "Rule of New Failures" in summary
     assert "tests/test_discount.py::test_discount" in summary
+    # what a PR author reads first: the failing test, where it failed and why, in the comment and the check run
+    assert run["output"]["title"].startswith("Fail · CIS ") and "A new test fails" in run["output"]["title"]
+    failing_notes = [a for a in run["annotations"] if a["path"] == "tests/test_discount.py"]
+    assert len(failing_notes) == 1, run["annotations"]
+    note = failing_notes[0]
+    assert note["annotation_level"] == "failure" and note["title"] == "A new test fails"
+    assert "tests/test_discount.py::test_discount" in note["message"] and "assert" in note["message"]
+    assert len({(a["path"], a["start_line"]) for a in run["annotations"]}) == len(run["annotations"])
+    assert not [a for a in run["annotations"] if ":" in a["title"] and "-" in a["title"].split(":")[-1]]
+    comment = next(c for c in harness.github.comments.values() if c["issue_number"] == FAILING_PR)["body"]
+    what_to_fix = comment.split("**What to fix**", 1)[1].split("<details>", 1)[0]
+    first = what_to_fix.strip().splitlines()[0]
+    assert first.startswith("1. **A new test fails**") and "tests/test_discount.py:" in first, first
+    assert "assert" in first and "<details>" in comment and "<details open" not in comment

@@ -15,7 +15,7 @@ import pytest
 import structlog.testing
 from pydantic import SecretStr
 
-from tests.app.conftest import BASE_FILES, INSTALLATION, PR, REPO, SECRET, Harness, fixture_payload
+from tests.app.conftest import BASE_FILES, INSTALLATION, PR, REPO, SECRET, Harness, fixture_payload, verdict_title
 from tests.hardening.conftest import Tally
 from tests.hardening.repos import DEFAULT_BASE, publish_repo
 from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer
@@ -85,7 +85,7 @@ async def test_a_pr_cannot_rewrite_its_own_config_or_rubric(harness: Harness, ta
     assert (await h.post("pull_request", payload)).status_code == 202
     await h.run_worker()
     run = next(r for r in h.github.check_runs.values() if r["repo"] == "octo/selfserve")
-    assert run["status"] == "completed" and run["output"]["title"].startswith("CIS "), run["output"]
+    assert run["status"] == "completed" and verdict_title(run["output"]["title"]), run["output"]
     record = (await h.dbom.records())[-1]["entanglement"]
     assert record["config_sha256"] == hashlib.sha256(base_config.encode()).hexdigest()
     assert "pwned" not in run["output"]["summary"] and "logomesh-default" in run["output"]["summary"]
@@ -134,16 +134,24 @@ async def test_prompt_injection_canaries_leave_structure_score_bounds_and_secret
     assert run["status"] == "completed" and len(comments) == 1
     comment = comments[0]
     # structure: exactly one marker, one heading, the fixed sections in order
-    assert comment.count("<!-- logomesh:review -->") == 1 and comment.startswith("<!-- logomesh:review -->\n## ")
-    assert comment.count("\n## ") == 1
-    order = [comment.index(s) for s in ("### Why", "### Judges", "### Chief Justice", "### Evidence")]
+    assert comment.count("<!-- logomesh:review -->") == 1 and comment.startswith("<!-- logomesh:review -->\n### ")
+    assert comment.count("\n### ") == 1 and comment.count("<details>") == 1
+    lead = "**What to fix**" if "**What to fix**" in comment else "Nothing blocks this change."
+    order = [comment.index(s) for s in (lead, "| R intent", "<details>", "| Criterion | Ruling", "</details>")]
     assert order == sorted(order)
-    assert "CIS 1.00 — pass" not in comment.split("\n", 2)[1]
-    # hostile Markdown from the PR and the model arrives escaped: no live tag, link, image or mention
-    live_tags = re.findall(r"(?<!\\)<(?!!-- logomesh:review -->|/?sub>)", comment)
+    assert "CIS 1.00" not in comment.split("\n", 2)[1]
+    # hostile Markdown from the PR and the model arrives escaped or in code spans (shown literally by GitHub):
+    # no live tag, link, image or mention; the only links are LogoMesh's own
+    prose = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", comment)
+    live_tags = re.findall(r"(?<!\\)<(?!!-- logomesh:review -->|/?sub>|/?details>|/?summary>|br>|/?code>)", prose)
     assert live_tags == [], live_tags
-    assert not re.search(r"(?<!\\)\]\((?!\\)", comment) and not re.search(r"@\w", comment)
-    assert "https://" not in comment.replace("https://logomesh.test/dbom/", "")
+    targets = re.findall(r"(?<!\\)\]\((?!\\)([^)]*)\)", prose)
+    allowed = ("https://logomesh.test/dbom/", "https://github.com/logomesh/logomesh/blob/main/docs/",
+               f"{h.settings.github_web_url}/octo/inject/", "https://cwe.mitre.org/data/definitions/")
+    assert targets and all(t.startswith(allowed) for t in targets), targets
+    assert not re.search(r"@\w", prose)
+    assert "https://" not in re.sub(r"\]\([^)]*\)", "", prose), prose
+    assert "(https://github.com/logomesh/logomesh/blob/main/docs/scoring.md)" in comment
     # the bounded score: L moves at most ±0.10 from its anchor whatever the model says
     with sqlite3.connect(tmp_path / "dbom.db") as db:
         evaluation = json.loads(db.execute("SELECT evaluation FROM dbom ORDER BY seq DESC LIMIT 1").fetchone()[0])

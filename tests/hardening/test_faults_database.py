@@ -15,7 +15,7 @@ from arq.worker import Worker
 from app.ledger import Entanglement, open_ledger
 from app.worker import worker_options
 from checks.models import Evaluation
-from tests.app.conftest import REPO, Harness, pr_payload
+from tests.app.conftest import REPO, Harness, pr_payload, verdict_title
 from tests.hardening.conftest import Tally
 
 pytestmark = pytest.mark.hardening("fault")
@@ -73,7 +73,7 @@ async def _gate(h: Harness, schema: str, outages: int) -> GatedLedger:
 
 def _verdicts_published(run: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in run["history"] if b.get("conclusion") in ("success", "failure")
-            or str((b.get("output") or {}).get("title", "")).startswith("CIS ")]
+            or verdict_title(str((b.get("output") or {}).get("title", "")))]
 
 
 async def test_a_ledger_outage_is_retried_and_the_verdict_waits_for_its_dbom(harness: Harness, tally: Tally,
@@ -126,4 +126,4 @@ async def test_a_bad_database_url_keeps_the_job_queued_until_a_worker_can_write(
     assert h.github.check_runs_for(h.repo.head) == []  # nothing started, nothing lost
     await h.run_worker()
     runs = h.github.check_runs_for(h.repo.head)
-    assert len(runs) == 1 and runs[0]["output"]["title"].startswith("CIS ")
+    assert len(runs) == 1 and verdict_title(runs[0]["output"]["title"])

@@ -23,7 +23,7 @@ from arq.worker import Worker
 from app.settings import Settings
 from app.web import create_app
 from app.worker import worker_options
-from tests.app.conftest import REPO, Harness, ServerThread, pr_payload
+from tests.app.conftest import REPO, Harness, ServerThread, pr_payload, verdict_title
 from tests.hardening.conftest import Tally
 
 pytestmark = pytest.mark.hardening("fault")
@@ -88,7 +88,7 @@ async def test_a_worker_sigkilled_mid_review_is_replaced_and_the_review_lands_on
     worker = await _burst(h.settings, h.dbom)
     assert worker.jobs_complete == 1 and worker.jobs_failed == 0
     runs = h.github.check_runs_for(h.repo.head)
-    assert len(runs) == 1 and runs[0]["status"] == "completed" and runs[0]["output"]["title"].startswith("CIS ")
+    assert len(runs) == 1 and runs[0]["status"] == "completed" and verdict_title(runs[0]["output"]["title"])
     assert len(h.github.posted("checks/create")) == 1  # the new worker found the run by external_id
     assert len([c for c in h.github.comments.values() if c["repo"] == REPO]) == 1
 
@@ -181,6 +181,6 @@ async def test_redis_restarted_while_a_job_runs_and_webhooks_arrive(harness: Har
     for head, pr in ((h.repo.head, 7), (h.repo.head2, 8)):
         runs = h.github.check_runs_for(head)
         assert len(runs) == 1, (pr, runs)
-        assert runs[0]["status"] == "completed" and runs[0]["output"]["title"].startswith("CIS "), runs[0]["output"]
+        assert runs[0]["status"] == "completed" and verdict_title(runs[0]["output"]["title"]), runs[0]["output"]
         comments = [c for c in h.github.comments.values() if c["repo"] == REPO and c["issue_number"] == pr]
         assert len(comments) == 1, (pr, comments)

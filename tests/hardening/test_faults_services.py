@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from tests.app.conftest import REPO, Harness, pr_payload
+from tests.app.conftest import REPO, Harness, pr_payload, verdict_title
 from tests.hardening.conftest import Tally
 from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer, Step
 
@@ -69,7 +69,7 @@ async def test_anthropic_down_falls_back_to_the_offline_judges_and_says_so(
         server.stop()
     assert outage == "connection refused" or fake.requests, "the fault never reached the client"
     run = h.github.check_runs_for(h.repo.head)[0]
-    assert run["status"] == "completed" and run["output"]["title"].startswith("CIS "), run["output"]
+    assert run["status"] == "completed" and verdict_title(run["output"]["title"]), run["output"]
     evaluation = _last_evaluation(tmp_path)
     recorded = json.dumps(evaluation).lower()
     assert "offline" in recorded, evaluation["notices"]
