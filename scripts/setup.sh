@@ -14,8 +14,9 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # --- system packages --------------------------------------------------------------------------------------
-# docker-compose: `docker-compose config` validates deploy/compose.yaml in tests/deploy
-PKGS=(git redis-server postgresql docker.io debootstrap docker-compose)
+# docker-compose: `docker-compose config` validates deploy/compose.yaml in tests/deploy;
+# chromium and cmark-gfm: tests render reports and pages as GitHub and a browser show them (tests/browser.py)
+PKGS=(git redis-server postgresql docker.io debootstrap docker-compose chromium cmark-gfm)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
