@@ -125,7 +125,12 @@ def analysable(case: Case) -> bool:
 
 
 async def _run_detective(detective: Detective, case: Case, rubric: Rubric) -> DetectiveReport:
+    """One detective's report. A detective that only computes (``cpu_bound``: parsing, no I/O, nothing shared
+    with the event loop) runs in a thread with a loop of its own, so the loop stays free for the sandbox's
+    containers and the judges' requests while it works."""
     try:
+        if getattr(detective, "cpu_bound", False):
+            return await asyncio.to_thread(asyncio.run, detective.investigate(case, rubric))
         return await detective.investigate(case, rubric)
     except DetectiveError as exc:
         return DetectiveReport(
@@ -155,7 +160,10 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
     state = ReviewState(case=case, rubric=rubric, notices=list(parts.notices))
     detectives = parts.detectives()
 
-    state.reports = list(await asyncio.gather(*(_run_detective(d, case, rubric) for d in detectives)))
+    # the detectives that wait on containers start first: the slowest stage begins before any parsing does
+    waiting_first = sorted(detectives, key=lambda d: bool(getattr(d, "cpu_bound", False)))
+    started = {id(d): asyncio.ensure_future(_run_detective(d, case, rubric)) for d in waiting_first}
+    state.reports = list(await asyncio.gather(*(started[id(d)] for d in detectives)))
     for report in state.reports:
         state.notices.extend(report.notices)
 

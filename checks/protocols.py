@@ -53,7 +53,10 @@ class RedTeam(Protocol):
 
 @runtime_checkable
 class Detective(Protocol):
-    """A plug-in that collects facts about a case. ``id`` is stable and appears in every evidence id."""
+    """A plug-in that collects facts about a case. ``id`` is stable and appears in every evidence id.
+
+    A detective that only computes (no I/O, no objects bound to the event loop) may say ``cpu_bound = True``:
+    the court then runs it in a thread of its own, off the event loop."""
 
     id: str
 

@@ -43,6 +43,7 @@ def is_doc_path(path: str) -> bool:
 
 
 class DocAnalyst:
+    cpu_bound = True  # parses only: the court runs it in a thread (checks/court.py)
     id = ID
 
     async def investigate(self, case: Case, rubric: object) -> DetectiveReport:

@@ -97,6 +97,7 @@ def inspect(case: Case) -> list[Evidence]:
 
 
 class HarnessInspector:
+    cpu_bound = True  # parses only: the court runs it in a thread (checks/court.py)
     id = ID
 
     async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport:

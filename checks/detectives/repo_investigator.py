@@ -21,6 +21,7 @@ CO_AUTHOR = re.compile(r"^co-authored-by:\s*(.+)$", re.IGNORECASE | re.MULTILINE
 
 
 class RepoInvestigator:
+    cpu_bound = True  # parses only: the court runs it in a thread (checks/court.py)
     id = ID
 
     async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport:
