@@ -14,15 +14,23 @@ Keys (all under ``settings.redis_prefix``)::
     outage:<job id>          when this job first met a GitHub outage, and how often it retried since
     run:<job id>             the check run this job created (so a try that cannot even read the PR completes it)
     installation:<id>        what we know about an installation
+    refusal:<repo>:<n>:<who> a refused ``/recheck`` was explained to that person (one reply a day)
+
+A delivery that asks for a review is accepted in **one round trip** (:func:`accept_delivery`): a Lua script
+dedupes the delivery, announces the head and enqueues the arq job atomically, exactly as
+``ArqRedis.enqueue_job`` would (same job key, serialisation, expiry and queue score).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Literal
 
 from arq.connections import ArqRedis, RedisSettings
-from arq.jobs import Job
+from arq.constants import expires_extra_ms, job_key_prefix, result_key_prefix
+from arq.jobs import serialize_job
+from arq.utils import timestamp_ms
 
 from app.routing import ReviewRequest
 from app.settings import Settings
@@ -71,14 +79,39 @@ def redis_settings(settings: Settings) -> RedisSettings:
     return RedisSettings.from_dsn(settings.redis_url)
 
 
-async def enqueue_review(redis: ArqRedis, settings: Settings, request: ReviewRequest) -> Job | None:
-    """Announce the head (for supersede and SHA → PR mapping) and enqueue; None if arq already has the job."""
+# KEYS: delivery, arq job, arq result, queue, latest (or the delivery again), sha (or the delivery again)
+# ARGV: event, delivery TTL s, job bytes, job expiry ms, score, job id, head sha, pr number, sha TTL s, what to set
+_ACCEPT = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 0 end
+if ARGV[10] == 'latest+sha' then redis.call('SET', KEYS[5], ARGV[7], 'EX', ARGV[9]) end
+if ARGV[10] ~= 'none' then redis.call('SET', KEYS[6], ARGV[8], 'EX', ARGV[9]) end
+if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then return 1 end
+redis.call('PSETEX', KEYS[2], ARGV[4], ARGV[3])
+redis.call('ZADD', KEYS[4], ARGV[5], ARGV[6])
+return 2
+"""
+Accepted = Literal["duplicate", "already queued", "queued"]
+
+
+async def accept_delivery(redis: ArqRedis, settings: Settings, event: str, request: ReviewRequest,
+                          delivery_ttl: timedelta) -> Accepted:
+    """Dedupe the delivery, announce its head and enqueue its review: one atomic round trip to Redis."""
     keys = Keys(settings.redis_prefix)
+    delivery_key = keys.delivery(request.delivery_id)
+    announce = "none"
+    latest_key = sha_key = delivery_key  # unused placeholders keep KEYS' positions
     if request.pr_number is not None and request.head_sha is not None:
-        async with redis.pipeline(transaction=True) as pipe:
-            if request.kind == "review":
-                pipe.set(keys.latest(request.repo, request.pr_number), request.head_sha, ex=SHA_TTL)
-            pipe.set(keys.sha(request.repo, request.head_sha), str(request.pr_number), ex=SHA_TTL)
-            await pipe.execute()
-    return await redis.enqueue_job(JOB_NAME, request.to_dict(), _job_id=request.delivery_id,
-                                   _queue_name=settings.queue_name)
+        announce = "latest+sha" if request.kind == "review" else "sha"
+        latest_key = keys.latest(request.repo, request.pr_number)
+        sha_key = keys.sha(request.repo, request.head_sha)
+    now = timestamp_ms()
+    job = serialize_job(JOB_NAME, (request.to_dict(),), {}, None, now, serializer=redis.job_serializer)
+    script = redis.register_script(_ACCEPT)  # EVALSHA: the script's text crosses the wire once per server
+    answer = await script(
+        keys=[delivery_key, job_key_prefix + request.delivery_id, result_key_prefix + request.delivery_id,
+              settings.queue_name, latest_key, sha_key],
+        args=[event, int(delivery_ttl.total_seconds()), job, expires_extra_ms, now, request.delivery_id,
+              request.head_sha or "", request.pr_number if request.pr_number is not None else "",
+              int(SHA_TTL.total_seconds()), announce])
+    outcomes: tuple[Accepted, ...] = ("duplicate", "already queued", "queued")
+    return outcomes[int(answer)]

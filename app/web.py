@@ -36,7 +36,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.metrics import QUEUE_DEPTH, WEBHOOKS, queue_label
-from app.queue import Keys, enqueue_review, redis_settings
+from app.queue import Keys, accept_delivery, redis_settings
 from app.routing import Ignored, InstallationNote, ReviewRequest, route
 from app.settings import Settings
 
@@ -68,7 +68,9 @@ async def _read_capped(request: Request, cap: int) -> bytes:
 
 
 def _answer(code: int, **body: Any) -> JSONResponse:
-    return JSONResponse(body, status_code=code)
+    response = JSONResponse(body, status_code=code)
+    response.outcome = str(body.get("status", f"http_{code}")).replace(" ", "_")  # type: ignore[attr-defined]
+    return response
 
 
 async def ping_database(url: str, timeout: float = 3.0) -> None:
@@ -108,8 +110,8 @@ async def webhook(request: Request) -> Response:
     response = await _webhook(request)
     event = request.headers.get("x-github-event", "")
     outcome = f"http_{response.status_code}"
-    if response.status_code in (200, 202) and isinstance(response, JSONResponse):
-        outcome = str(json.loads(bytes(response.body)).get("status", outcome)).replace(" ", "_")
+    if response.status_code in (200, 202):  # the answer's status, kept beside it (never re-parsed)
+        outcome = getattr(response, "outcome", outcome)
     WEBHOOKS.labels(event if event in KNOWN_EVENTS else "other", outcome).inc()
     return response
 
@@ -154,19 +156,21 @@ async def _webhook(request: Request) -> Response:
         return _answer(200, status="pong")
 
     keys = Keys(settings.redis_prefix)
+    ttl = timedelta(days=settings.delivery_ttl_days)
+    outcome = route(event, payload, delivery, review_drafts=settings.review_drafts)  # pure: no I/O
     try:
-        fresh = await redis.set(keys.delivery(delivery), event, nx=True,
-                                ex=timedelta(days=settings.delivery_ttl_days))
-        if not fresh:
-            bound.info("replayed delivery ignored")
-            return _answer(200, status="duplicate", delivery=delivery)
-        outcome = route(event, payload, delivery, review_drafts=settings.review_drafts)
-        if isinstance(outcome, ReviewRequest):
-            job = await enqueue_review(redis, settings, outcome)
+        if isinstance(outcome, ReviewRequest):  # dedupe + announce + enqueue: one round trip
+            accepted = await accept_delivery(redis, settings, event, outcome, ttl)
+            if accepted == "duplicate":
+                bound.info("replayed delivery ignored")
+                return _answer(200, status="duplicate", delivery=delivery)
             bound.info("queued", installation_id=outcome.installation_id, repo=outcome.repo,
                        pr=outcome.pr_number, head_sha=outcome.head_sha, kind=outcome.kind, job_id=delivery,
                        ms=round((time.perf_counter() - started) * 1000, 2))
-            return _answer(202, status="queued" if job is not None else "already queued", job_id=delivery)
+            return _answer(202, status=accepted, job_id=delivery)
+        if not await redis.set(keys.delivery(delivery), event, nx=True, ex=ttl):
+            bound.info("replayed delivery ignored")
+            return _answer(200, status="duplicate", delivery=delivery)
         if isinstance(outcome, InstallationNote):
             note = {"account": outcome.account, "action": outcome.action,
                     "repos_added": ",".join(outcome.repos_added), "repos_removed": ",".join(outcome.repos_removed)}

@@ -76,7 +76,7 @@ async def test_a_late_event_never_moves_the_review_back_to_an_older_head(harness
     await h.run_worker()
     assert h.github.check_runs_for(h.repo.head) == []  # the old head was never reviewed again
     runs = h.github.check_runs_for(h.repo.head2)
-    assert len(runs) == 2 and verdict_title(all(r["output"]["title"]) for r in runs)  # push and edit
+    assert len(runs) == 2 and all(verdict_title(r["output"]["title"]) for r in runs)  # push and edit
     assert not any("Superseded" in r["output"]["title"] for r in runs)
     comments = h.comments()
     assert len(comments) == 1 and h.repo.head2[:12] in comments[0]["body"]

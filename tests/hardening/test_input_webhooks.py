@@ -136,7 +136,7 @@ async def test_null_and_huge_bodies_and_bidi_titles_are_reviewed_into_inert_repo
         await h.run_worker()
     runs = h.github.check_runs_for(h.repo.head)
     assert len(runs) == 3 and all(r["status"] == "completed" for r in runs)
-    assert verdict_title(all(r["output"]["title"]) for r in runs), [r["output"]["title"] for r in runs]
+    assert all(verdict_title(r["output"]["title"]) for r in runs), [r["output"]["title"] for r in runs]
     texts = [c["body"] for c in h.github.comments.values()]
     texts += [r["output"]["summary"] for r in runs]
     texts += [a["message"] + a["title"] for r in runs for a in r["annotations"]]
