@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.engine import llm_judges
-from app.gitrepo import SAFE_GIT_CONFIG, SAFE_GIT_ENV, GitError, GitRepo
+from app.gitrepo import SAFE_GIT_CONFIG, GitError, GitRepo, network_git_env
 from app.settings import Settings
 from checks.audit import (
     AuditParts,
@@ -70,8 +70,7 @@ URL = re.compile(r"^(?:https?|ssh|git|file)://[^\s]+$")
 SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:[^\s]+$")
 NOT_A_COMMIT = "(working tree)"
 # Only the ordinary transports; ``ext::`` (runs a command) and anything unknown are refused.
-ALLOWED_PROTOCOLS = ("-c", "protocol.allow=never", *(arg for p in ("https", "http", "ssh", "git", "file")
-                                                      for arg in ("-c", f"protocol.{p}.allow=always")))
+REMOTE_PROTOCOLS = ("https", "http", "ssh", "git", "file")
 
 
 class AuditInputError(ValueError):
@@ -111,9 +110,8 @@ def clone(url: str, dest: Path, timeout: int = CLONE_TIMEOUT) -> GitRepo:
     shown = redact(url)
     if url.startswith("-"):
         raise SourceError(shown, "not a repository URL")
-    env = {**os.environ, **SAFE_GIT_ENV}
-    argv = ["git", *SAFE_GIT_CONFIG, *ALLOWED_PROTOCOLS, "clone", "--bare", "--quiet", "--template=", "--", url,
-            str(dest)]
+    env = network_git_env(protocols=REMOTE_PROTOCOLS)
+    argv = ["git", *SAFE_GIT_CONFIG, "clone", "--bare", "--quiet", "--template=", "--", url, str(dest)]
     try:
         proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:

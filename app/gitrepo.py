@@ -12,6 +12,7 @@ Exceptions::
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 from collections.abc import Sequence
@@ -39,6 +40,40 @@ SAFE_GIT_ENV = {
 }
 SAFE_GIT_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "diff.external=",
                    "-c", "core.quotePath=false")
+
+
+def network_git_env(*, token: str | None = None, protocols: Sequence[str] = ("https", "http")) -> dict[str, str]:
+    """The one hardened environment for git that talks to a remote (the App's clone, the audit's clone).
+
+    Inherited ``GIT_*`` variables are dropped (they could point git at another directory, config or helper);
+    no global, system or credential-helper config is read; hooks, fsmonitor, submodules, LFS filters and every
+    transport but ``protocols`` are off; objects are checked. A ``token`` travels as an ``http.extraheader``
+    in ``GIT_CONFIG_*`` variables — never in the URL or argv, where ``ps`` and error messages would show it.
+    """
+    config = {
+        "core.hooksPath": "/dev/null",
+        "core.fsmonitor": "false",
+        "fetch.recurseSubmodules": "false",
+        "submodule.recurse": "false",
+        "protocol.allow": "never",
+        **{f"protocol.{name}.allow": "always" for name in protocols},
+        "credential.helper": "",
+        "filter.lfs.smudge": "",
+        "filter.lfs.process": "",
+        "filter.lfs.required": "false",
+        "transfer.fsckObjects": "true",
+    }
+    if token is not None:
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        config["http.extraheader"] = f"Authorization: Basic {basic}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(SAFE_GIT_ENV)
+    env.update({"GIT_LFS_SKIP_SMUDGE": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ASKPASS": "/bin/false",
+                "GIT_CONFIG_COUNT": str(len(config))})
+    for i, (key, value) in enumerate(config.items()):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
 
 
 class GitError(RuntimeError):
@@ -76,7 +111,9 @@ class GitRepo:
                   away_from_work_tree: str | None = None) -> bytes:
         """Run git on this repository; ``away_from_work_tree`` runs it from that (empty) folder with the git
         directory named, so nothing in a checked-out working tree (``.gitattributes``) is read."""
-        env = {**os.environ, **SAFE_GIT_ENV, **(env or {})}
+        # inherited GIT_* variables (GIT_DIR, GIT_CONFIG_PARAMETERS, …) would make git read another repository
+        # or configuration than the one named here
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, **SAFE_GIT_ENV, **(env or {})}
         where = ["-C", str(self.path)]
         if away_from_work_tree is not None:
             where = ["--git-dir", self.git_dir, "-C", away_from_work_tree]

@@ -15,7 +15,6 @@ Exceptions::
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import os
 import re
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from app.gitrepo import SAFE_GIT_ENV, GitError, GitRepo
+from app.gitrepo import GitError, GitRepo, network_git_env
 from app.settings import Settings
 
 FETCH_TIMEOUT = 300.0
@@ -59,29 +58,7 @@ class CloneSpec:
 
 
 def _git_env(token: str) -> dict[str, str]:
-    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    config = {
-        "http.extraheader": f"Authorization: Basic {basic}",
-        "core.hooksPath": "/dev/null",
-        "core.fsmonitor": "false",
-        "fetch.recurseSubmodules": "false",
-        "submodule.recurse": "false",
-        "protocol.file.allow": "never",
-        "protocol.ext.allow": "never",
-        "credential.helper": "",
-        "filter.lfs.smudge": "",
-        "filter.lfs.process": "",
-        "filter.lfs.required": "false",
-        "transfer.fsckObjects": "true",
-    }
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(SAFE_GIT_ENV)
-    env.update({"GIT_LFS_SKIP_SMUDGE": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ASKPASS": "/bin/false",
-                "GIT_CONFIG_COUNT": str(len(config))})
-    for i, (key, value) in enumerate(config.items()):
-        env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = value
-    return env
+    return network_git_env(token=token)
 
 
 async def _git(cwd: str, env: dict[str, str], *args: str, timeout: float = FETCH_TIMEOUT) -> str:

@@ -1,7 +1,8 @@
-"""Secret redaction and truncation for untrusted text before it leaves the court (prompts, reports).
+"""Secret redaction and truncation for untrusted text: prompts, reports, and the output of test runs.
 
-Pure functions. Redaction replaces what looks like a credential with ``[REDACTED:<kind>]`` so a model never
-reads a token a PR leaked and no provider log stores one; truncation keeps text inside a character budget and
+Pure functions, and the one set of rules LogoMesh redacts with (the sandbox's test output uses it too).
+Redaction replaces what looks like a credential with ``[REDACTED:<kind>]`` so a model never reads a token a PR
+leaked, no provider log stores one and no report shows one; truncation keeps text inside a character budget and
 says how much it cut, so a huge PR can neither crowd the facts out of a prompt nor blow a token budget.
 """
 
@@ -18,18 +19,22 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                re.DOTALL)),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
     ("openai-key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}")),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
     ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
     ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
     ("stripe-key", re.compile(r"\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,}")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("bearer-token", re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/=-]{16,}|(?<=\btoken )[A-Za-z0-9._~+/=-]{16,}")),
 )
 URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]+):([^\s/@]+)@")
 ASSIGNED_SECRET = re.compile(
     r"(?i)\b((?:[a-z0-9_]*?)(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"
     r"client[_-]?secret|auth)[a-z0-9_]*)(\s*[:=]\s*|\"\s*:\s*)([\"']?)([^\s\"',;]{8,})\3"
 )
+# a shorter value after an unambiguous name ("password=hunter22"); "auth…" names need the longer value above
+SHORT_ASSIGNED = re.compile(r"(?i)\b((?:password|passwd|secret|api[_-]?key|access[_-]?key|token)\s*[=:]\s*)"
+                            r"([\"']?)([^\s'\"]{4,})\2")
 
 
 def redact_secrets(text: str, known: Iterable[str] = ()) -> str:
@@ -46,7 +51,14 @@ def redact_secrets(text: str, known: Iterable[str] = ()) -> str:
             return m.group(0)
         return f"{m.group(1)}{m.group(2)}{m.group(3)}[REDACTED:assigned-secret]{m.group(3)}"
 
-    return ASSIGNED_SECRET.sub(assigned, text)
+    text = ASSIGNED_SECRET.sub(assigned, text)
+
+    def short(m: re.Match[str]) -> str:
+        if m.group(3).startswith("[REDACTED:"):
+            return m.group(0)
+        return f"{m.group(1)}{m.group(2)}[REDACTED:assigned-secret]{m.group(2)}"
+
+    return SHORT_ASSIGNED.sub(short, text)
 
 
 def truncate(text: str, limit: int) -> str:

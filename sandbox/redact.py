@@ -1,4 +1,5 @@
-"""Trim and redact test output before it becomes evidence: PR code may print anything, including secrets.
+"""Trim and redact test output before it becomes evidence: PR code may print anything, including secrets
+(redacted by the same rules as prompts and reports, ``checks/redaction.py``).
 
 Test output is also made *stable* (:func:`stable_text`): what differs between two runs of the same tests —
 pytest's and unittest's timings (``5 passed in 0.12s``, ``--durations`` lines) and CPython's memory addresses
@@ -9,26 +10,11 @@ from __future__ import annotations
 
 import re
 
-REDACTED = "[redacted]"
-
-_PATTERNS = (
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
-    re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-    re.compile(r"\b(sk-ant-[A-Za-z0-9_-]{10,}|sk-[A-Za-z0-9]{20,})"),
-    re.compile(r"\b(AKIA|ASIA)[A-Z0-9]{16}\b"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"(?i)\b(bearer|token)\s+[A-Za-z0-9._~+/=-]{16,}"),
-    re.compile(r"(?i)((?:password|passwd|secret|api[_-]?key|access[_-]?key|token)\s*[=:]\s*)(['\"]?)[^\s'\"]{4,}\2"),
-)
-
+from checks.redaction import redact_secrets
 
 def redact(text: str) -> str:
-    for pattern in _PATTERNS:
-        if pattern.groups >= 2 and pattern.pattern.startswith("(?i)(("):
-            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-        else:
-            text = pattern.sub(REDACTED, text)
-    return text
+    """LogoMesh's one set of redaction rules (:func:`checks.redaction.redact_secrets`)."""
+    return redact_secrets(text)
 
 
 # the timing that closes pytest's summary ("3 failed, 2 passed in 0.25s", "… in 65.12s (0:01:05)") or unittest's

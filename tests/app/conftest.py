@@ -264,3 +264,12 @@ async def harness(settings: Settings, github: FakeGitHub, repo: ShopRepo, tmp_pa
 def verdict_title(title: str) -> bool:
     """A check run's title once it carries a verdict: ``Pass · CIS 0.88`` (then the first thing to fix)."""
     return title.startswith(("Pass · CIS ", "Neutral · CIS ", "Fail · CIS "))
+
+
+def score_cells(report: str) -> dict[str, str]:
+    """The report's one row of scores, by column: ``{"T tests": "0.80", "CIS": "**0.62** neutral", …}``."""
+    lines = report.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("| R intent |"))
+    header = [c.strip() for c in lines[at].strip("|").split("|")]
+    row = [c.strip() for c in lines[at + 2].strip("|").split("|")]
+    return dict(zip(header, row, strict=True))

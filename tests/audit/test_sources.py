@@ -35,6 +35,17 @@ def test_the_ext_transport_is_refused(tmp_path: Path):
     assert not marker.exists()
 
 
+def test_the_clone_ignores_inherited_git_variables(repo: Path, tmp_path: Path, monkeypatch):
+    """The audit's clone uses the App's hardened recipe: an inherited GIT_* variable (here one that would turn
+    the file transport off and one that points git at another directory) changes nothing."""
+    elsewhere = tmp_path / "elsewhere.git"
+    monkeypatch.setenv("GIT_DIR", str(elsewhere))
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'protocol.file.allow'='never'")
+    with open_snapshot(repo.as_uri(), max_commits=250) as snap:
+        assert "src/graph.py" in snap.paths
+    assert not elsewhere.exists()
+
+
 def test_a_symlink_in_the_repository_is_listed_never_followed(repo: Path, tmp_path: Path):
     secret = tmp_path / "secret.py"
     secret.write_text("TOKEN = 'do-not-read'\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from tests.app.conftest import REPO, Harness, pr_payload, verdict_title
+from tests.app.conftest import REPO, Harness, pr_payload, score_cells, verdict_title
 from tests.hardening.conftest import Tally
 from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer, Step
 
@@ -41,8 +41,8 @@ async def test_docker_unreachable_means_t_not_measured_and_a_neutral_verdict(
     evaluation = _last_evaluation(tmp_path)
     assert run["status"] == "completed"
     assert evaluation["measured"]["testing"] is False
-    assert "| T — testing | 0.50 | **not measured** |" in run["output"]["summary"]
-    assert "not measured" in run["output"]["summary"].split("### Evidence")[1]
+    assert score_cells(run["output"]["summary"])["T tests"] == "not measured"
+    assert "Tests not measured" in run["output"]["summary"].split("**Evidence**")[1]
     assert run["conclusion"] == "neutral" and evaluation["verdict"] == "neutral", evaluation["verdict_reasons"]
 
 

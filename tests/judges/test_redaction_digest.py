@@ -19,6 +19,9 @@ SECRETS = {
     "slack-token": "xoxb-" + "1234567890-abcdef",
     "jwt": "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.c2lnbmF0dXJlMTIz",
     "private-key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+    "google-api-key": "AIza" + "c" * 35,
+    "stripe-key": "sk_live_" + "d" * 24,
+    "bearer-token": "Bearer " + "e" * 24,
 }
 
 
@@ -34,8 +37,21 @@ def test_assignments_urls_and_configured_literals_are_redacted() -> None:
     out = redact_secrets(text, known=("mine!",))
     assert "correct-horse-battery" not in out and "s3cr3tpass" not in out and "abcdefgh12345678" not in out
     assert "postgres://app:[REDACTED:url-password]@db/x" in out
-    assert redact_secrets("token = short") == "token = short"  # too short to be a credential
+    assert redact_secrets("token = abc") == "token = abc"  # too short to be a credential
+    assert redact_secrets("author: John Smith") == "author: John Smith"  # an "auth…" name needs a long value
     assert redact_secrets("def add(a, b):\n    return a + b\n") == "def add(a, b):\n    return a + b\n"
+
+
+def test_one_rule_set_for_prompts_and_test_output() -> None:
+    """The sandbox's test output and the judges' prompts are redacted by the same rules: each side's cases."""
+    from sandbox.redact import clean_output
+
+    sandbox_cases = ["ghp_" + "a" * 24, "password=hunter22", "Bearer " + "f" * 20]  # the sandbox's old rules
+    court_cases = [*SECRETS.values(), "postgres://app:s3cr3tpass@db/x"]  # the court's
+    for case in sandbox_cases + court_cases:
+        for out in (redact_secrets(f"x {case} y"), clean_output(f"x {case} y".encode(), 10_000)):
+            secret = case.split("=", 1)[-1].split(" ", 1)[-1].split(":", 2)[-1].split("@")[0]
+            assert secret not in out and "[REDACTED:" in out, (case, out)
 
 
 def test_truncate_keeps_the_budget_and_says_what_it_cut() -> None:

@@ -135,4 +135,4 @@ def test_durations_and_addresses_leave_the_output_and_the_rest_stays() -> None:
     # with none too short to show, pytest prints neither the blank line nor the note: the same text remains
     assert stable_text(text.replace("\n\n(1 durations < 0.005s hidden.  Use -vv to show these durations.)", "")) \
         == shown
-    assert clean_test_output(b"password=hunter22 passed in 1.00s", 1000) == "password=[redacted] passed"
+    assert clean_test_output(b"password=hunter22 passed in 1.00s", 1000) == "password=[REDACTED:assigned-secret] passed"
