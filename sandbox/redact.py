@@ -12,6 +12,7 @@ import re
 
 from checks.redaction import redact_secrets
 
+
 def redact(text: str) -> str:
     """LogoMesh's one set of redaction rules (:func:`checks.redaction.redact_secrets`)."""
     return redact_secrets(text)
