@@ -174,7 +174,15 @@ class FunctionTaint:
         if isinstance(expr, ast.JoinedStr):
             return any(isinstance(v, ast.FormattedValue) and self.sources(v.value) for v in expr.values)
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod | ast.Add):
-            return bool(self.sources(expr.left) | self.sources(expr.right)) or self.is_formatted(expr.left)
+            # A BinOp carries the sources of its two operands, so this is "either operand is tainted, or the left
+            # one is formatted" — decided without re-reading the chain at each level: a string built from n
+            # pieces (``"a" + b + "c" + …``, a chain down its left side) costs O(n), not O(n²).
+            if self.sources(expr):
+                return True
+            left = expr.left
+            while isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod | ast.Add):
+                left = left.left  # untainted too: its sources are part of expr's
+            return self.is_formatted(left)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
             return any(self.sources(a) for a in [*expr.args, *[k.value for k in expr.keywords]])
         return False

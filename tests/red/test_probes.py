@@ -74,10 +74,11 @@ def test_the_probe_carries_its_data_as_a_literal_not_as_code():
                      argument="a", family="expression")
     code = build_probe(hostile, "n0nce")
     tree = ast.parse(code)
-    config_line = next(n for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "CONFIG")
-    call = config_line.value
-    assert isinstance(call, ast.Call) and isinstance(call.args[0], ast.Constant)
-    assert json.loads(call.args[0].value)["path"] == hostile_path
+    config_line = next(n for n in tree.body
+                       if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "CONFIG_JSON")
+    literal = config_line.value
+    assert isinstance(literal, ast.Constant) and json.loads(literal.value)["path"] == hostile_path
+    assert sum(1 for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "CONFIG_JSON") == 1
     assert not any(isinstance(n, ast.Call) and ast.unparse(n.func) == "os.system" for n in ast.walk(tree))
 
 
