@@ -1,40 +1,124 @@
 """The ``logomesh`` command line.
 
 Exit codes of ``review``: 0 pass or neutral, 1 fail, 2 usage or input error (unknown ref, not a git repo,
-invalid ``.logomesh.yml`` or rubric).
+invalid ``.logomesh.yml``, setting or rubric), 130 interrupted (Ctrl-C).
+
+Only Typer and Rich are imported here: the engine (git, the court, the rubric), the embedding model (torch), the
+sandbox (docker) and the ledger (SQLAlchemy, cryptography) are imported by the command that needs them, so that
+``logomesh --help`` and ``--version`` answer at once and ``review`` prints its first line before loading them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from app.cli_audit import audit as audit_command
+from app.cli_console import (
+    EXIT_FAIL,
+    EXIT_OK,
+    EXIT_USAGE,
+    Progress,
+    exit_130_on_ctrl_c,
+    fail,
+    notice,
+    result_line,
+)
 from app.cli_dbom import dbom_cli
-from app.cli_home import legacy_home_notice
 from app.cli_sandbox import sandbox_cli
-from app.embeddings import EmbeddingError
-from app.engine import read_config_file, review_repository
-from app.gitrepo import GitError
-from app.red import write_sarif
-from app.settings import SettingsError, load_settings
-from checks.diff import DiffError
-from checks.errors import ConfigError
-from checks.render import render_markdown, render_text
-from rubric import RubricError
-from sandbox.errors import SandboxError
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+if TYPE_CHECKING:
+    from app.settings import Settings
+    from checks.models import Evaluation
 
-cli = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="LogoMesh: pull-request integrity reviews.")
-stderr = Console(stderr=True, highlight=False)
+__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "cli", "main", "package_version"]
+
+# (variable, what it does): the environment a user of the command line sets most; each is a field of
+# app.settings.Settings (tests/core/test_cli_polish.py checks the names)
+ENVIRONMENT: tuple[tuple[str, str], ...] = (
+    ("LOGOMESH_HOME", "ledger and signing key (~/.local/share/logomesh)"),
+    ("LOGOMESH_SANDBOX", "auto|docker|off: run the PR's tests in Docker"),
+    ("LOGOMESH_SANDBOX_IMAGE", "its image (logomesh sandbox build-image)"),
+    ("LOGOMESH_EMBEDDING", "auto|on|off: the model that measures R"),
+    ("LOGOMESH_RED_TEAM", "auto|on|off: the Red Agent"),
+    ("LOGOMESH_LLM_PROVIDER", "offline|anthropic: who judges (offline)"),
+    ("LOGOMESH_LLM_API_KEY", "the Anthropic API key"),
+    ("LOGOMESH_LLM_MODEL", "the Anthropic model"),
+    ("LOGOMESH_RUBRIC_PATH", "a rubric JSON instead of the bundled one"),
+    ("LOGOMESH_DATABASE_URL", "the ledger's database (SQLite in LOGOMESH_HOME)"),
+)
+
+
+def _block(title: str, rows: Sequence[tuple[str, str]]) -> str:
+    # "\b": click prints the paragraph as written instead of re-wrapping it
+    width = max(len(name) for name, _ in rows)
+    return "\b\n" + title + "\n" + "\n".join(f"  {name:<{width}}  {text}" for name, text in rows)
+
+
+EXIT_CODES = _block("Exit codes:", [
+    ("0", "pass or neutral"),
+    ("1", "fail"),
+    ("2", "usage or input error (bad option, unknown ref, not a git repository,"),
+    ("", "invalid .logomesh.yml, setting or rubric)"),
+    ("130", "interrupted (Ctrl-C)"),
+])
+AUDIT_EXIT_CODES = _block("Exit codes:", [
+    ("0", "pass or neutral"),
+    ("1", "fail"),
+    ("2", "usage or input error (unreadable repository, PDF or rubric, bad setting)"),
+    ("130", "interrupted (Ctrl-C)"),
+])
+ENVIRONMENT_HELP = _block("Environment (also read from ./.env):", ENVIRONMENT)
+REVIEW_EXAMPLES = """\b
+Examples:
+  logomesh review . --base main --head HEAD --title 'Add discounts' --body-file PR.md
+  logomesh review ~/src/shop --head feature/discounts --format json -q > review.json"""
+MAIN_EXAMPLES = """\b
+Examples:
+  logomesh review . --base main --head feature/discounts --title 'Add discounts'
+  logomesh review --help
+  logomesh dbom verify --all"""
+
+cli = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    # plain click help: flags render as flags (Typer's Rich panels print "<bool>" after every flag), and the
+    # blocks of the epilog keep their layout
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\n\n".join((EXIT_CODES, ENVIRONMENT_HELP, MAIN_EXAMPLES)),
+)
+
+
+def package_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("logomesh")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"logomesh {package_version()}\n")
+        raise typer.Exit(EXIT_OK)
+
+
+@cli.callback()
+def logomesh(
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print 'logomesh VERSION' and exit.")] = False,
+) -> None:
+    """LogoMesh reviews pull requests for contextual integrity: does the change do what its author says, inside
+    the repository's constraints, with tests that truly pass, and does it survive an attacker?
+
+    The report goes to stdout, progress and errors to stderr.
+    """
 
 
 class OutputFormat(StrEnum):
@@ -43,85 +127,139 @@ class OutputFormat(StrEnum):
     text = "text"
 
 
-def _fail_usage(message: str) -> typer.Exit:
-    stderr.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
-    return typer.Exit(EXIT_USAGE)
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(f"cannot read {path}: not UTF-8 text") from exc
+    except OSError as exc:
+        raise fail(f"cannot read {path}: {exc.strerror}") from exc
 
 
-@cli.command()
+def _preparing(settings: Settings) -> str:
+    """What the engine sets up before the first engine message, by settings (the slow part: the model)."""
+    parts = [name for name, on in (("the sandbox", settings.sandbox != "off"),
+                                   ("the embedding model", settings.embedding != "off"),
+                                   ("the red agent", settings.red_team != "off")) if on]
+    parts.append(f"the {settings.llm_provider} judges")
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"preparing {listed}…"
+
+
+@cli.command(short_help="Review BASE...HEAD of a local git repository like a pull request.",
+             epilog="\n\n".join((EXIT_CODES, ENVIRONMENT_HELP, REVIEW_EXAMPLES)))
 def review(
-    path: Annotated[Path, typer.Argument(help="A local git repository.")] = Path("."),
-    base: Annotated[str, typer.Option("--base", help="The base ref (the branch the PR targets).")] = "main",
-    head: Annotated[str, typer.Option("--head", help="The head ref (the PR's last commit).")] = "HEAD",
-    title: Annotated[str, typer.Option("--title", help="The PR title.")] = "",
-    body: Annotated[str | None, typer.Option("--body", help="The PR body.")] = None,
-    body_file: Annotated[Path | None, typer.Option("--body-file", help="Read the PR body from a file.")] = None,
-    output: Annotated[OutputFormat, typer.Option("--format", help="json, markdown or text.")] = OutputFormat.text,
-    config: Annotated[Path | None, typer.Option("--config", help="Use this .logomesh.yml instead of the base's.")]
-    = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
-    sarif: Annotated[Path | None, typer.Option("--sarif", help="Also write the red-team findings as SARIF 2.1.0.")]
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="A local git repository (default: .).",
+                                         show_default=False)] = Path("."),
+    base: Annotated[str, typer.Option("--base", metavar="REF", help="The base ref (the branch the PR targets).")]
+    = "main",
+    head: Annotated[str, typer.Option("--head", metavar="REF", help="The head ref (the PR's last commit).")]
+    = "HEAD",
+    title: Annotated[str, typer.Option("--title", metavar="TEXT", help="The PR title.")] = "",
+    body: Annotated[str | None, typer.Option("--body", metavar="TEXT", help="The PR body.")] = None,
+    body_file: Annotated[Path | None, typer.Option("--body-file", metavar="FILE",
+                                                   help="Read the PR body from FILE.")] = None,
+    output: Annotated[OutputFormat, typer.Option("--format", metavar="FORMAT", help="text, markdown or json.")]
+    = OutputFormat.text,
+    config: Annotated[Path | None, typer.Option("--config", metavar="FILE",
+                                                help="Use FILE instead of the base's .logomesh.yml.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the report and errors: no progress, no "
+                                        "DBOM id (the DBOM is still recorded).")] = False,
+    sarif: Annotated[Path | None, typer.Option("--sarif", metavar="FILE",
+                                               help="Also write the red-team findings to FILE as SARIF 2.1.0.")]
     = None,
 ) -> None:
-    """Review BASE...HEAD of a local repository exactly as the App reviews a pull request."""
+    """Review BASE...HEAD of a local repository exactly as the App reviews a pull request.
+
+    Prints the report on stdout and records a signed DBOM of the decision in the local ledger
+    (see 'logomesh dbom').
+    """
+    say = Progress(quiet=quiet)
     if body is not None and body_file is not None:
-        raise _fail_usage("use either --body or --body-file, not both")
+        raise fail("use either --body or --body-file, not both")
+    with exit_130_on_ctrl_c():
+        say(f"review {base}...{head} of {path.absolute()}")  # at once: nothing heavy is loaded yet
+        _review(path, base, head, title=title, body=body, body_file=body_file, output=output, config=config,
+                quiet=quiet, sarif=sarif, say=say)
+
+
+def _review(path: Path, base: str, head: str, *, title: str, body: str | None, body_file: Path | None,
+            output: OutputFormat, config: Path | None, quiet: bool, sarif: Path | None, say: Progress) -> None:
+
+    from app.settings import SettingsError, load_settings
+
     try:
         settings = load_settings()
-        body_text = body or ""
-        if body_file is not None:
-            body_text = body_file.read_text(encoding="utf-8")
-        config_text = read_config_file(config) if config is not None else None
     except SettingsError as exc:
-        raise _fail_usage(str(exc)) from exc
-    except OSError as exc:
-        raise _fail_usage(f"cannot read {exc.filename}: {exc.strerror}") from exc
-    if (notice := legacy_home_notice(settings)) is not None:  # even with --quiet: it is about a private key
-        stderr.print(f"logomesh: {notice}", markup=False, soft_wrap=True)
+        raise fail(str(exc)) from exc
+    body_text = _read_text(body_file) if body_file is not None else body or ""
+    config_text = _read_text(config) if config is not None else None
+    from app.cli_home import legacy_home_notice
 
-    def progress(message: str) -> None:
-        if not quiet:
-            stderr.print(f"[dim]logomesh:[/] {message}", markup=True, soft_wrap=True)
+    if (legacy := legacy_home_notice(settings)) is not None:  # even with --quiet: it is about a private key
+        notice(legacy)
+    say(_preparing(settings))
 
-    try:
-        evaluation, _prepared = asyncio.run(review_repository(
-            path, base, head, settings=settings, title=title, body=body_text, config_text=config_text,
-            progress=progress,
-        ))
-    except (GitError, ConfigError, RubricError, DiffError) as exc:
-        raise _fail_usage(str(exc)) from exc
-    except (SandboxError, EmbeddingError) as exc:  # a component the settings require is not there
-        raise _fail_usage(str(exc)) from exc
+    evaluation = _run_review(path, base, head, settings, title=title, body=body_text, config_text=config_text,
+                             config_source=str(config) if config is not None else ".logomesh.yml", say=say)
 
     if sarif is not None:
+        from app.red import write_sarif
+
         try:
             write_sarif(sarif, evaluation)
         except OSError as exc:
-            raise _fail_usage(f"cannot write {sarif}: {exc.strerror}") from exc
+            raise fail(f"cannot write {sarif}: {exc.strerror}") from exc
     if output is OutputFormat.json:
         sys.stdout.write(evaluation.pretty_json() + "\n")
-    elif output is OutputFormat.markdown:
-        sys.stdout.write(render_markdown(evaluation))
     else:
-        sys.stdout.write(render_text(evaluation))
-    progress(f"verdict {evaluation.verdict}, CIS {evaluation.cis_score:.4f}")
-    from app.ledger.local import record_dbom  # imported late: the ledger's database stack is heavy to load
+        from checks.render import render_markdown, render_text
 
-    dbom_id = record_dbom(evaluation, settings, warn=progress)
+        sys.stdout.write(render_markdown(evaluation) if output is OutputFormat.markdown else render_text(evaluation))
+    sys.stdout.flush()  # the report is out before the ledger is written
+    say(f"verdict {evaluation.verdict}, CIS {evaluation.cis_score:.4f}")
+    say("recording the DBOM…")
+    from app.ledger.local import record_dbom  # the ledger's database stack is heavy to load
+
+    dbom_id = record_dbom(evaluation, settings, warn=notice)  # a record that is lost is said even with --quiet
     if dbom_id is not None:
-        stderr.print(f"logomesh: dbom {dbom_id}", markup=False, soft_wrap=True)
+        result_line(f"dbom {dbom_id}", quiet=quiet)
     raise typer.Exit(EXIT_FAIL if evaluation.verdict == "fail" else EXIT_OK)
 
 
-cli.command("audit")(audit_command)
+def _run_review(path: Path, base: str, head: str, settings: Settings, *, title: str, body: str,
+                config_text: str | None, config_source: str, say: Progress) -> Evaluation:
+    """The engine's review; input errors exit 2."""
+    import asyncio
+
+    from app.embeddings import EmbeddingError
+    from app.engine import review_repository
+    from app.gitrepo import GitError
+    from checks.diff import DiffError
+    from checks.errors import ConfigError
+    from rubric import RubricError
+    from sandbox.errors import SandboxError
+
+    try:
+        evaluation, _prepared = asyncio.run(review_repository(
+            path, base, head, settings=settings, title=title, body=body, config_text=config_text,
+            config_source=config_source, progress=say,
+        ))
+    except (GitError, ConfigError, RubricError, DiffError) as exc:
+        raise fail(str(exc)) from exc
+    except (SandboxError, EmbeddingError) as exc:  # a component the settings require is not there
+        raise fail(str(exc)) from exc
+    return evaluation
 
 
-@cli.command()
+cli.command("audit", short_help="Audit a whole repository (and its PDF report) against a rubric.",
+            epilog=AUDIT_EXIT_CODES)(audit_command)
+
+
+@cli.command(short_help="Print the version number.")
 def version() -> None:
-    """Print the version."""
-    from importlib.metadata import version as dist_version
-
-    sys.stdout.write(dist_version("logomesh") + "\n")
+    """Print the version (the number alone; 'logomesh --version' prints 'logomesh VERSION')."""
+    sys.stdout.write(package_version() + "\n")
 
 
 cli.add_typer(dbom_cli, name="dbom")
@@ -133,7 +271,7 @@ cli.add_typer(sandbox_cli, name="sandbox")
 
 
 def main() -> None:
-    cli()
+    cli(prog_name="logomesh")
 
 
 if __name__ == "__main__":

@@ -5,31 +5,33 @@ Both check their settings at start-up and exit 2 with the name of the missing or
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
-from app.settings import Settings, SettingsError, load_settings, require_app_settings
+from app.cli_console import EXIT_USAGE, fail, print_error, stderr
 
-app_cli = typer.Typer(add_completion=False, no_args_is_help=True, help="Run the GitHub App.")
-stderr = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from app.settings import Settings
+
+EXIT_STARTUP = 3
 
 
 def _settings(*, worker: bool) -> Settings:
+    from app.settings import SettingsError, load_settings, require_app_settings
+
     try:
         settings = load_settings()
         require_app_settings(settings, worker=worker)
     except SettingsError as exc:
-        stderr.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
-        raise typer.Exit(2) from exc
+        raise fail(str(exc), EXIT_USAGE) from exc
     return settings
 
 
-@app_cli.command()
 def serve(
-    host: Annotated[str | None, typer.Option(help="Bind address (default LOGOMESH_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default LOGOMESH_PORT).")] = None,
+    host: Annotated[str | None, typer.Option(metavar="ADDRESS", help="Bind address (default LOGOMESH_HOST).")]
+    = None,
+    port: Annotated[int | None, typer.Option(metavar="PORT", help="Port (default LOGOMESH_PORT).")] = None,
 ) -> None:
     """Receive GitHub webhooks: verify, dedupe, enqueue."""
     settings = _settings(worker=False)
@@ -44,7 +46,6 @@ def serve(
                 proxy_headers=True, access_log=False, log_config=None)
 
 
-@app_cli.command()
 def worker(
     burst: Annotated[bool, typer.Option(help="Stop when the queue is empty.")] = False,
     check: Annotated[bool, typer.Option(
@@ -55,11 +56,12 @@ def worker(
 
     if check:
         # a probe needs only Redis: not the App's key, so a misconfigured secret does not mask a dead worker
+        from app.settings import SettingsError, load_settings
+
         try:
             settings = load_settings()
         except SettingsError as exc:
-            stderr.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
-            raise typer.Exit(2) from exc
+            raise fail(str(exc), EXIT_USAGE) from exc
         from arq.worker import async_check_health
         from redis.exceptions import RedisError
 
@@ -70,7 +72,7 @@ def worker(
         try:
             code = asyncio.run(async_check_health(probe, Keys(settings.redis_prefix).health(), settings.queue_name))
         except (OSError, RedisError) as exc:
-            stderr.print(f"unhealthy: Redis does not answer ({type(exc).__name__})")
+            stderr.print(f"unhealthy: Redis does not answer ({type(exc).__name__})", markup=False)
             code = 1
         raise typer.Exit(code)
     settings = _settings(worker=True)
@@ -96,5 +98,5 @@ def worker(
     try:
         asyncio.run(run())
     except StartupError as exc:
-        stderr.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
-        raise typer.Exit(3) from exc
+        print_error(str(exc))
+        raise typer.Exit(EXIT_STARTUP) from exc

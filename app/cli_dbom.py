@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 
-from app.cli_home import legacy_home_notice
-from app.settings import SettingsError, load_settings
+from app.cli_console import fail, notice
 
 if TYPE_CHECKING:
     from app.ledger import Ledger
@@ -31,8 +29,9 @@ EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
 T = TypeVar("T")
 
 dbom_cli = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                       help="Decision Bills of Materials: show, verify, export.")
-stderr = Console(stderr=True, highlight=False)
+                       rich_markup_mode=None, help="Decision Bills of Materials: show, verify, export.",
+                       epilog="\b\nExit codes:\n  0  all good\n  1  verify found a broken record\n"
+                              "  2  usage error (unknown id, unreachable database, bad setting)")
 
 
 class ShowFormat(StrEnum):
@@ -46,17 +45,18 @@ class ExportFormat(StrEnum):
 
 
 def _usage(message: str) -> typer.Exit:
-    stderr.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
-    return typer.Exit(EXIT_USAGE)
+    return fail(message, EXIT_USAGE)
 
 
 def _with_ledger(work: Callable[[Ledger], Awaitable[T]]) -> T:
+    from app.cli_home import legacy_home_notice
     from app.ledger import LedgerError, open_ledger
+    from app.settings import SettingsError, load_settings
 
     async def run() -> T:
         settings = load_settings()
-        if (notice := legacy_home_notice(settings)) is not None:  # "unknown id" would otherwise be all it says
-            stderr.print(f"logomesh: {notice}", markup=False, soft_wrap=True)
+        if (legacy := legacy_home_notice(settings)) is not None:  # "unknown id" would otherwise be all it says
+            notice(legacy)
         ledger = await open_ledger(settings)
         try:
             return await work(ledger)
@@ -73,7 +73,7 @@ def _write_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-@dbom_cli.command()
+@dbom_cli.command(short_help="Verify one DBOM or all: hashes, signatures, inclusion, consistency.")
 def verify(
     record_id: Annotated[str | None, typer.Argument(metavar="ID", help="The DBOM to verify.")] = None,
     all_records: Annotated[bool, typer.Option("--all", help="Verify every record of every log.")] = False,
@@ -124,7 +124,7 @@ async def _record_and_proof(ledger: Ledger, record_id: str) -> tuple[Any, dict[s
     return record, await ledger.proof(record_id)
 
 
-@dbom_cli.command()
+@dbom_cli.command(short_help="Print a DBOM with its inclusion proof and signed tree head.")
 def show(
     record_id: Annotated[str, typer.Argument(metavar="ID", help="The DBOM to show.")],
     output: Annotated[ShowFormat, typer.Option("--format", help="json or html.")] = ShowFormat.json,
@@ -139,7 +139,7 @@ def show(
         _write_json(render_dbom_json(record, proof))
 
 
-@dbom_cli.command()
+@dbom_cli.command(short_help="Export a DBOM as a signed in-toto Statement (DSSE) or JSON.")
 def export(
     record_id: Annotated[str, typer.Argument(metavar="ID", help="The DBOM to export.")],
     output: Annotated[ExportFormat, typer.Option("--format", help="dsse (in-toto Statement v1) or json.")]
@@ -158,7 +158,7 @@ def export(
     _write_json(_with_ledger(work))
 
 
-@dbom_cli.command()
+@dbom_cli.command(short_help="List the public keys that may have signed a DBOM.")
 def keys() -> None:
     """List the public keys that may have signed a DBOM (what the App serves at /.well-known/logomesh/keys)."""
 
@@ -168,7 +168,7 @@ def keys() -> None:
     _write_json({"keys": _with_ledger(work)})
 
 
-@dbom_cli.command("rotate-key")
+@dbom_cli.command("rotate-key", short_help="Make a fresh signing key the active one.")
 def rotate_key() -> None:
     """Make a fresh signing key the active one; old public keys stay listed so old records still verify."""
     key_id = _with_ledger(lambda ledger: ledger.rotate_key())

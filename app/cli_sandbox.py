@@ -6,78 +6,82 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from app.settings import SettingsError, load_settings
-from sandbox.errors import SandboxError
+from app.cli_console import Progress, fail, print_error, stderr
 
-sandbox_cli = typer.Typer(no_args_is_help=True, help="The Docker sandbox that runs the PR's tests.")
-stderr = Console(stderr=True, highlight=False)
+# the sandbox package (docker) is imported inside the commands: `logomesh --help` starts faster without it
+sandbox_cli = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                          help="The Docker sandbox that runs the PR's tests.")
 
 
 def _image(image: str | None) -> str:
     if image:
         return image
+    from app.settings import SettingsError, load_settings
+
     try:
         return load_settings().sandbox_image
     except SettingsError as exc:
-        stderr.print(f"[bold red]error:[/] {exc}", markup=True)
-        raise typer.Exit(2) from exc
+        raise fail(str(exc)) from exc
 
 
-@sandbox_cli.command("build-image")
+TAG = typer.Option("--tag", metavar="IMAGE", help="Image tag (default: LOGOMESH_SANDBOX_IMAGE).")
+
+
+@sandbox_cli.command("build-image", short_help="Build the sandbox image offline (debootstrap, docker import).")
 def build_image_command(
-    image: Annotated[str | None, typer.Option("--tag", help="Image tag (default: LOGOMESH_SANDBOX_IMAGE).")] = None,
-    cache_dir: Annotated[Path, typer.Option("--cache-dir", help="Where the debootstrap folder is kept.")]
+    image: Annotated[str | None, TAG] = None,
+    cache_dir: Annotated[Path, typer.Option("--cache-dir", metavar="DIR", help="Where the debootstrap folder is kept.")]
     = Path("/var/cache/logomesh"),
-    mirror: Annotated[str | None, typer.Option("--mirror", help="Debian mirror (default: the one apt uses).")]
-    = None,
+    mirror: Annotated[str | None, typer.Option("--mirror", metavar="URL",
+                                               help="Debian mirror (default: the one apt uses).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the tag exists.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
 ) -> None:
     """Build the sandbox image offline: debootstrap Debian + python3 + pytest, then docker import."""
+    say = Progress(quiet=quiet)
+    from sandbox.errors import SandboxError
     from sandbox.image import build_image
 
     tag = _image(image)
     try:
         build_image(tag, cache_dir=cache_dir, mirror=mirror, force=force,
-                    say=lambda message: stderr.print(f"[dim]sandbox:[/] {message}", markup=True))
+                    say=lambda message: say(f"sandbox: {message}"))
     except SandboxError as exc:
-        stderr.print(f"[bold red]error:[/] {exc.reason}", markup=True)
-        raise typer.Exit(1) from exc
+        raise fail(exc.reason, 1) from exc
 
 
-@sandbox_cli.command("check")
-def check_command(
-    image: Annotated[str | None, typer.Option("--tag", help="Image tag (default: LOGOMESH_SANDBOX_IMAGE).")] = None,
-) -> None:
+@sandbox_cli.command("check", short_help="Exit 0 when Docker answers and the sandbox image exists.")
+def check_command(image: Annotated[str | None, TAG] = None) -> None:
     """Exit 0 when a Docker engine answers and the sandbox image exists; otherwise say why and exit 1."""
     from sandbox.docker_sandbox import docker_client, require_image
+    from sandbox.errors import SandboxError
 
     tag = _image(image)
     try:
         client = docker_client()
         require_image(client, tag)
     except SandboxError as exc:
-        stderr.print(f"[bold red]sandbox not ready:[/] {exc.reason}", markup=True)
+        print_error(exc.reason, label="sandbox not ready")
         raise typer.Exit(1) from exc
     client.close()
-    stderr.print(f"sandbox ready: {tag}")
+    stderr.print(f"sandbox ready: {tag}", markup=False)
 
 
-@sandbox_cli.command("janitor")
+@sandbox_cli.command("janitor", short_help="Remove what crashed runs left behind.")
 def janitor_command(
-    older_than: Annotated[float, typer.Option("--older-than", help="Seconds; younger objects are left alone.")]
-    = 3900.0,
+    older_than: Annotated[float, typer.Option("--older-than", metavar="SECONDS",
+                                              help="Younger objects are left alone.")] = 3900.0,
 ) -> None:
     """Remove sandbox containers, volumes and prepared images left behind by crashed runs."""
     from sandbox.docker_sandbox import docker_client
+    from sandbox.errors import SandboxError
     from sandbox.janitor import sweep
 
     try:
         client = docker_client()
     except SandboxError as exc:
-        stderr.print(f"[bold red]error:[/] {exc.reason}", markup=True)
-        raise typer.Exit(1) from exc
+        raise fail(exc.reason, 1) from exc
     swept = sweep(client, older_than)
     client.close()
     stderr.print(f"removed {swept.containers} containers, {swept.volumes} volumes, {swept.images} images")

@@ -15,7 +15,8 @@ logomesh_jobs_total                     counter    outcome: reviewed, superseded
                                                    retried, cancelled
 logomesh_cis                            histogram  verdict
 logomesh_github_requests_total          counter    method, status
-logomesh_github_rate_limit_remaining    gauge      (the last answer's X-RateLimit-Remaining)
+logomesh_github_rate_limit_remaining    gauge      (the last answer's X-RateLimit-Remaining; absent until
+                                                   an answer carried it)
 logomesh_llm_tokens_total               counter    kind: input, output
 ======================================  =========  ===================================================
 """
@@ -30,8 +31,10 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 import structlog
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import MetricsHandler
+from prometheus_client.metrics_core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from checks.models import Brief, Case, Deliberation, JudicialOpinion, ProbeResult, RedAnalysis, TestRunResult, TestSpec
 from rubric import Rubric
@@ -41,6 +44,40 @@ log = structlog.get_logger("logomesh.metrics")
 STAGES = ("clone", "prepare", "detectives", "sandbox", "red_agent", "judges", "publish", "total")
 _STAGE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 
+
+class UnsetGauge(Collector):
+    """A gauge without labels that exports no sample until it is set.
+
+    A ``Gauge`` starts at 0, which an alert on ``logomesh_github_rate_limit_remaining < 100`` reads as an
+    exhausted rate limit in every process that has not called GitHub yet (a fresh worker, the receiver). Absent,
+    the series makes no alert fire and ``absent()`` can still tell "never set" apart.
+    """
+
+    def __init__(self, name: str, documentation: str, registry: CollectorRegistry | None = REGISTRY) -> None:
+        self.name, self.documentation = name, documentation
+        self._value: float | None = None
+        self._lock = threading.Lock()
+        if registry is not None:
+            registry.register(self)
+
+    def set(self, value: float) -> None:
+        with self._lock:
+            self._value = float(value)
+
+    def get(self) -> float | None:
+        with self._lock:
+            return self._value
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return [GaugeMetricFamily(self.name, self.documentation)]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(self.name, self.documentation)
+        if (value := self.get()) is not None:
+            family.add_metric([], value)
+        yield family
+
+
 WEBHOOKS = Counter("logomesh_webhooks", "Webhook deliveries received, by event and outcome.", ["event", "outcome"])
 QUEUE_DEPTH = Gauge("logomesh_queue_depth", "Jobs waiting in the arq queue (due or deferred).", ["queue"])
 STAGE_SECONDS = Histogram("logomesh_job_stage_seconds", "Time a review spends in each stage.", ["stage"],
@@ -49,9 +86,10 @@ JOBS = Counter("logomesh_jobs", "Review jobs by how they ended.", ["outcome"])
 CIS = Histogram("logomesh_cis", "Contextual Integrity Scores of completed reviews.", ["verdict"],
                 buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0))
 GITHUB_REQUESTS = Counter("logomesh_github_requests", "Calls to the GitHub REST API.", ["method", "status"])
-GITHUB_RATE_REMAINING = Gauge("logomesh_github_rate_limit_remaining",
-                              "X-RateLimit-Remaining of the last GitHub answer that carried it.")
+GITHUB_RATE_REMAINING = UnsetGauge("logomesh_github_rate_limit_remaining",
+                                   "X-RateLimit-Remaining of the last GitHub answer that carried it.")
 LLM_TOKENS = Counter("logomesh_llm_tokens", "Tokens used by the LLM judges.", ["kind"])
+
 
 def queue_label(queue_name: str) -> str:
     """The ``queue`` label: ``logomesh:queue`` → ``logomesh`` (a Kubernetes label value has no colons, and the

@@ -1,16 +1,21 @@
 """The one place LogoMesh reads its environment: ``LOGOMESH_*`` variables and an optional ``.env`` file.
 
 Build it once at start-up (``Settings()``) and pass it explicitly. A missing or malformed value fails right
-there with a message naming the variable.
+there with a message naming the variable (``LOGOMESH_PUBLIC_URL: must be an absolute http(s) URL, …``). An empty
+variable (``LOGOMESH_HOME=``) counts as unset: the default applies.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import ErrorDetails
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
 
 
 class SettingsError(ValueError):
@@ -37,8 +42,28 @@ def default_home() -> Path:
         raise SettingsError("LOGOMESH_HOME", "not set, and there is no home directory to default to") from exc
 
 
+ENV_PREFIX = "LOGOMESH_"
+
+# URL settings and the example each error shows; BASE_URLS lose a trailing slash, so that f"{base}/path" never
+# doubles one
+URL_EXAMPLES = {
+    "github_api_url": "https://api.github.com",
+    "github_web_url": "https://github.com",
+    "public_url": "https://logomesh.example.com",
+    "llm_base_url": "https://api.anthropic.com",
+    "sandbox_index_url": "https://pypi.org/simple",
+}
+BASE_URLS = ("github_api_url", "github_web_url", "public_url")
+
+
+def variable(field: str) -> str:
+    """The environment variable of a settings field: ``public_url`` → ``LOGOMESH_PUBLIC_URL``."""
+    return ENV_PREFIX + field.upper()
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="LOGOMESH_", env_file=".env", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=".env", extra="ignore", frozen=True,
+                                      env_ignore_empty=True)
 
     # where local state lives (ledger, keys) for the embedded default; see default_home
     home: Path = Field(default_factory=default_home)
@@ -49,11 +74,14 @@ class Settings(BaseSettings):
     private_key: SecretStr | None = Field(default=None, description="the App's private key, PEM text")
     private_key_path: Path | None = None
     webhook_secret: SecretStr | None = None
-    github_api_url: str = Field(default="https://api.github.com", pattern=r"^https?://[^\s]+$")
-    github_web_url: str = Field(default="https://github.com", pattern=r"^https?://[^\s]+$")
+    github_api_url: str = "https://api.github.com"
+    github_web_url: str = "https://github.com"
     github_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     check_name: str = Field(default="LogoMesh", min_length=1, max_length=100)
-    redis_url: str = Field(default="redis://127.0.0.1:6379/0", pattern=r"^rediss?://")
+    # when the App comments on a PR (a repository's ``.logomesh.yml`` ``comment:`` wins): always; on-change —
+    # when the verdict is not pass or a LogoMesh comment is already there (kept current); never — check run only
+    comment: Literal["always", "on-change", "never"] = "on-change"
+    redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = Field(default="logomesh:", min_length=1, max_length=64)
     queue_name: str = Field(default="logomesh:queue", min_length=1, max_length=128)
     host: str = "127.0.0.1"
@@ -78,16 +106,27 @@ class Settings(BaseSettings):
     clone_max_bytes: int = Field(default=500 * 1024 * 1024, ge=1024)
     clone_max_files: int = Field(default=50_000, ge=1)
 
-    @model_validator(mode="after")
-    def _app_urls(self) -> Settings:
-        # one spelling of each base URL, so that f"{base}/path" never doubles a slash
-        for name in ("github_api_url", "github_web_url", "public_url"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                if not value.startswith(("http://", "https://")):
-                    raise ValueError(f"{name} must be an http(s) URL")
-                object.__setattr__(self, name, value.rstrip("/"))
-        return self
+    @field_validator(*URL_EXAMPLES, mode="after")
+    @classmethod
+    def _absolute_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        field = info.field_name or ""
+        try:
+            parts = urlsplit(value)
+            absolute = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:  # a port that is not a number or out of range, a broken IPv6 address
+            absolute = False
+        if not absolute or re.search(r"\s", value):
+            raise ValueError(f"must be an absolute http(s) URL, e.g. {URL_EXAMPLES[field]}")
+        return value.rstrip("/") if field in BASE_URLS else value
+
+    @field_validator("redis_url", mode="after")
+    @classmethod
+    def _redis_url(cls, value: str) -> str:
+        if not value.startswith(("redis://", "rediss://")):
+            raise ValueError("must be a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379/0")
+        return value
 
     def llm_key(self) -> str | None:
         """The Anthropic API key, or None when it is unset or empty."""
@@ -119,7 +158,8 @@ class Settings(BaseSettings):
     sandbox_setup_timeout_seconds: int = Field(default=600, ge=1, le=3600)
     # the setup phase reaches only this index (and LOGOMESH_SANDBOX_INDEX_HOSTS, host[:port] each)
     sandbox_index_url: str = "https://pypi.org/simple"
-    sandbox_index_hosts: tuple[str, ...] = ()
+    # comma-separated (pypi.internal,files.internal:8443) or a JSON list
+    sandbox_index_hosts: Annotated[tuple[str, ...], NoDecode] = ()
     # the CA bundle handed to the setup phase; unset: the one pip is configured with, else certifi's
     sandbox_ca_bundle: Path | None = None
     sandbox_env_cache_mb: int = Field(default=4096, ge=0)
@@ -157,6 +197,20 @@ class Settings(BaseSettings):
     signing_key_path: Path | None = None
     signing_key: SecretStr | None = Field(default=None, description="PEM Ed25519 private key; wins over the path")
     public_url: str | None = Field(default=None, description="where the App serves /dbom/{id}")
+
+    @field_validator("sandbox_index_hosts", mode="before")
+    @classmethod
+    def _host_list(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if value.lstrip().startswith("["):
+            import json
+
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError('must be host[:port] names separated by commas, or a JSON list of them') from exc
+        return tuple(host.strip() for host in value.split(",") if host.strip())
 
     @model_validator(mode="after")
     def _ledger_defaults(self) -> Settings:
@@ -199,13 +253,42 @@ def host_ca_bundle() -> Path | None:
     return next((Path(c) for c in candidates if c and Path(c).is_file()), None)
 
 
+# pydantic's wording → ours; the value the user gave is quoted back only for these types, never for a string
+# (it may be a key, a token or a URL with a password in it)
+_SHOWN_INPUT = {"literal_error", "bool_parsing", "bool_type", "int_parsing", "int_from_float", "float_parsing",
+                "greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+_SOURCE_FIELD = re.compile(r'field "([^"]+)"')
+
+
+def _message(error: ErrorDetails) -> str:
+    message = error["msg"].removeprefix("Value error, ")
+    message = re.sub(r"^Input should be", "must be", message)
+    if error["type"] == "literal_error":
+        message = f"must be {error.get('ctx', {}).get('expected', '')}"
+    elif error["type"] in ("int_parsing", "int_from_float"):
+        message = "must be a whole number"
+    elif error["type"] == "float_parsing":
+        message = "must be a number"
+    elif error["type"] in ("bool_parsing", "bool_type"):
+        message = "must be true or false (or 1/0, yes/no, on/off)"
+    if error["type"] in _SHOWN_INPUT:
+        message += f"; got {error.get('input')!r}"
+    return message
+
+
 def load_settings(**overrides: object) -> Settings:
+    """The settings from the environment and ``.env`` (``overrides`` win); raises :class:`SettingsError` naming the
+    first variable that is malformed."""
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         first = exc.errors()[0]
-        name = "LOGOMESH_" + "_".join(str(p) for p in first["loc"]).upper()
-        raise SettingsError(name, first["msg"]) from exc
+        field = str(first["loc"][0]) if first["loc"] else ""
+        raise SettingsError(variable(field) if field else f"{ENV_PREFIX}*", _message(first)) from exc
+    except SourceError as exc:  # a value pydantic-settings could not even decode (a JSON-typed field)
+        found = _SOURCE_FIELD.search(str(exc))
+        name = variable(found.group(1)) if found else f"{ENV_PREFIX}*"
+        raise SettingsError(name, "cannot be parsed (a list is written as JSON, e.g. [\"a\", \"b\"])") from exc
 
 
 def require_app_settings(settings: Settings, *, worker: bool) -> None:

@@ -32,7 +32,7 @@ GITHUB_TIMEOUT_MS = 10_000
 async def main(n: int) -> None:
     url = os.environ.get("LOGOMESH_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
     prefix = f"logomesh-bench:{uuid.uuid4().hex[:8]}:"
-    settings = Settings(_env_file=None, webhook_secret="bench", redis_url=url, redis_prefix=prefix,  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, webhook_secret="bench", redis_url=url, redis_prefix=prefix,
                         queue_name=prefix + "queue", public_url="http://bench", home=Path("/tmp/logomesh-bench"))
     body = json.dumps(pr_payload("opened.payload.json", head="a" * 40, base="b" * 40)).encode()
     signature = "sha256=" + hmac.new(b"bench", body, hashlib.sha256).hexdigest()
@@ -49,7 +49,7 @@ async def main(n: int) -> None:
                     "X-Hub-Signature-256": signature, "Content-Type": "application/json"})
                 times.append((time.perf_counter() - started) * 1000)
                 assert answer.status_code == 202, answer.text
-    redis = aioredis.from_url(url)
+    redis = aioredis.from_url(url)  # type: ignore[no-untyped-call]
     keys = [k async for k in redis.scan_iter(match=prefix + "*")] + [f"arq:job:{i}" for i in ids]
     await redis.delete(*keys)
     await redis.aclose()

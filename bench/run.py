@@ -10,7 +10,7 @@
 
 Real Redis (``LOGOMESH_TEST_REDIS_URL``, default DB 15, keys under a random prefix, removed afterwards), real
 uvicorn, real git over smart HTTP from the fake GitHub of tests/app (the only fake). Per-section details:
-bench/app_webhook.py (single-client latency), bench/sandbox.py, bench/rationale.py, bench/red_agent.py,
+bench/app_webhook.py (single-client latency), bench/sandbox_overhead.py, bench/rationale.py, bench/red_agent.py,
 bench/dbom_ledger.py.
 
     PYTHONPATH=$PWD .venv/bin/python bench/run.py [--webhooks 2000] [--reviews 5] [--burst 200] [--skip ...]
@@ -72,7 +72,7 @@ def sign(body: bytes) -> str:
 
 
 async def cleanup(prefix: str, job_ids: list[str]) -> None:
-    redis = aioredis.from_url(REDIS_URL)
+    redis = aioredis.from_url(REDIS_URL)  # type: ignore[no-untyped-call]
     keys = [k async for k in redis.scan_iter(match=prefix + "*")]
     for j in job_ids:
         keys += [f"arq:job:{j}", f"arq:result:{j}", f"arq:retry:{j}", f"arq:in-progress:{j}"]
@@ -121,7 +121,7 @@ async def bench_webhooks(n: int, concurrency: int, budget_s: float) -> None:
     print(f"1. webhook ack: {n} signed pull_request deliveries, {concurrency} concurrent, ≤{budget_s:.0f}s each")
     prefix = f"logomesh-bench:{uuid.uuid4().hex[:8]}:"
     home = Path(tempfile.mkdtemp(prefix="logomesh-bench-"))
-    settings = Settings(_env_file=None, webhook_secret=SECRET, redis_url=REDIS_URL, redis_prefix=prefix,  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, webhook_secret=SECRET, redis_url=REDIS_URL, redis_prefix=prefix,
                         queue_name=prefix + "queue", public_url="http://bench", home=home)
     payload = pr_payload("opened.payload.json", head="a" * 40, base="b" * 40)
     ids: list[str] = []
@@ -192,7 +192,7 @@ async def bench_stages(reviews: int) -> None:
     per_stage: dict[str, list[float]] = {s: [] for s in STAGES}
     with ServerThread(github.app()) as gh_url:
         github.add_pull(REPO, 1, head=head, base=base, title=PR_TITLE, body=PR_BODY)
-        settings = Settings(_env_file=None, app_id=APP_ID, private_key=private, webhook_secret=SECRET,  # type: ignore[call-arg]
+        settings = Settings(_env_file=None, app_id=APP_ID, private_key=private, webhook_secret=SECRET,
                             github_api_url=gh_url, github_web_url=gh_url, public_url="http://bench",
                             redis_url=REDIS_URL, redis_prefix=prefix, queue_name=prefix + "queue", home=root / "home",
                             llm_provider="offline", concurrency=1, metrics_port=0)
@@ -239,7 +239,7 @@ async def burst(n: int, workers: int, root: Path, github: FakeGitHub, gh_url: st
                 base: str) -> dict[str, Any]:
     prefix = f"logomesh-bench:{uuid.uuid4().hex[:8]}:"
     home = root / f"home-{workers}"
-    settings = Settings(_env_file=None, app_id=APP_ID, private_key=private, webhook_secret=SECRET,  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, app_id=APP_ID, private_key=private, webhook_secret=SECRET,
                         github_api_url=gh_url, github_web_url=gh_url, public_url="http://bench",
                         redis_url=REDIS_URL, redis_prefix=prefix, queue_name=prefix + "queue", home=home)
     first = 1000 * workers
@@ -269,10 +269,10 @@ async def burst(n: int, workers: int, root: Path, github: FakeGitHub, gh_url: st
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(workers)]
         codes = [await asyncio.to_thread(p.wait, 1800) for p in procs]
         elapsed = time.perf_counter() - started
-        redis = aioredis.from_url(REDIS_URL)
+        redis = aioredis.from_url(REDIS_URL)  # type: ignore[no-untyped-call]
         from arq.jobs import Job
 
-        infos = [await Job(j, redis, _queue_name=prefix + "queue").result_info() for j in ids]  # type: ignore[arg-type]
+        infos = [await Job(j, redis, _queue_name=prefix + "queue").result_info() for j in ids]
         await redis.aclose()
     finally:
         await cleanup(prefix, ids)

@@ -128,7 +128,7 @@ async def main(total: int) -> None:
         for proc, _ in servers.values():
             proc.terminate()
             proc.wait(10)
-        redis = aioredis.from_url(url)
+        redis = aioredis.from_url(url)  # type: ignore[no-untyped-call]
         keys = [k async for k in redis.scan_iter(match=prefix + "*")]
         queued = await redis.zrange(prefix + "queue", 0, -1)
         keys += [b"arq:job:" + q for q in queued]

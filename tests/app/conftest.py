@@ -167,7 +167,7 @@ def github(repo: ShopRepo, app_key: tuple[str, str]) -> Iterator[FakeGitHub]:
 def settings(github: FakeGitHub, app_key: tuple[str, str], tmp_path: Path) -> Settings:
     prefix = f"logomesh-test:{uuid.uuid4().hex[:12]}:"
     return Settings(
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
         app_id=123, private_key=app_key[0], webhook_secret=SECRET,
         github_api_url=github.url, github_web_url=github.url,  # type: ignore[attr-defined]
         public_url="https://logomesh.test", redis_url=REDIS_URL, redis_prefix=prefix, queue_name=prefix + "queue",
@@ -222,7 +222,8 @@ class Harness:
 
 
 def fixture_payload(event: str, name: str) -> dict[str, Any]:
-    return json.loads((WEBHOOKS / event / name).read_text())
+    payload: dict[str, Any] = json.loads((WEBHOOKS / event / name).read_text())
+    return payload
 
 
 def pr_payload(name: str, *, head: str, base: str, number: int = PR, **pr_fields: Any) -> dict[str, Any]:
@@ -245,7 +246,7 @@ def pr_payload(name: str, *, head: str, base: str, number: int = PR, **pr_fields
 async def harness(settings: Settings, github: FakeGitHub, repo: ShopRepo, tmp_path: Path
                   ) -> AsyncIterator[Harness]:
     dbom = await SqliteDbom.open(tmp_path / "dbom.db")
-    redis = aioredis.from_url(REDIS_URL)
+    redis = aioredis.from_url(REDIS_URL)  # type: ignore[no-untyped-call]
     try:
         with ServerThread(create_app(settings, env_path=tmp_path / ".env")) as url:
             h = Harness(settings, url, github, repo, dbom, redis)

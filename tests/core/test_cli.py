@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from checks.render import DOCS_URL
 from tests.core.scenarios import SCENARIOS, build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,9 +54,10 @@ def test_a_failing_verdict_exits_1(tmp_path):
 def test_markdown_report_has_the_comment_sections(tmp_path):
     result = review(build(tmp_path, "eval"), "eval", "--format", "markdown", home=tmp_path / "h")
     assert result.returncode == 0, result.stderr
-    for section in ("<!-- logomesh:review -->", "| R — rationale", "### Judges", "### Chief Justice",
-                    "### Evidence", "calc/ops.py:9"):
-        assert section in result.stdout
+    for section in ("<!-- logomesh:review -->", "**What to fix**", "| R intent", "<details>", "| Criterion | Ruling",
+                    "**Evidence**", "`calc/ops.py:9`"):
+        assert section in result.stdout, section
+    assert "https://github.com/" not in result.stdout.replace(DOCS_URL, "")  # a local review links nowhere
 
 
 def test_body_file_and_config_file(tmp_path):

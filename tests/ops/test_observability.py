@@ -5,18 +5,24 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import subprocess
+import sys
+import textwrap
 import uuid
+from pathlib import Path
 
 import httpx
 import structlog
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.logs import REDACTED, configure
-from app.metrics import queue_label
+from app.metrics import UnsetGauge, queue_label
 from tests.app.conftest import INSTALLATION, PR, REPO, SECRET, Harness, pr_payload
 
 STAGES_WITHOUT_SANDBOX = ("clone", "prepare", "detectives", "judges", "publish", "total")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def sample(name: str, **labels: str) -> float:
@@ -112,3 +118,40 @@ async def test_logs_are_json_lines_with_bound_context_and_never_a_secret(harness
     careless = next(e for e in events if e["event"] == "careless")
     assert careless["secret"] == REDACTED and REDACTED in careless["header"]
     assert any(REDACTED in e["event"] for e in events if e.get("logger") == "some.library")
+
+
+def samples(text: str) -> dict[str, float]:
+    return {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_the_rate_limit_gauge_has_no_sample_until_github_answered() -> None:
+    """A 0 before the first GitHub call would fire every ``remaining < 100`` alert in a fresh process."""
+    code = textwrap.dedent("""
+        from prometheus_client import generate_latest
+        from app.metrics import observe_github
+        print(generate_latest().decode(), "---")
+        observe_github("GET", None)  # a call that never got an answer
+        observe_github("GET", 502, {"content-type": "text/html"})  # an answer without the header
+        print(generate_latest().decode(), "---")
+        observe_github("GET", 200, {"x-ratelimit-remaining": "4321"})
+        print(generate_latest().decode())
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    fresh, unanswered, answered = result.stdout.split("---")
+    name = "logomesh_github_rate_limit_remaining"
+    assert f"# TYPE {name} gauge" in fresh  # described, so a dashboard finds it, but no value
+    assert name not in samples(fresh)
+    assert name not in samples(unanswered)
+    assert samples(answered)[name] == 4321
+
+
+def test_an_unset_gauge_exports_only_what_was_set() -> None:
+    registry = CollectorRegistry()
+    gauge = UnsetGauge("example_remaining", "An example.", registry=registry)
+    assert gauge.get() is None and "example_remaining" not in samples(generate_latest(registry).decode())
+    gauge.set(0)  # a real 0 is exported: only "never set" is absent
+    assert samples(generate_latest(registry).decode())["example_remaining"] == 0
+    gauge.set(17)
+    assert samples(generate_latest(registry).decode())["example_remaining"] == 17

@@ -6,7 +6,7 @@ Prints medians of N runs:
   sandboxed   ``DockerSandbox.run_tests`` end to end (includes pytest at 50 % of one CPU)
 and the overhead (sandboxed - bare) with the ratio sandboxed / bare. Goal: lifecycle under 1.5 s here.
 
-Usage: python bench/sandbox.py [-n 5] [--image logomesh-sandbox:latest]
+Usage: python bench/sandbox_overhead.py [-n 5] [--image logomesh-sandbox:latest]
 """
 
 from __future__ import annotations

