@@ -22,7 +22,8 @@ from urllib.parse import quote
 
 from app.pages import page_html
 from checks.dbom import AuditDbomBody, DbomBody, DbomRecord
-from checks.models import SEVERITY_ORDER
+from checks.fixes import what_to_fix
+from checks.models import SEVERITY_ORDER, Evaluation
 
 MAX_LIST_ROWS = 60
 MAX_CELL = 1000
@@ -430,6 +431,27 @@ def _verify(record: DbomRecord, audit: bool) -> str:
     )
 
 
+def _fixes(raw: Mapping[str, Any], links: GitHubLinks) -> str:
+    """What to fix, as the PR comment leads with it (``checks/fixes.py``); nothing when the record is not a
+    readable Evaluation (e.g. written by another version)."""
+    try:
+        evaluation = Evaluation.model_validate(raw)
+    except ValueError:
+        return ""
+    fixes = what_to_fix(evaluation)
+    if not fixes:
+        return ""
+    items = []
+    for fix in fixes:
+        where = _where(links, fix.location.path, fix.location.line) if fix.location is not None else ""
+        subject = f"<code>{_t(fix.subject, 200)}</code>: " if fix.subject else ""
+        detail = f"<br>{subject}{_t(fix.detail, 600)}" if fix.detail and fix.detail != fix.title else ""
+        hint = f"<br><em>{_t(fix.hint, 300)}</em>" if fix.hint else ""
+        items.append(f"<li><strong>{_t(fix.title, 200)}</strong>{' · ' + where if where else ''}{detail}{hint}</li>")
+    title = "What to fix" if evaluation.verdict != "pass" else "Worth a look"
+    return f"<h2 id=\"fix\">{title}</h2><ol>{''.join(items)}</ol>"
+
+
 def render_dbom_html(record: DbomRecord, proof: Mapping[str, Any] | None, *,
                      web_url: str = GITHUB_WEB) -> str:
     """The full report for people following the PR comment's link: a self-contained page, no scripts, no
@@ -456,7 +478,8 @@ def render_dbom_html(record: DbomRecord, proof: Mapping[str, Any] | None, *,
         f"<h1 class=\"{escape(verdict)}\">{heading}</h1>{head}"
         f"<p class=\"muted\">Decision Bill of Materials <code>{escape(record.id)}</code> · recorded "
         f"{escape(record.created_at.isoformat())}{rubric_line}</p>"
-        + _reasons(raw) + scores + _judges(raw) + _rulings(raw) + _evidence(raw, links) + extra
+        + ("" if audit else _fixes(raw, links)) + _reasons(raw) + scores + _judges(raw) + _rulings(raw)
+        + _evidence(raw, links) + extra
         + f"<h2 id=\"inputs\">Inputs (entangled)</h2>{_kv(inputs)}"
         + f"<h2 id=\"integrity\">Record, signature and proof</h2>{_kv(_integrity(record, proof, audit))}"
         + _verify(record, audit)

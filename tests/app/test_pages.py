@@ -421,3 +421,18 @@ def test_setup_warns_without_a_public_url_and_the_dbom_routes_without_a_ledger(t
     assert client.get("/dbom/abcdefgh12345678").json() == {"error": "the DBOM ledger is not part of this build"}
     keys = client.get("/.well-known/logomesh/keys", headers={"Accept": BROWSER})
     assert keys.status_code == 503 and keys.headers["content-type"].startswith("text/html")
+
+
+def test_the_page_of_a_real_failing_review_leads_with_what_to_fix() -> None:
+    """The review of the example's tax change (``tests/fixtures/reports/fail.json``): the first section after the
+    heading names the broken test, where it failed (a link to the file at the head commit) and its message."""
+    fixture = Path(__file__).parent.parent / "fixtures" / "reports" / "fail.json"
+    ev = Evaluation.model_validate_json(fixture.read_text(encoding="utf-8"))
+    ev = ev.model_copy(update={"inputs": ev.inputs.model_copy(update={"repo": "acme/shop", "pr_number": 7})})
+    html = render_dbom_html(unsigned_record(ev), None, web_url=WEB)
+    assert html.index('id="fix"') < html.index('id="why"') < html.index('id="scores"' if 'id="scores"' in html
+                                                                       else 'id="judges"')
+    fixes = html[html.index('id="fix"'):html.index('id="why"')]
+    assert "A test that passed before this change fails now" in fixes
+    assert "tests/test_cart.py::test_total_includes_tax" in fixes and "assert 3.75 == 3.6" in fixes
+    assert f'href="{WEB}/acme/shop/blob/{ev.inputs.head}/tests/test_cart.py#L8"' in fixes
