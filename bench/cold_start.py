@@ -9,7 +9,8 @@ backends alternating run by run so that both see the same machine load. In each 
   ``app.minilm`` (everything the light backend needs);
 * **model load** — ``SentenceTransformer(dir)`` against ``MiniLM.load(dir)``, the packaged all-MiniLM-L6-v2;
 * **first encode** — one short text, normalised, as R embeds;
-* **total** — process start to the first vector, interpreter start-up included.
+* **total** — from the first import to the first vector; the whole process, interpreter start-up and exit
+  included, is timed from outside as well, and its peak resident memory (``VmHWM``) read at the end.
 
 Both run torch on one CPU thread, as :mod:`app.embeddings` does. Printed: the median of ``--runs`` for each,
 the ratio, and the largest absolute difference between the two backends' vectors for a set of varied texts
@@ -59,8 +60,10 @@ loaded = time.perf_counter()
 model.encode(["a discount code for the checkout"], normalize_embeddings=True)
 encoded = time.perf_counter()
 vectors = model.encode(texts, batch_size=32, normalize_embeddings=True).tolist()
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+peak = int(status.get("VmHWM", "0 kB").split()[0]) / 1024
 print(json.dumps({"import": imported - started, "load": loaded - imported, "encode": encoded - loaded,
-                  "total": encoded - started, "vectors": vectors, "modules": len(sys.modules)}))
+                  "total": encoded - started, "vectors": vectors, "modules": len(sys.modules), "peak_mib": peak}))
 """
 
 
@@ -102,6 +105,8 @@ def main() -> None:
         print(f"{label:<36}{slow:>22.3f} s{light:>20.3f} s{slow / max(light, 1e-9):>8.1f}×")
     modules = [int(runs[b][0]["modules"]) for b in backends]  # type: ignore[call-overload]
     print(f"{'modules in sys.modules':<36}{modules[0]:>24,}{modules[1]:>22,}")
+    peak = [median(b, "peak_mib") for b in backends]
+    print(f"{'peak RSS (VmHWM)':<36}{peak[0]:>20.0f} MiB{peak[1]:>18.0f} MiB{peak[0] / max(peak[1], 1e-9):>8.1f}×")
     difference = max(abs(a - b)
                      for run_a, run_b in zip(runs[backends[0]], runs[backends[1]], strict=True)
                      for va, vb in zip(run_a["vectors"], run_b["vectors"], strict=True)  # type: ignore[call-overload]

@@ -15,7 +15,7 @@ from checks.judges.llm import WITHHELD
 from checks.judges.prompt import system_prompt
 from checks.models import Brief, Deliberation, RedAnalysis
 from checks.models import TestRunResult as RunResult
-from checks.render import render_markdown
+from checks.render import DOCS_URL, render_markdown
 from rubric import load_rubric
 from tests.judges.conftest import NONCE_KEY, llm_judges, make_client, prepared_for, run_review
 from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer
@@ -28,16 +28,33 @@ EPS = 1e-9
 
 
 def shape(markdown: str) -> list[tuple[str, int]]:
-    """The report's skeleton: per line, its leading Markdown token and how many live table cells it has."""
+    """The report's skeleton outside its collapsed details: per line, its leading Markdown token and how many
+    live table cells it has (inside the details, which opinions are quoted depends on the scores, so only
+    :func:`assert_tables_hold` applies there)."""
     out = []
-    for line in markdown.splitlines():
+    outside = markdown.split("<details>", 1)[0] + markdown.split("</details>", 1)[-1]
+    for line in outside.splitlines():
         live = line.replace("\\|", "")
         lead = re.match(r"^(#+|\||>|-|<sub>|<!--|)", line)
         out.append((lead.group(1) if lead else "", live.count("|")))
     return out
 
 
+def assert_tables_hold(markdown: str) -> None:
+    """Every row of every table has exactly its header's live cells: no text broke out of a cell."""
+    header: int | None = None
+    for line in markdown.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = line.replace("\\|", "").count("|")
+        if header is None:
+            header = cells
+        assert cells == header, line
+
+
 def assert_inert(markdown: str) -> None:
+    markdown = markdown.replace(f"[How it is scored]({DOCS_URL})", "")  # LogoMesh's own legend link
     assert "@octocat" not in markdown
     assert not re.search(r"(?<!\\)\]\(", markdown), "a live Markdown link"
     assert not re.search(r"(?<!\\)!(?<!\\)\[", markdown.replace("\\!", "")), "a live image"
@@ -67,6 +84,8 @@ async def test_injection_canaries_move_neither_the_bound_nor_the_report_shape(
 
     honest_md, attacked_md = render_markdown(honest), render_markdown(attacked)
     assert shape(attacked_md) == shape(honest_md)
+    assert_tables_hold(attacked_md)
+    assert attacked_md.count("<details>") == honest_md.count("<details>") == 1
     assert_inert(attacked_md)
     if "system prompt" in body:
         assert all(o.argument == WITHHELD for o in attacked.opinions)
