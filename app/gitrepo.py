@@ -197,7 +197,12 @@ class GitRepo:
             entries[path] = (mode, oid)
         return entries
 
+    def commit_count(self, base: str, head: str) -> int:
+        """How many commits ``base..head`` holds (merges left out), however many :meth:`commits` reads."""
+        return int(self.git("rev-list", "--count", "--no-merges", f"{base}..{head}").strip() or 0)
+
     def commits(self, base: str, head: str) -> list[Commit]:
+        """The newest :data:`MAX_COMMITS` commits of ``base..head`` (merges left out), oldest first."""
         shas = self.git("rev-list", "--reverse", "--no-merges", f"--max-count={MAX_COMMITS}",
                         f"{base}..{head}").split()
         commits: list[Commit] = []
@@ -286,6 +291,7 @@ def read_case(
         diff=diff_text,
         files=files,
         commits=tuple(repo.commits(merge_base, head_sha)),
+        commits_total=repo.commit_count(merge_base, head_sha),
         head_paths=tuple(sorted(head_tree)),
         test_spec=TestSpec(command=test.command, setup_command=test.setup,
                            timeout_seconds=test.timeout_seconds or timeout_seconds),

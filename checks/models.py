@@ -134,6 +134,8 @@ class Case(Model):
     diff: str
     files: tuple[ChangedFile, ...]
     commits: tuple[Commit, ...] = ()
+    commits_total: int | None = Field(default=None, description="commits in base..head, merges left out: more "
+                                      "than len(commits) when the list was cut to the newest")
     head_paths: tuple[str, ...] = Field(default=(), description="every path in the tree at head")
     test_spec: TestSpec = TestSpec()
     config_sha256: str | None = None

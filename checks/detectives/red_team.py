@@ -48,6 +48,14 @@ class RedTeam:
             )
             for finding in analysis.findings
         ]
+        skipped = (analysis.search or {}).get("too_large")
+        if skipped:
+            paths = ", ".join(skipped["paths"][:5]) + (" …" if skipped["count"] > 5 else "")
+            evidence.append(Evidence(
+                id=f"{ID}.too-large", detective=ID, kind="analysis-capped", severity="low",
+                summary=f"The red agent did not analyse {skipped['count']} changed file(s) larger than "
+                        f"{skipped['limit_chars']:,} characters: {paths}",
+                facts=dict(skipped)))
         if analysis.search is not None:
             evidence.append(Evidence(
                 id=f"{ID}.search", detective=ID, kind="red-search",

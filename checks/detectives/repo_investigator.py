@@ -58,6 +58,8 @@ def _diff_summary(case: Case) -> Evidence:
 def _forensics(case: Case, rubric: Rubric) -> list[Evidence]:
     rules = rubric.forensics
     commits = case.commits[: rules.max_commits]
+    total = max(case.commits_total or 0, len(case.commits))
+    truncated = total > len(commits)
     authors = sorted({f"{c.author_name} <{c.author_email}>" for c in commits})
     co_authors = sorted({m.strip() for c in commits for m in CO_AUTHOR.findall(c.message)})
     empty = [c.sha[:12] for c in commits if c.files_changed == 0]
@@ -68,16 +70,25 @@ def _forensics(case: Case, rubric: Rubric) -> list[Evidence]:
             id=f"{ID}.history",
             detective=ID,
             kind="commit-history",
-            summary=f"{len(case.commits)} commit(s) by {len(authors)} author(s)",
+            summary=f"{total} commit(s) by {len(authors)} author(s)"
+                    + (f" (the newest {len(commits)} read)" if truncated else ""),
             facts={
-                "commits": len(case.commits),
+                "commits": total,
+                "read": len(commits),
                 "authors": authors,
                 "co_authors": co_authors,
                 "messages": [c.subject for c in commits],
-                "truncated": len(case.commits) > len(commits),
+                "truncated": truncated,
             },
         )
     ]
+    if truncated:
+        share = 100 * len(commits) / total
+        items.append(Evidence(
+            id=f"{ID}.history.capped", detective=ID, kind="analysis-capped", severity="low",
+            summary=f"The history read {len(commits)} of {total} commits ({share:.1f} %), the newest: authors and "
+                    "commit messages of the older ones are not part of this review",
+            facts={"read": len(commits), "total": total}))
     for kind, shas, what, severity in (
         ("empty-commit", empty, "commit(s) change no file", "low"),
         ("giant-commit", giant, f"commit(s) change more than {rules.giant_commit_lines} lines", "low"),

@@ -78,6 +78,13 @@ def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSo
     return merge(found)
 
 
+def too_large(case: Case) -> list[str]:
+    """Changed product Python files the static pass skips: larger than :data:`MAX_SOURCE_CHARS`."""
+    return sorted(f.path for f in case.files
+                  if f.status != "removed" and f.content is not None and f.path.endswith(".py")
+                  and not is_test_path(f.path) and len(f.content) > MAX_SOURCE_CHARS)
+
+
 def importable_modules(case: Case) -> list[str]:
     """The changed product modules (not tests), which the import probe imports one by one."""
     return [f.path for f in case.files if f.status != "removed" and f.path.endswith(".py") and not f.is_symlink
@@ -219,6 +226,8 @@ class MCTSRedTeam:
         # The seed is logged as hex: canonical JSON (RFC 8785) only carries integers up to 2**53 exactly.
         search_log: dict[str, Any] = {"seed": f"{seed:016x}", "hypotheses": len(hypotheses),
                                       "probeable": len(probed)}
+        if skipped := too_large(case):
+            search_log["too_large"] = {"paths": skipped[:50], "count": len(skipped), "limit_chars": MAX_SOURCE_CHARS}
         imports = ImportRecord()
         modules = importable_modules(case)
         if sandbox is not None and modules:

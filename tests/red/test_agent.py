@@ -138,3 +138,17 @@ async def test_the_analysis_is_canonical_json_for_the_dbom(attack):
     assert isinstance(analysis.search["seed"], str) and len(analysis.search["seed"]) == 16
     tree = analysis.search["tree"]
     assert all(row["closed"] for row in tree if row["path"].startswith("code-injection"))
+
+
+async def test_a_file_too_large_for_the_static_pass_is_named_not_silently_skipped(attack, rubric):
+    from checks.detectives import RedTeam
+    from checks.red.agent import MAX_SOURCE_CHARS
+
+    path, source = VULNERABLE[sorted(VULNERABLE)[0]]
+    padding = "\n".join(f"VALUE_{i} = {i}" for i in range(MAX_SOURCE_CHARS // 12))
+    analysis, agent, sandbox = await attack({path: source + "\n" + padding + "\n"}, sources=[BanditSource()])
+    assert analysis.findings == () and analysis.search is not None
+    assert analysis.search["too_large"]["paths"] == [path]
+    report = await RedTeam(agent, sandbox).investigate(make_case({path: source + "\n" + padding + "\n"}), rubric)
+    capped = [e for e in report.evidence if e.kind == "analysis-capped"]
+    assert len(capped) == 1 and capped[0].severity == "low" and path in capped[0].summary
