@@ -361,9 +361,10 @@ class AuditOutcome:
 def audit_parts(stack: contextlib.AsyncExitStack, settings: Settings, rubric: Rubric) -> AuditParts:
     """The bench and the eyes of one audit, chosen by settings; ``stack`` closes their clients afterwards.
 
-    With ``llm_provider=anthropic`` and a key, every rubric persona becomes an LLM judge (each falling back to its
-    offline audit persona when Anthropic cannot be reached) and report images go to the Anthropic diagram
-    classifier; otherwise the offline personas rule and the images are listed, not analysed.
+    With an LLM provider (``anthropic`` with a key, or ``openai``: :func:`app.llm.make_llm_client`), every rubric
+    persona becomes an LLM judge (each falling back to its offline audit persona when the provider cannot be
+    reached); report images go to the Anthropic diagram classifier with ``anthropic`` only. Otherwise the offline
+    personas rule and the images are listed, not analysed.
     """
     parts = AuditParts()
     judges, notice = llm_judges(stack, settings, rubric.judges, {j.persona: j for j in audit_judges()},
@@ -372,6 +373,9 @@ def audit_parts(stack: contextlib.AsyncExitStack, settings: Settings, rubric: Ru
         parts.notices.append(notice)
     if judges:
         parts.judges = judges
+    if settings.llm_provider == "openai":
+        parts.classifier_missing = "the openai provider has no diagram classifier (only anthropic reads images)"
+        return parts
     if settings.llm_provider != "anthropic":
         return parts
     api_key = settings.llm_key()

@@ -166,33 +166,27 @@ async def attach_red_team(stack: contextlib.AsyncExitStack, repo: GitRepo, prepa
 
 def llm_judges(stack: contextlib.AsyncExitStack, settings: Settings, personas: Iterable[str],
                fallbacks: Mapping[str, Judge], digest: DigestBuilder | None = None) -> tuple[list[Judge], str | None]:
-    """``(judges, notice)``: an LLM judge per persona when ``llm_provider=anthropic`` and a key is set, sharing one
-    client (closed by ``stack``) and one budget, each with its offline persona from ``fallbacks`` to rule when
-    Anthropic cannot be reached; ``([], None)`` offline; ``([], why)`` when the provider cannot be used."""
+    """``(judges, notice)``: an LLM judge per persona when an LLM provider is configured (``anthropic`` with a key,
+    ``openai``), sharing one client from :func:`app.llm.make_llm_client` (closed by ``stack``) and one budget, each
+    with its offline persona from ``fallbacks`` to rule when the provider cannot be reached; ``([], None)``
+    offline; ``([], why)`` when the provider cannot be used. An unknown provider raises ``SettingsError``."""
     if settings.llm_provider == "offline":
         return [], None
-    api_key = settings.llm_key()
-    if api_key is None:
-        return [], "LOGOMESH_LLM_API_KEY is not set, so the offline judges ruled instead of anthropic"
-    import hashlib
-
-    from app.llm.anthropic_client import AnthropicClient, ReviewBudget
+    from app.llm import make_llm_client, missing_key, prompt_nonce_key, review_budget
     from checks.judges.digest import DigestBudget, build_digest
     from checks.judges.llm import LLMJudge
 
-    budget = ReviewBudget(max_tokens=settings.llm_budget_tokens, max_usd=settings.llm_budget_usd,
-                          input_usd_per_mtok=settings.llm_input_usd_per_mtok,
-                          output_usd_per_mtok=settings.llm_output_usd_per_mtok)
-    client = AnthropicClient(api_key=api_key, model=settings.llm_model, budget=budget,
-                             base_url=settings.llm_base_url, timeout_seconds=settings.llm_timeout_seconds,
-                             max_tokens=settings.llm_max_tokens, max_retries=settings.llm_max_retries)
+    notice = missing_key(settings)
+    if notice is not None:
+        return [], notice
+    client = make_llm_client(settings, review_budget(settings))
     stack.push_async_callback(client.aclose)
-    secret = settings.llm_nonce_key.get_secret_value() if settings.llm_nonce_key else "api-key:" + api_key
-    nonce_key = hashlib.sha256(b"logomesh-prompt-nonce\x00" + secret.encode()).digest()
+    api_key = settings.llm_key()
     digest_budget = DigestBudget.scaled(settings.llm_digest_chars)
+    nonce_key = prompt_nonce_key(settings)
     return [
         LLMJudge(persona, client, nonce_key=nonce_key, fallback=fallbacks.get(persona), budget=digest_budget,
-                 known_secrets=(api_key,), digest=digest or build_digest)
+                 known_secrets=(api_key,) if api_key else (), digest=digest or build_digest)
         for persona in personas
     ], None
 
@@ -209,10 +203,43 @@ async def attach_judges(stack: contextlib.AsyncExitStack, repo: GitRepo, prepare
         say(f"notice: {notice}")
     if judges:
         parts.judges = judges
-        say(f"judges: {', '.join(prepared.rubric.judges)} on anthropic {settings.llm_model}")
+        say(f"judges: {', '.join(prepared.rubric.judges)} on {settings.llm_provider} {settings.llm_model}")
 
 
-ATTACHERS: tuple[Attacher, ...] = (attach_sandbox, attach_embedder, attach_red_team, attach_judges)
+# The slow, independent attachers run together: Docker and the git objects the sandbox packs, while the embedding
+# model loads in its thread. The rest run after them, in order: the red agent reads ``parts.sandbox``.
+CONCURRENT_ATTACHERS: tuple[Attacher, ...] = (attach_sandbox, attach_embedder)
+SEQUENTIAL_ATTACHERS: tuple[Attacher, ...] = (attach_red_team, attach_judges)
+ATTACHERS: tuple[Attacher, ...] = CONCURRENT_ATTACHERS + SEQUENTIAL_ATTACHERS
+
+
+async def attach_together(attachers: Sequence[Attacher], stack: contextlib.AsyncExitStack, repo: GitRepo,
+                          prepared: PreparedReview, settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
+    """Run ``attachers`` concurrently, as if one after another for everything but the clock.
+
+    Each attacher's messages are held and said in the attachers' order, so the output does not depend on which
+    finished first. None is cancelled when another fails: each runs to its end, so whatever it opened is on
+    ``stack`` and gets closed. Then the first failure, in the attachers' order, is raised; later ones become
+    notes on it.
+    """
+    import asyncio
+
+    said: list[list[str]] = [[] for _ in attachers]
+    try:
+        outcomes = await asyncio.gather(
+            *(attach(stack, repo, prepared, settings, parts, messages.append)
+              for attach, messages in zip(attachers, said, strict=True)),
+            return_exceptions=True)
+    finally:
+        for messages in said:
+            for message in messages:
+                say(message)
+    failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    if failures:
+        first = failures[0]
+        for other in failures[1:]:
+            first.add_note(f"also failed while attaching: {type(other).__name__}: {other}")
+        raise first
 
 
 @contextlib.asynccontextmanager
@@ -223,7 +250,8 @@ async def court_parts(
     say = progress or (lambda _msg: None)
     parts = CourtParts(rejection_first=prepared.config.rejection_first)
     async with contextlib.AsyncExitStack() as stack:
-        for attach in ATTACHERS:
+        await attach_together(CONCURRENT_ATTACHERS, stack, repo, prepared, settings, parts, say)
+        for attach in SEQUENTIAL_ATTACHERS:
             await attach(stack, repo, prepared, settings, parts, say)
         yield parts
 

@@ -50,10 +50,12 @@ URL_EXAMPLES = {
     "github_api_url": "https://api.github.com",
     "github_web_url": "https://github.com",
     "public_url": "https://logomesh.example.com",
-    "llm_base_url": "https://api.anthropic.com",
+    "llm_base_url": "https://api.anthropic.com or http://localhost:11434/v1",
     "sandbox_index_url": "https://pypi.org/simple",
 }
 BASE_URLS = ("github_api_url", "github_web_url", "public_url")
+LLM_ANTHROPIC_DEFAULTS = {"llm_model": "claude-sonnet-4-6", "llm_base_url": "https://api.anthropic.com"}
+LLM_OPENAI_EXAMPLES = {"llm_model": "qwen2.5:7b-instruct", "llm_base_url": "http://localhost:11434/v1 (Ollama)"}
 
 
 def variable(field: str) -> str:
@@ -128,8 +130,21 @@ class Settings(BaseSettings):
             raise ValueError("must be a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379/0")
         return value
 
+    @field_validator("llm_model", "llm_base_url", mode="before")
+    @classmethod
+    def _llm_defaults(cls, value: Any, info: ValidationInfo) -> Any:
+        # anthropic (and offline, which the worker's "Re-run with LLM" turns into anthropic) defaults to Anthropic's
+        # API; an OpenAI-compatible server is usually a local one, so its URL and model are never guessed
+        if value is not None and value != "":
+            return value
+        field = info.field_name or ""
+        if info.data.get("llm_provider") == "openai":
+            raise ValueError(f"required with LOGOMESH_LLM_PROVIDER=openai, e.g. {LLM_OPENAI_EXAMPLES[field]}")
+        return LLM_ANTHROPIC_DEFAULTS[field]
+
     def llm_key(self) -> str | None:
-        """The Anthropic API key, or None when it is unset or empty."""
+        """The LLM provider's API key, or None when it is unset or empty (anthropic needs one; an OpenAI-compatible
+        server may not)."""
         return (self.llm_api_key.get_secret_value() or None) if self.llm_api_key is not None else None
 
     def private_key_pem(self) -> str:
@@ -176,9 +191,10 @@ class Settings(BaseSettings):
     red_team: Literal["auto", "on", "off"] = "auto"
 
     # judges
-    llm_provider: Literal["offline", "anthropic"] = "offline"
-    llm_model: str = Field(default="claude-sonnet-4-6", min_length=1)
-    llm_base_url: str = "https://api.anthropic.com"
+    llm_provider: Literal["offline", "anthropic", "openai"] = "offline"
+    # unset: the provider's default (see _llm_defaults); openai (any OpenAI-compatible server) has none
+    llm_base_url: str = Field(default="", validate_default=True)
+    llm_model: str = Field(default="", min_length=1, validate_default=True)
     llm_api_key: SecretStr | None = None
     llm_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
     llm_max_retries: int = Field(default=3, ge=0, le=10)

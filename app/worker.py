@@ -162,7 +162,8 @@ async def run_court(ctx: dict[str, Any], settings: Settings, req: ReviewRequest,
     token = await github.installation_token(req.installation_id)
     spec = CloneSpec(url=f"{settings.github_web_url}/{req.repo}.git", head_sha=target.head_sha,
                      base_sha=pr["base"]["sha"], token=token)
-    job_settings = settings.model_copy(update={"llm_provider": "anthropic"}) if req.with_llm else settings
+    job_settings = settings.model_copy(update={"llm_provider": "anthropic" if settings.llm_provider == "offline"
+                                               else settings.llm_provider}) if req.with_llm else settings
     cloning = time.perf_counter()
     async with checkout(spec, settings) as repo:
         STAGE_SECONDS.labels("clone").observe(time.perf_counter() - cloning)

@@ -5,10 +5,11 @@
 - Sampling: SDK 2.x speaks API version 2026-10-21, which rejects ``temperature``/``top_p``/``top_k`` at any
   value (HTTP 400), so none is sent. Determinism of the *score* comes from the Chief Justice's bounds, not
   from sampling.
-- Retries are ours (the SDK's are off): exponential backoff with jitter on connection errors, timeouts, 408,
-  409, 429, 5xx and 529 (overloaded), honouring ``retry-after-ms``/``retry-after`` and ``x-should-retry``.
-- Budget: every request reserves its worst case (estimated input + ``max_tokens``) against the review's
-  :class:`ReviewBudget` before it is sent, and settles the real usage after.
+- Retries are ours (the SDK's are off), shared with every provider (:mod:`app.llm.retry`): exponential backoff
+  with jitter on connection errors, timeouts, 408, 409, 429, 5xx and 529 (overloaded), honouring
+  ``retry-after-ms``/``retry-after`` and ``x-should-retry``.
+- Budget (:mod:`app.llm.budget`): every request reserves its worst case (estimated input + ``max_tokens``)
+  against the review's :class:`ReviewBudget` before it is sent, and settles the real usage after.
 
 Raises the court's errors (checks.errors)::
 
@@ -20,90 +21,19 @@ Raises the court's errors (checks.errors)::
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import json
 import random
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
 
-from app.metrics import LLM_TOKENS
-from checks.errors import LLMBudgetExceeded, LLMError, LLMUnavailable
+from app.llm.budget import CHARS_PER_TOKEN, ReviewBudget, estimate_tokens
+from app.llm.retry import RETRYABLE_STATUS, RetryPolicy, SleepFn, Transient, retry_after_seconds, should_retry
+from checks.errors import LLMError
 from checks.llm_types import LLMReply, LLMRequest, LLMUsage
 
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-CHARS_PER_TOKEN = 3  # conservative: over-estimating input keeps the reservation on the safe side
-
-SleepFn = Callable[[float], Awaitable[None]]
-
-
-@dataclass
-class ReviewBudget:
-    """Tokens and dollars one review may spend across all its judges, reserved before each request."""
-
-    max_tokens: int
-    max_usd: float
-    input_usd_per_mtok: float
-    output_usd_per_mtok: float
-    spent_input: int = 0
-    spent_output: int = 0
-    reserved_tokens: int = 0
-    reserved_usd: float = 0.0
-    _log: list[str] = field(default_factory=list)
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input_usd_per_mtok + output_tokens * self.output_usd_per_mtok) / 1_000_000
-
-    @property
-    def spent_usd(self) -> float:
-        return self.cost(self.spent_input, self.spent_output)
-
-    def reserve(self, input_tokens: int, output_tokens: int) -> tuple[int, float]:
-        tokens = input_tokens + output_tokens
-        usd = self.cost(input_tokens, output_tokens)
-        spent_tokens = self.spent_input + self.spent_output
-        if spent_tokens + self.reserved_tokens + tokens > self.max_tokens \
-                or self.spent_usd + self.reserved_usd + usd > self.max_usd:
-            raise LLMBudgetExceeded(
-                f"the review's LLM budget ({self.max_tokens} tokens, ${self.max_usd:.2f}) would be exceeded",
-                spent={"tokens": float(spent_tokens), "usd": round(self.spent_usd, 6)})
-        self.reserved_tokens += tokens
-        self.reserved_usd += usd
-        return tokens, usd
-
-    def settle(self, reservation: tuple[int, float], usage: LLMUsage | None) -> None:
-        self.reserved_tokens -= reservation[0]
-        self.reserved_usd -= reservation[1]
-        if usage is not None:
-            self.spent_input += usage.input_tokens
-            self.spent_output += usage.output_tokens
-            LLM_TOKENS.labels("input").inc(usage.input_tokens)
-            LLM_TOKENS.labels("output").inc(usage.output_tokens)
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """The server's requested wait: ``retry-after-ms``, then ``retry-after`` (seconds or an HTTP date)."""
-    if headers is None:
-        return None
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_tz(value)
-        if parsed is None:
-            return None
-        return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+# re-exported: the budget and the retry helpers lived here before the provider seam (app/llm/budget.py, retry.py)
+__all__ = ["CHARS_PER_TOKEN", "RETRYABLE_STATUS", "AnthropicClient", "ReviewBudget", "retry_after_seconds"]
 
 
 class AnthropicClient:
@@ -130,12 +60,8 @@ class AnthropicClient:
         self.model_id = model
         self.budget = budget
         self.max_tokens = max_tokens
-        self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        self.retry_after_max = retry_after_max
-        self._sleep = sleep
-        self._jitter = jitter
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max,
+                                 retry_after_max=retry_after_max, sleep=sleep, jitter=jitter)
         # max_retries=0: retrying is ours, so the budget and the retry-after cap see every attempt.
         self._sdk = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout_seconds,
                                              max_retries=0)
@@ -145,8 +71,7 @@ class AnthropicClient:
 
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with equal jitter for retry number ``attempt`` (0-based)."""
-        ceiling = min(self.backoff_max, self.backoff_base * (2.0 ** attempt))
-        return ceiling / 2 + self._jitter() * ceiling / 2
+        return self.retry.backoff(attempt)
 
     def _params(self, request: LLMRequest) -> dict[str, Any]:
         return {
@@ -160,66 +85,41 @@ class AnthropicClient:
         }
 
     def _estimate_input(self, params: dict[str, Any]) -> int:
-        return len(json.dumps(params, ensure_ascii=False)) // CHARS_PER_TOKEN + 1
+        return estimate_tokens(params)
 
     async def complete(self, request: LLMRequest) -> LLMReply:
         params = self._params(request)
-        estimate = self._estimate_input(params)
-        last: str = "no attempt"
-        status: int | None = None
-        for attempt in range(self.max_retries + 1):
-            reservation = self.budget.reserve(estimate, self.max_tokens)
+
+        async def send(attempts: int) -> tuple[LLMReply, LLMUsage]:
             try:
                 message = await self._sdk.messages.create(**params)
             except anthropic.APIStatusError as exc:
-                self.budget.settle(reservation, None)
                 status = exc.status_code
                 last = f"HTTP {status} {exc.type or ''}".strip()
-                should = exc.response.headers.get("x-should-retry")
-                retryable = should == "true" or (should != "false" and
-                                                 (status in RETRYABLE_STATUS or status >= 500))
-                if not retryable:
+                if not should_retry(status, exc.response.headers):
                     raise LLMError(f"{request.purpose}: Anthropic refused the request ({last})",
-                                   status_code=status, attempts=attempt + 1) from exc
-                wait = retry_after_seconds(exc.response.headers)
+                                   status_code=status, attempts=attempts) from exc
+                raise Transient.from_status(status, last, exc.response.headers) from exc
             except anthropic.APITimeoutError as exc:
-                self.budget.settle(reservation, None)
-                status, last, wait = None, "timed out", None
-                if attempt == self.max_retries:
-                    raise LLMUnavailable(f"Anthropic timed out after {attempt + 1} attempt(s)",
-                                         attempts=attempt + 1) from exc
+                raise Transient("timed out", kind="timeout") from exc
             except anthropic.APIConnectionError as exc:
-                self.budget.settle(reservation, None)
-                status, last, wait = None, "connection failed", None
-                if attempt == self.max_retries:
-                    raise LLMUnavailable(f"Anthropic unreachable after {attempt + 1} attempt(s)",
-                                         attempts=attempt + 1) from exc
+                raise Transient("connection failed", kind="connection") from exc
             except (anthropic.AnthropicError, ValueError) as exc:
                 # A malformed response (the SDK's JSON decoding raises ValueError) or a client-side refusal:
                 # no retry can fix it.
-                self.budget.settle(reservation, None)
                 raise LLMError(f"{request.purpose}: the Anthropic SDK failed ({type(exc).__name__})",
-                               attempts=attempt + 1) from exc
-            else:
-                try:
-                    usage = LLMUsage(input_tokens=message.usage.input_tokens,
-                                     output_tokens=message.usage.output_tokens)
-                    reply = self._reply(message, request, usage, attempt + 1)
-                except (AttributeError, TypeError, ValueError) as exc:
-                    # The SDK builds responses leniently; a body without the Message fields surfaces here.
-                    self.budget.settle(reservation, None)
-                    raise LLMError(f"{request.purpose}: Anthropic sent a malformed message ({type(exc).__name__})",
-                                   attempts=attempt + 1) from exc
-                self.budget.settle(reservation, usage)
-                return reply
-            if attempt == self.max_retries:
-                break
-            if wait is not None and wait > self.retry_after_max:
-                raise LLMUnavailable(f"Anthropic asked to wait {wait:.0f}s ({last})", status_code=status,
-                                     attempts=attempt + 1)
-            await self._sleep(wait if wait is not None else self.backoff(attempt))
-        raise LLMUnavailable(f"Anthropic still failing after {self.max_retries + 1} attempt(s) ({last})",
-                             status_code=status, attempts=self.max_retries + 1)
+                               attempts=attempts) from exc
+            try:
+                usage = LLMUsage(input_tokens=message.usage.input_tokens,
+                                 output_tokens=message.usage.output_tokens)
+                return self._reply(message, request, usage, attempts), usage
+            except (AttributeError, TypeError, ValueError) as exc:
+                # The SDK builds responses leniently; a body without the Message fields surfaces here.
+                raise LLMError(f"{request.purpose}: Anthropic sent a malformed message ({type(exc).__name__})",
+                               attempts=attempts) from exc
+
+        return await self.retry.run(send, budget=self.budget, estimate=self._estimate_input(params),
+                                    max_tokens=self.max_tokens, provider="Anthropic")
 
     @staticmethod
     def _reply(message: Any, request: LLMRequest, usage: LLMUsage, attempts: int) -> LLMReply:
