@@ -39,11 +39,15 @@ How R is computed
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import gc
 import heapq
+import io
 import math
 import re
+import sys
+import tokenize
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -159,10 +163,32 @@ def prose(text: str) -> str:
     return "\n".join(kept)
 
 
+STDLIB = frozenset(sys.stdlib_module_names)
+# Names any Python change may touch: they say nothing about *which* change a description refers to.
+GENERIC_ANCHORS = frozenset(
+    {name.lower() for name in dir(builtins)} | {name.lower() for name in sys.stdlib_module_names}
+    | {"self", "cls", "args", "kwargs", "init", "main", "test", "tests", "setup", "readme", "changelog"})
+HOST_SUFFIXES = frozenset({"com", "org", "net", "io", "dev", "edu", "gov", "info", "co", "uk", "de"})
+GENERIC_ACRONYMS = frozenset({"API", "PR", "CI", "CD", "URL", "URI", "JSON", "HTTP", "HTTPS", "CLI", "UI", "OK", "ID",
+                              "IO", "OS", "CPU", "SQL", "HTML", "CSS", "XML", "YAML", "TODO", "FAQ", "README", "MR"})
+
+
+def specific(anchor: str) -> bool:
+    """Whether an anchor can single out a change: not a builtin, a standard-library module, a dunder name or a
+    generic acronym (``API``, ``PR``)."""
+    if anchor in GENERIC_ACRONYMS:
+        return False
+    bare = anchor.lower()
+    return not (bare in GENERIC_ANCHORS or bare.split(".", 1)[0] in STDLIB
+                or (bare.startswith("__") and bare.endswith("__")))
+
+
 def intent_anchors(text: str) -> tuple[str, ...]:
     """The code an intent names: backticked text (whole, and its last dotted part), identifiers that look like code
     (``snake_case``, ``CamelCase``, ``dotted.names``, ``calls()``) in lower case, and acronyms (``YB``, ``FIPS``)
-    kept in upper case, which match case-sensitively. URLs are not anchors."""
+    kept in upper case, which match case-sensitively. URLs, host names and dunder names are not anchors; generic
+    ones (builtins, standard-library modules, ``API``: not :func:`specific`) are, but touching one does not show
+    that the description is about this change."""
     text = URL_RE.sub(" ", text)
     found: set[str] = set()
     for code in INLINE_CODE_RE.findall(text):
@@ -176,6 +202,8 @@ def intent_anchors(text: str) -> tuple[str, ...]:
     for token in ANCHOR_RE.findall(INLINE_CODE_RE.sub(" ", text)):
         name = token.removesuffix("()")
         last = name.rsplit(".", 1)[-1]
+        if "." in name and last.lower() in HOST_SUFFIXES:  # a host name in prose (``github.com``), not code
+            continue
         if ACRONYM_RE.fullmatch(last):
             found.add(last)
             continue
@@ -184,15 +212,29 @@ def intent_anchors(text: str) -> tuple[str, ...]:
                            or (re.search(r"[a-z][A-Z]", last) is not None and len(last) > 3))
         if looks_like_code and len(last) > 2 and last.lower() not in SYNTAX_WORDS:
             found.add(last.lower())
-    return tuple(sorted(found))
+            if "." in name and not specific(last):  # ``collections.abc``: the whole name is what is specific
+                found.add(name.lower())
+    return tuple(sorted(a for a in found if not (a.startswith("__") and a.endswith("__"))))
 
 
 def touches(anchor: str, changed: str) -> bool:
-    """Whether the change's text (:func:`change_text`, case kept) holds ``anchor``: acronyms as whole words with
-    their case, everything else case-insensitively."""
+    """Whether the change's text (:func:`change_text`, case kept) holds ``anchor`` as a whole name or a whole part
+    of a ``camelCase``/``snake_case`` one (``com`` is not touched by ``compute``): acronyms with their case,
+    everything else case-insensitively."""
+    if len(anchor) < 2:
+        return False
     if ACRONYM_RE.fullmatch(anchor):
         return re.search(rf"(?<![A-Za-z]){re.escape(anchor)}(?![A-Za-z])", changed) is not None
-    return anchor in changed.lower()
+    for match in re.finditer(re.escape(anchor), changed, re.IGNORECASE):
+        start, end = match.start(), match.end()
+        before = changed[start - 1] if start else " "
+        after = changed[end] if end < len(changed) else " "
+        # a whole name, or a whole part of one: ``healthz`` in ``handleHealthz`` or ``handle_healthz``
+        starts = not before.isalnum() or (before.islower() and changed[start].isupper())
+        ends = not after.isalnum() or (after.isupper() and changed[end - 1].islower())
+        if starts and ends:
+            return True
+    return False
 
 
 def change_text(case: Case) -> str:
@@ -413,7 +455,7 @@ class _Group:
 
 
 def _groups_for_file(changed: ChangedFile | None, path: str, lines: Sequence[tuple[int, str]],
-                     min_words: int) -> list[_Group]:
+                     min_words: int, *, docstrings: bool = True) -> list[_Group]:
     scopes = None
     if changed is not None and changed.content is not None and path.endswith(PYTHON_SUFFIXES):
         scopes = python_scopes(changed.content)
@@ -433,7 +475,7 @@ def _groups_for_file(changed: ChangedFile | None, path: str, lines: Sequence[tup
         if group is None:
             context = code_words(scope.qualname.replace(".", " "))
             # The docstring explains the function even when the diff only touches its body.
-            if scope.docstring and scope.start not in added_numbers:
+            if docstrings and scope.docstring and scope.start not in added_numbers:
                 context.extend(code_words(scope.docstring)[:32])
             group = by_scope[scope.qualname] = _Group(label=f"{path}:{scope.qualname}", context=context, lines=[])
         group.lines.append((number, code_words(text)))
@@ -515,8 +557,44 @@ def left_out_reason(path: str, changed: ChangedFile | None, lines: Sequence[tupl
     return None
 
 
-def build_code_chunks(case: Case, rubric: Rubric, intent_text: str) -> CodeText:
-    """Chunk the added code (echo-stripped, windowed), product code first, relevance-ranked under the cap."""
+COMMENT_STARTS = ("#", "//", "/*", "*", "<!--", "--", ";")
+
+
+def _python_prose(content: str) -> tuple[set[int], dict[int, int]]:
+    """Docstring lines and comment columns of a Python source: ``(lines, {line: column})``."""
+    doc_lines: set[int] = set()
+    comments: dict[int, int] = {}
+    with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
+        with _collector_paused():
+            tree = ast.parse(content)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+                first = node.body[0]
+                if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                        and isinstance(first.value.value, str) and first.end_lineno is not None):
+                    doc_lines.update(range(first.lineno, first.end_lineno + 1))
+    with contextlib.suppress(tokenize.TokenError, SyntaxError, ValueError):
+        for token in tokenize.generate_tokens(io.StringIO(content).readline):
+            if token.type == tokenize.COMMENT:
+                comments[token.start[0]] = token.start[1]
+    return doc_lines, comments
+
+
+def without_prose(changed: ChangedFile | None, path: str,
+                  lines: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The added lines without what an author writes beside the code: comments and docstrings (Python, read
+    with its tokenizer), or lines that start like a comment (other languages)."""
+    if changed is not None and changed.content is not None and path.endswith(PYTHON_SUFFIXES):
+        doc_lines, comments = _python_prose(changed.content)
+        kept = [(n, text[:comments[n]] if n in comments else text) for n, text in lines if n not in doc_lines]
+    else:
+        kept = [(n, text) for n, text in lines if not text.lstrip().startswith(COMMENT_STARTS)]
+    return [(n, text) for n, text in kept if text.strip()]
+
+
+def build_code_chunks(case: Case, rubric: Rubric, intent_text: str, *, code_only: bool = False) -> CodeText:
+    """Chunk the added code (echo-stripped, windowed), product code first, relevance-ranked under the cap.
+    ``code_only``: without comments and docstrings (:func:`without_prose`)."""
     rules = rubric.rationale
     n = rules.echo_ngram
     # The same word filter on both sides, so a comment that pastes the description matches word for word.
@@ -528,6 +606,8 @@ def build_code_chunks(case: Case, rubric: Rubric, intent_text: str) -> CodeText:
     left_out: list[tuple[str, str]] = []
     removed = 0
     added = added_lines_by_path(case)
+    if code_only:
+        added = {path: without_prose(files.get(path), path, lines) for path, lines in added.items()}
     for path in sorted(added):
         changed = files.get(path)
         if changed is not None and (changed.is_binary or changed.is_symlink):
@@ -539,7 +619,9 @@ def build_code_chunks(case: Case, rubric: Rubric, intent_text: str) -> CodeText:
         # The path names the area of the change (``shop/shipping``); its extension says nothing about intent.
         header = code_words(str(PurePosixPath(path).with_suffix("")).replace("/", " "))
         target = tests if is_test_path(path) else product
-        for group in _groups_for_file(changed, path, added[path], rules.min_chunk_words):
+        if not added[path]:
+            continue
+        for group in _groups_for_file(changed, path, added[path], rules.min_chunk_words, docstrings=not code_only):
             removed += strip_echo(group, ngrams, n)
             target.extend(_window(group, path, header + group.context, rules.window_words))
     if product:
@@ -610,6 +692,18 @@ def _not_measured(reason: str, sources: tuple[str, ...] = (), model: str | None 
     )
 
 
+def penalty_threshold(rubric: Rubric, anchors: Sequence[str], found: Sequence[str]) -> float | None:
+    """Under which R the intent penalty applies (None: never). A specific anchor the change touches shows the
+    description is about this change: no penalty. Named code the change does not touch — a specific anchor, or
+    only generic ones none of which it touches — is evidence of a mismatch: the anchored threshold. Otherwise
+    (nothing named, or only generic names it touches) the plain threshold."""
+    if any(specific(a) for a in found):
+        return None
+    if any(specific(a) for a in anchors) or (anchors and not found):
+        return rubric.intent.anchored_threshold
+    return rubric.intent.threshold
+
+
 def describe_sources(sources: Sequence[str]) -> str:
     names = {"title": "title", "body": "body", "commit-messages": "commit messages"}
     issues = sum(1 for s in sources if s.startswith("linked-issue-"))
@@ -656,18 +750,34 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
     score = round_score(cis.rationale_score(rubric, raw_stored))
     touched = change_text(case)
     found = tuple(a for a in intent.anchors if touches(a, touched))
-    if found:
-        threshold = None  # the description names code this change touches: it refers to this change
-    elif intent.anchors:
-        threshold = rubric.intent.anchored_threshold
-    else:
-        threshold = rubric.intent.threshold
+    threshold = penalty_threshold(rubric, intent.anchors, found)
+    prose_lift: tuple[float, float] | None = None
+    if threshold is not None and score >= threshold:
+        # Comments and docstrings are the author's words beside the code: they may explain it, but they must not
+        # be what makes an unrelated change read like its description. Under the threshold on the code alone,
+        # R is the code's.
+        bare = build_code_chunks(case, rubric, intent.text, code_only=True)
+        if bare.chunks and bare.words >= rubric.intent.min_change_words:
+            bare_vectors = await _embed(embedder, [chunk.text for chunk in bare.chunks])
+            bare_raw = round_score(aggregate([_dot(v, intent_vector) for v in bare_vectors],
+                                             [chunk.size for chunk in bare.chunks], rules.top_k))
+            bare_score = round_score(cis.rationale_score(rubric, bare_raw))
+            if bare_score < threshold:
+                prose_lift = (score, bare_score)
+                raw_stored, score = bare_raw, bare_score
 
     result = SemanticResult(measured=True, raw_similarity=raw_stored, score=score, model=embedder.model_id,
                             intent_sources=intent.sources, chunks=len(code.chunks), anchors=intent.anchors,
                             anchors_found=found, penalty_threshold=threshold)
-    return DetectiveReport(detective=DETECTIVE, semantic=result,
-                           evidence=tuple(_evidence(rubric, intent, code, similarities, result)))
+    evidence = _evidence(rubric, intent, code, similarities, result)
+    if prose_lift is not None:
+        evidence.insert(1, Evidence(
+            id=f"{DETECTIVE}.prose-lift", detective=DETECTIVE, kind="semantic", severity="medium",
+            summary=(f"The change reads like its description only through its comments and docstrings: R = "
+                     f"{prose_lift[0]:.2f} with them, {prose_lift[1]:.2f} on the code alone, which is what R keeps "
+                     f"(under the mismatch threshold {threshold:.2f})"),
+            facts={"with_prose": prose_lift[0], "code_only": prose_lift[1], "threshold": threshold}))
+    return DetectiveReport(detective=DETECTIVE, semantic=result, evidence=tuple(evidence))
 
 
 def _percent(part: int, whole: int) -> str:
@@ -750,17 +860,19 @@ def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequ
             facts={"words_removed": code.echo_words_removed, "echo_ngram": rules.echo_ngram},
         ))
     threshold = result.penalty_threshold
-    if result.anchors_found:
+    if threshold is None:
+        touched = [a for a in result.anchors_found if specific(a)]
         evidence.append(Evidence(
             id=f"{DETECTIVE}.intent-anchored", detective=DETECTIVE, kind="semantic",
-            summary=(f"The description names {', '.join(f'`{a}`' for a in result.anchors_found[:5])}, which the "
+            summary=(f"The description names {', '.join(f'`{a}`' for a in touched[:5])}, which the "
                      "change touches: it refers to this change, so R applies no intent penalty"),
             facts={"anchors_found": list(result.anchors_found)},
         ))
     elif threshold is not None and score < threshold:
         penalty = cis.intent_penalty(rubric, score, threshold)
-        named = (f"names {', '.join(f'`{a}`' for a in result.anchors[:5])} but the change touches none of it, and "
-                 if result.anchors else "")
+        missing = [a for a in result.anchors if a not in result.anchors_found]
+        named = (f"names {', '.join(f'`{a}`' for a in missing[:5])} but the change does not touch it, and "
+                 if missing else "")
         evidence.append(Evidence(
             id=f"{DETECTIVE}.intent-mismatch", detective=DETECTIVE, kind="intent-mismatch",
             severity="high" if score < threshold / 2 else "medium", confidence=0.9,

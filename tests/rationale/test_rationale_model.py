@@ -156,7 +156,7 @@ async def test_a_lying_title_over_an_empty_body_is_a_mismatch(embedder, rubric):
                                     rubric, embedder)
     assert lying.semantic.anchors == ("README",) and lying.semantic.anchors_found == ()
     mismatch = by_id(lying, "semantic.intent-mismatch")
-    assert mismatch is not None and "names `README` but the change touches none of it" in mismatch.summary
+    assert mismatch is not None and "names `README` but the change does not touch it" in mismatch.summary
 
 
 async def test_code_pasted_into_the_description_does_not_lift_r(embedder, rubric):
@@ -167,3 +167,38 @@ async def test_code_pasted_into_the_description_does_not_lift_r(embedder, rubric
     pasted = await measure_rationale(case_from_files(code["files"], desc["title"], pasted_body), rubric, embedder)
     assert pasted.semantic.raw_similarity == plain.semantic.raw_similarity
     assert by_id(pasted, "semantic.intent-mismatch") is not None
+
+
+PARAPHRASE = '''"""Outbound hooks used to vanish after one failed attempt; now each delivery is attempted again, waiting
+twice as long every time with a random spread, up to six tries, and a delivery that never succeeds is flagged
+as failed so the dashboard lists it."""
+# Webhook deliveries that fail are retried with exponential backoff and jitter.
+'''
+SALAD = "# webhook retry backoff exponential jitter delivery failed dashboard outgoing attempts retries\n"
+
+
+@pytest.mark.parametrize("prose", [PARAPHRASE, SALAD * 6], ids=["paraphrased comments", "keyword salad"])
+async def test_comments_do_not_make_an_unrelated_change_read_like_its_description(embedder, rubric, prose):
+    """The digest code under the webhook PR's description, with comments written to match it: R keeps the code's
+    own similarity, and the change is penalised as a mismatch as it is without the comments."""
+    code, desc = BY_ID["weekly-digest"], BY_ID["webhook-retry-backoff"]
+    ((path, text),) = code["files"].items()
+    dressed = {path: prose + text}
+    plain = await measure_rationale(case_from_files(code["files"], desc["title"], desc["body"]), rubric, embedder)
+    gamed = await measure_rationale(case_from_files(dressed, desc["title"], desc["body"]), rubric, embedder)
+    assert by_id(plain, "semantic.intent-mismatch") is not None
+    mismatch = by_id(gamed, "semantic.intent-mismatch")
+    assert mismatch is not None, [e.summary for e in gamed.evidence]
+    assert gamed.semantic.score < gamed.semantic.penalty_threshold
+    lift = by_id(gamed, "semantic.prose-lift")  # the comments lifted R over the threshold: said, and R is the code's
+    assert lift is not None and lift.facts["with_prose"] >= lift.facts["threshold"] > lift.facts["code_only"]
+    assert lift.facts["code_only"] == gamed.semantic.score
+
+
+async def test_an_honest_change_keeps_its_comments(embedder, rubric):
+    """Comments explaining an honest change are no reason for a penalty: the description matches the code."""
+    change = BY_ID["webhook-retry-backoff"]
+    ((path, text),) = change["files"].items()
+    commented = {path: PARAPHRASE + text}
+    honest = await measure_rationale(case_from_files(commented, change["title"], change["body"]), rubric, embedder)
+    assert by_id(honest, "semantic.intent-mismatch") is None and by_id(honest, "semantic.prose-lift") is None
