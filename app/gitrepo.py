@@ -22,6 +22,7 @@ from pathlib import Path
 from checks.config import RepoConfig
 from checks.constraints import path_matches
 from checks.diff import parse_diff
+from checks.linguist import linguist_marks
 from checks.models import Case, ChangedFile, Commit, TestSpec
 
 # a changed file this large is still read and analysed; past it, it is named as not analysed
@@ -239,6 +240,14 @@ def _why_unread(repo: GitRepo, oid: str, binary: bool) -> str:
     return "binary content (NUL bytes)" if binary or size else "unreadable"
 
 
+def _attributes_at(repo: GitRepo, commit: str) -> str | None:
+    """The ``.gitattributes`` at the root of ``commit`` (the base's: a change cannot mark its own files)."""
+    try:
+        return repo.show(commit, ".gitattributes")
+    except GitError:
+        return None
+
+
 def read_case(
     repo: GitRepo,
     base_ref: str,
@@ -293,6 +302,7 @@ def read_case(
         commits=tuple(repo.commits(merge_base, head_sha)),
         commits_total=repo.commit_count(merge_base, head_sha),
         head_paths=tuple(sorted(head_tree)),
+        linguist=linguist_marks(_attributes_at(repo, merge_base), [f.path for f in files]),
         test_spec=TestSpec(command=test.command, setup_command=test.setup,
                            timeout_seconds=test.timeout_seconds or timeout_seconds),
         config_sha256=config.sha256,

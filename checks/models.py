@@ -137,6 +137,8 @@ class Case(Model):
     commits_total: int | None = Field(default=None, description="commits in base..head, merges left out: more "
                                       "than len(commits) when the list was cut to the newest")
     head_paths: tuple[str, ...] = Field(default=(), description="every path in the tree at head")
+    linguist: dict[str, str] = Field(default_factory=dict, description="changed paths the base's .gitattributes "
+                                     "marks linguist-generated, -vendored or -documentation")
     test_spec: TestSpec = TestSpec()
     config_sha256: str | None = None
 

@@ -557,6 +557,8 @@ def left_out_reason(path: str, changed: ChangedFile | None, lines: Sequence[tupl
     return None
 
 
+LINGUIST_REASONS = {"generated": "generated file (linguist-generated in .gitattributes)",
+                    "vendored": "vendored file (linguist-vendored in .gitattributes)"}
 COMMENT_STARTS = ("#", "//", "/*", "*", "<!--", "--", ";")
 
 
@@ -612,7 +614,7 @@ def build_code_chunks(case: Case, rubric: Rubric, intent_text: str, *, code_only
         changed = files.get(path)
         if changed is not None and (changed.is_binary or changed.is_symlink):
             continue
-        reason = left_out_reason(path, changed, added[path])
+        reason = LINGUIST_REASONS.get(case.linguist.get(path, "")) or left_out_reason(path, changed, added[path])
         if reason is not None:
             left_out.append((path, reason))
             continue
