@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from app.gitrepo import CONFIG_FILE, GitRepo, read_case
+from app.progress import report_progress
 from app.settings import Settings
 from checks.config import RepoConfig, parse_repo_config
 from checks.court import CourtParts, review
@@ -276,6 +277,7 @@ async def review_repository(
         if progress:
             progress(f"reviewing {prepared.case.base_sha[:12]}..{prepared.case.head_sha[:12]} "
                      f"({len(prepared.case.files)} files)")
+            report_progress(parts, progress)
         evaluation = await review(prepared.case, prepared.rubric, parts)
     return evaluation, prepared
 

@@ -325,10 +325,10 @@ def render_text(e: Evaluation) -> str:
         lines.append("What to fix:" if e.verdict != "pass" else "Worth a look:")
         for fix in fixes:
             where = f" {fix.location}" if fix.location else ""
-            subject = f" {fix.subject}:" if fix.subject else ""
+            subject = f"{fix.subject}: " if fix.subject else ""
             lines.append(f"  [{fix.severity}]{where} {fix.title}")
             if fix.detail and fix.detail != fix.title:
-                lines.append(f"     {subject} {' '.join(fix.detail.split())[:300]}".rstrip())
+                lines.append(f"     {subject}{' '.join(fix.detail.split())[:300]}")
             if fix.hint:
                 lines.append(f"     hint: {fix.hint}")
     notable = [ev for ev in e.evidence if ev.severity != "info"]

@@ -1,0 +1,74 @@
+"""Stage progress for people watching a review (the CLI's stderr): the court does no I/O, so its parts are
+wrapped, as :class:`app.metrics.CourtTimer` wraps them for the metrics, and say when a stage starts and ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from checks.models import Brief, Case, Deliberation, JudicialOpinion, ProbeResult, RedAnalysis, TestRunResult, TestSpec
+from rubric import Rubric
+
+Say = Callable[[str], None]
+
+
+class _ProgressSandbox:
+    def __init__(self, inner: Any, say: Say) -> None:
+        self._inner, self._say = inner, say
+        self._probing = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        tree = getattr(spec, "tree", "head")
+        self._say(f"sandbox: running the tests of the {tree} tree…")
+        result: TestRunResult = await self._inner.run_tests(spec)
+        counts = f"{result.passed} passed, {result.failed} failed, {result.errored} errors"
+        self._say(f"sandbox: {tree} tree {result.status}" + (f": {counts}" if result.status == "ran" else
+                                                              f" ({result.reason})" if result.reason else ""))
+        return result
+
+    async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
+        if not self._probing:
+            self._probing = True
+            self._say("red agent: running the changed code in the sandbox…")
+        result: ProbeResult = await self._inner.run_probe(code, timeout_seconds)
+        return result
+
+
+class _ProgressRedTeam:
+    def __init__(self, inner: Any, say: Say) -> None:
+        self._inner, self._say = inner, say
+
+    async def attack(self, case: Case, rubric: Rubric, sandbox: Any) -> RedAnalysis:
+        self._say("red agent: looking for exploitable code in the change…")  # its adapter says how it ended
+        analysis: RedAnalysis = await self._inner.attack(case, rubric, sandbox)
+        return analysis
+
+
+class _ProgressJudge:
+    def __init__(self, inner: Any, say: Say, started: list[bool]) -> None:
+        self._inner, self._say, self._started = inner, say, started
+        self.persona: str = inner.persona
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def deliberate(self, brief: Brief, rubric: Rubric) -> list[JudicialOpinion] | Deliberation:
+        if not self._started:
+            self._started.append(True)
+            self._say("judges: the facts are in; deliberating…")
+        answer: list[JudicialOpinion] | Deliberation = await self._inner.deliberate(brief, rubric)
+        self._say(f"judges: {self.persona.replace('_', ' ')} ruled")
+        return answer
+
+
+def report_progress(parts: Any, say: Say) -> None:
+    """Wrap ``parts`` (a :class:`checks.court.CourtParts`) so that its stages say when they start and end."""
+    if parts.sandbox is not None:
+        parts.sandbox = _ProgressSandbox(parts.sandbox, say)
+    if parts.red_team is not None:
+        parts.red_team = _ProgressRedTeam(parts.red_team, say)
+    started: list[bool] = []
+    parts.judges = [_ProgressJudge(j, say, started) for j in parts.judges]

@@ -1,0 +1,39 @@
+"""A review says when its stages start and end (the CLI's progress): sandbox runs, red agent, judges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.gitrepo import GitRepo, read_case
+from app.progress import report_progress
+from checks.config import parse_repo_config
+from checks.court import CourtParts, review
+from checks.models import ProbeResult, TestRunResult, TestSpec
+from rubric import load_rubric
+from tests.core.scenarios import SCENARIOS, build
+
+
+class FakeSandbox:
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        return TestRunResult(status="ran", tree=spec.tree, collected=2, passed=1, failed=1)
+
+    async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
+        raise AssertionError("no probe in this test")
+
+
+async def test_stages_say_when_they_start_and_end(tmp_path: Path) -> None:
+    path = build(tmp_path, "clean")
+    spec = SCENARIOS["clean"]
+    case = read_case(GitRepo.open(path), "main", "pr", config=parse_repo_config(None), title=spec["title"],
+                     body=spec["body"])
+    said: list[str] = []
+    parts = CourtParts(sandbox=FakeSandbox(), embedder_missing="none", red_team_missing="none")
+    report_progress(parts, said.append)
+    evaluation = await review(case, load_rubric(), parts)
+    assert "sandbox: running the tests of the head tree…" in said
+    assert "sandbox: head tree ran: 1 passed, 1 failed, 0 errors" in said
+    assert said.index("judges: the facts are in; deliberating…") > said.index("sandbox: running the tests of the "
+                                                                               "head tree…")
+    assert sorted(m for m in said if m.endswith(" ruled")) == ["judges: defense ruled", "judges: prosecutor ruled",
+                                                                "judges: tech lead ruled"]
+    assert evaluation.opinions  # the wrapped judges still ruled
