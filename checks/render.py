@@ -209,8 +209,8 @@ def _judges(e: Evaluation) -> list[str]:
             cells.append(escape_md(", ".join(ruling.overruled) or "—"))
         lines.append("| " + " | ".join(cells) + " |")
     rulings = {r.criterion_id: r.score for r in e.rulings}
-    # Arguments that say something: a veto, a citation, or a score a point away from the ruling.
-    telling = [op for op in e.opinions if op.verdict == "KILL" or op.cited_evidence
+    # Arguments that say something beyond the ruling: a veto, or a score a point or more away from it.
+    telling = [op for op in e.opinions if op.verdict == "KILL"
                or abs(op.score - rulings.get(op.criterion_id, op.score)) >= 1]
     seen: set[str] = set()
     notes: list[str] = []
@@ -225,7 +225,7 @@ def _judges(e: Evaluation) -> list[str]:
         lines += ["", *notes]
     quiet = len(e.opinions) - len(telling)
     if quiet > 0:
-        lines += ["", f"<sub>{quiet} opinion(s) agree with the facts and cite nothing more; all arguments are in "
+        lines += ["", f"<sub>{quiet} opinion(s) within a point of the ruling are not quoted; every argument is in "
                       "the DBOM.</sub>"]
     if e.dissent:
         lines += ["", *[f"> {inline(d, 1000)}" for d in e.dissent]]
