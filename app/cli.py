@@ -10,6 +10,7 @@ sandbox (docker) and the ledger (SQLAlchemy, cryptography) are imported by the c
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
@@ -270,8 +271,24 @@ cli.command()(worker)
 cli.add_typer(sandbox_cli, name="sandbox")
 
 
+# Commands whose work is durable when they return (output written, DBOM committed): the process may end at once
+# instead of tearing down the interpreter, which with PyTorch loaded takes seconds and does nothing useful.
+FAST_EXIT_COMMANDS = frozenset({"review"})
+
+
 def main() -> None:
-    cli(prog_name="logomesh")
+    fast = len(sys.argv) > 1 and sys.argv[1] in FAST_EXIT_COMMANDS
+    try:
+        cli(prog_name="logomesh")
+    except SystemExit as exc:
+        if not fast:
+            raise
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            sys.stderr.write(f"{exc.code}\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":
