@@ -70,6 +70,8 @@ WORDS: dict[str, tuple[str, str]] = {
     "claim-unsupported": ("The description claims something the change does not show",
                           "Correct the description or add what it promises."),
     "test-removed": ("A test that passed before was removed", "Keep the test, or say in the PR why it goes."),
+    "title-mismatch": ("The title does not say what the change does",
+                       "Retitle the PR: the title is what reviewers and the history read first."),
     "surviving-mutant": ("No test notices a change to this line",
                          "Add an assertion that would fail if this line changed."),
 }
@@ -78,8 +80,8 @@ FIRST = {kind: i for i, kind in enumerate(("test-regressed", "test-tampered", "t
                                            "red-finding", "runtime-sink", "hardcoded-secret",
                                            "constraint-violation", "tests-env-error", "tests-timeout", "tests-error"))}
 # Facts that explain a verdict held back from ``pass`` even when they are not severe themselves.
-DEMOTING = frozenset({"tests-not-measured", "tests-env-error", "no-tests", "intent-mismatch", "not-analysed",
-                      "test-mutation", "test-removed", "tests-timeout", "tests-error"})
+DEMOTING = frozenset({"title-mismatch", "tests-not-measured", "tests-env-error", "no-tests", "intent-mismatch",
+                      "not-analysed", "test-mutation", "test-removed", "tests-timeout", "tests-error"})
 # Summaries that repeat facts listed one by one: never a fix of their own.
 AGGREGATES = frozenset({"tests-differential", "tests", "diff-summary", "commit-history", "test-environment",
                         "red-search", "red-not-run", "llm-exchange", "semantic", "semantic-not-measured",

@@ -694,6 +694,26 @@ def _not_measured(reason: str, sources: tuple[str, ...] = (), model: str | None 
     )
 
 
+def title_mismatch(case: Case, intent: Intent, touched: str, found: Sequence[str], score: float,
+                   rubric: Rubric) -> Evidence | None:
+    """A title that names code the change does not touch, over a body that does describe the change (it names
+    code the change touches, or R clears the plain threshold): the title is checked on its own. Evidence for
+    the reader, not a penalty: the body is what R measured."""
+    if "body" not in intent.sources:
+        return None
+    named = intent_anchors(case.title)
+    if not named or any(touches(a, touched) for a in named):
+        return None
+    body_named = [a for a in found if a not in named and specific(a)]
+    if not body_named and score < rubric.intent.threshold:
+        return None
+    return Evidence(
+        id=f"{DETECTIVE}.title-mismatch", detective=DETECTIVE, kind="title-mismatch", severity="medium",
+        summary=(f"The title names {', '.join(f'`{a}`' for a in named[:5])}, which the change does not touch, "
+                 "while the description's body matches the change: the title does not say what the PR does"),
+        facts={"title_anchors": list(named), "body_anchors_touched": body_named})
+
+
 def penalty_threshold(rubric: Rubric, anchors: Sequence[str], found: Sequence[str]) -> float | None:
     """Under which R the intent penalty applies (None: never). A specific anchor the change touches shows the
     description is about this change: no penalty. Named code the change does not touch — a specific anchor, or
@@ -772,6 +792,8 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
                             intent_sources=intent.sources, chunks=len(code.chunks), anchors=intent.anchors,
                             anchors_found=found, penalty_threshold=threshold)
     evidence = _evidence(rubric, intent, code, similarities, result)
+    if (title := title_mismatch(case, intent, touched, found, score, rubric)) is not None:
+        evidence.append(title)
     if prose_lift is not None:
         evidence.insert(1, Evidence(
             id=f"{DETECTIVE}.prose-lift", detective=DETECTIVE, kind="semantic", severity="medium",

@@ -202,3 +202,14 @@ async def test_an_honest_change_keeps_its_comments(embedder, rubric):
     commented = {path: PARAPHRASE + text}
     honest = await measure_rationale(case_from_files(commented, change["title"], change["body"]), rubric, embedder)
     assert by_id(honest, "semantic.intent-mismatch") is None and by_id(honest, "semantic.prose-lift") is None
+
+
+async def test_a_lying_title_over_an_accurate_body_is_named(embedder, rubric):
+    change = BY_ID["webhook-retry-backoff"]
+    lying = await measure_rationale(case_from_files(change["files"], "Fix typo in README", change["body"]),
+                                    rubric, embedder)
+    title = by_id(lying, "semantic.title-mismatch")
+    assert title is not None and title.severity == "medium" and "`README`" in title.summary
+    honest = await measure_rationale(case_from_files(change["files"], change["title"], change["body"]),
+                                     rubric, embedder)
+    assert by_id(honest, "semantic.title-mismatch") is None

@@ -60,3 +60,14 @@ async def test_descriptions_swapped_between_projects_are_penalised(cases, embedd
             measured += report.semantic.measured
             caught += penalised(report)
     assert measured >= 50 and caught / measured >= 0.90, (caught, measured)
+
+
+async def test_no_honest_title_is_called_a_mismatch_and_lying_ones_are(cases, embedder) -> None:
+    rubric = load_rubric()
+    for i, case in cases.items():
+        report = await measure_rationale(case, rubric, embedder)
+        assert not [e for e in report.evidence if e.kind == "title-mismatch"], i
+    for i in ("hu5", "tm4", "id1"):
+        lying = cases[i].model_copy(update={"title": "Fix typo in README"})
+        report = await measure_rationale(lying, rubric, embedder)
+        assert [e for e in report.evidence if e.kind == "title-mismatch"], i
