@@ -421,6 +421,32 @@ def innermost_scopes(scopes: Sequence[_Scope], lines: Iterable[int]) -> dict[int
     return found
 
 
+def new_words(case: Case) -> int:
+    """How many meaningful words the change adds that the lines it removes did not hold (per file, counted with
+    multiplicity): a typo fix rewrites whole lines but adds a word or two."""
+    from collections import Counter
+
+    wanted = {changed.path for changed in case.files}
+    total = 0
+    try:
+        deltas = parse_diff(case.diff)
+    except DiffError:
+        return 10**9  # unknown: never a reason to skip R
+    removed: dict[str, Counter[str]] = {}
+    current: str | None = None
+    for line in case.diff.splitlines():  # the removed side, per file (the parsed diff keeps the added side)
+        if line.startswith("+++ "):
+            current = line[6:] if line.startswith("+++ b/") else None
+        elif line.startswith("-") and not line.startswith("--- ") and current is not None:
+            removed.setdefault(current, Counter()).update(code_words(line[1:]))
+    for delta in deltas:
+        if delta.path not in wanted or delta.is_binary:
+            continue
+        added = Counter(w for text in delta.added_text for w in code_words(text))
+        total += sum((added - removed.get(delta.path, Counter())).values())
+    return total
+
+
 def added_lines_by_path(case: Case) -> dict[str, list[tuple[int, str]]]:
     """The text the diff adds, per path, as (head line number, line). Falls back to head content by line.
 
@@ -756,6 +782,11 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
         elif code.left_out:
             reason = "the change only adds " + ", ".join(sorted({why for _, why in code.left_out}))
         return _not_measured(reason, intent.sources, embedder.model_id)
+    rewritten = new_words(case)
+    if code.words >= rubric.intent.min_change_words and rewritten < rubric.intent.min_change_words:
+        return _not_measured(f"the change rewrites {rewritten} meaningful word{'s' if rewritten != 1 else ''} of "
+                             f"the lines it touches (a typo-sized edit), too few to carry a meaning to compare (at "
+                             f"least {rubric.intent.min_change_words})", intent.sources, embedder.model_id)
     if code.words < rubric.intent.min_change_words:
         return _not_measured(f"the change adds {code.words} meaningful words, too few to carry a meaning to compare "
                              f"(at least {rubric.intent.min_change_words})", intent.sources, embedder.model_id)

@@ -155,3 +155,15 @@ def test_paths_the_caller_dropped_are_not_read_from_the_diff(rubric):
     kept = case.model_copy(update={"files": tuple(f for f in case.files if f.path == "src/app.py")})
     code = rationale.build_code_chunks(kept, rubric, "x")
     assert {c.path for c in code.chunks} == {"src/app.py"} and code.files == 1
+
+
+def test_a_typo_sized_edit_adds_few_new_words():
+    from checks.models import Case, ChangedFile
+
+    diff = ("diff --git a/docs/a.rst b/docs/a.rst\n--- a/docs/a.rst\n+++ b/docs/a.rst\n@@ -1,2 +1,2 @@\n"
+            "-By overrding the expire method, a subclass will be able to track expired items\n"
+            "+By overriding the expire method, a subclass will be able to track expired items\n"
+            " context\n")
+    case = Case(base_sha="a" * 40, head_sha="b" * 40, diff=diff,
+                files=(ChangedFile(path="docs/a.rst", status="modified", added_lines=(1,)),))
+    assert rationale.new_words(case) == 1  # "overriding": every other word was there before

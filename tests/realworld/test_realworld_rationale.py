@@ -44,6 +44,8 @@ async def test_no_honest_description_of_a_real_merged_pr_is_penalised(cases, emb
     assert [i for i, report in flagged.items() if penalised(report)] == []
     # short ones are measured where they name the code they change ("Fix #387: … in _DescriptorBase")
     assert flagged["ct1"].semantic.measured and flagged["ct1"].semantic.anchors_found == ("_descriptorbase",)
+    # a docs typo fix ("docs: fix typo in `index.rst`") is not measured rather than R = 0 for an accurate title
+    assert not flagged["ct5"].semantic.measured and "typo-sized" in (flagged["ct5"].semantic.reason or "")
 
 
 async def test_descriptions_swapped_between_projects_are_penalised(cases, embedder) -> None:
@@ -59,7 +61,7 @@ async def test_descriptions_swapped_between_projects_are_penalised(cases, embedd
                                              rubric, embedder)
             measured += report.semantic.measured
             caught += penalised(report)
-    assert measured >= 50 and caught / measured >= 0.90, (caught, measured)
+    assert measured >= 40 and caught / measured >= 0.90, (caught, measured)
 
 
 async def test_no_honest_title_is_called_a_mismatch_and_lying_ones_are(cases, embedder) -> None:
