@@ -13,14 +13,13 @@ only fenced with more backticks than it holds). Model text (the judges' argument
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
-from urllib.parse import quote
 
 from checks.fixes import Fix, what_to_fix
+from checks.links import GITHUB_WEB, GitHubLinks, cwe_url
 from checks.models import SEVERITY_ORDER, Evaluation, Evidence, JudicialOpinion, Location
 
 MARKER = "<!-- logomesh:review -->"
@@ -40,8 +39,6 @@ _ISSUE_REF = re.compile(r"(?i)(#|\bGH-)(?=\d)")
 # Bidirectional overrides and isolates can make a report read differently from what it says (Trojan Source).
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
 _CODE = re.compile(r"`([^`\n]{1,300})`")
-_REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
-_CWE = re.compile(r"^CWE-(\d{1,5})$")
 RULE_WORDS = {"evidence": "held to the facts", "functionality": "weighted by the judges' expertise",
               "security": "capped by a security flaw", "dissent": "judges disagree", "no-opinions: facts only":
               "facts only (no opinions)"}
@@ -97,24 +94,19 @@ def inline(text: str, limit: int = MAX_CELL, *, in_table: bool = False) -> str:
 @dataclass(frozen=True)
 class Links:
     """Where a report's locations point on GitHub: the PR's diff for lines the change added, else the file
-    at the head commit. Without a valid ``owner/name`` repository (e.g. a local CLI review) nothing is linked."""
+    at the head commit (:class:`checks.links.GitHubLinks`: nothing is linked for a repository, commit or path
+    that is not plain, e.g. a local CLI review)."""
 
-    web_url: str = "https://github.com"
+    web_url: str = GITHUB_WEB
     changed: Mapping[str, Collection[int]] = field(default_factory=dict)
     dbom_url: str | None = None
     docs_url: str = DOCS_URL
 
     def location(self, e: Evaluation, where: Location) -> str | None:
-        repo = e.inputs.repo
-        if not _REPO.match(repo) or ".." in repo:
-            return None
-        web = self.web_url.rstrip("/")
-        line = where.line
-        if e.inputs.pr_number is not None and line is not None and line in self.changed.get(where.path, ()):
-            anchor = hashlib.sha256(where.path.encode("utf-8", "surrogatepass")).hexdigest()
-            return f"{web}/{repo}/pull/{e.inputs.pr_number}/files#diff-{anchor}R{line}"
-        url = f"{web}/{repo}/blob/{e.inputs.head}/{quote(where.path, safe='/')}"
-        return url + (f"#L{line}" if line is not None else "")
+        github = GitHubLinks.build(self.web_url, e.inputs.repo, e.inputs.head, e.inputs.pr_number)
+        if where.line is not None and where.line in self.changed.get(where.path, ()):
+            return github.diff(where.path, where.line) or github.blob(where.path, where.line)
+        return github.blob(where.path, where.line)
 
 
 def _where(e: Evaluation, where: Location | None, links: Links | None, *, in_table: bool = False) -> str:
@@ -126,10 +118,8 @@ def _where(e: Evaluation, where: Location | None, links: Links | None, *, in_tab
 
 
 def _cwe(cwe: str | None) -> str:
-    match = _CWE.match(cwe or "")
-    if not match:
-        return escape_md(cwe or "")
-    return f"[{cwe}](https://cwe.mitre.org/data/definitions/{match.group(1)}.html)"
+    url = cwe_url(cwe)
+    return f"[{escape_md(cwe or '')}]({url})" if url else escape_md(cwe or "")
 
 
 def _thresholds(e: Evaluation) -> str:

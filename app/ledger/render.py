@@ -15,23 +15,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from html import escape
 from typing import Any
-from urllib.parse import quote
 
 from app.pages import page_html
 from checks.dbom import AuditDbomBody, DbomBody, DbomRecord
 from checks.fixes import what_to_fix
+from checks.links import GITHUB_WEB, GitHubLinks, cwe_url
 from checks.models import SEVERITY_ORDER, Evaluation
 
 MAX_LIST_ROWS = 60
 MAX_CELL = 1000
-GITHUB_WEB = "https://github.com"
-SAFE_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_SHA = re.compile(r"^[0-9a-f]{7,64}$")
-_WEB = re.compile(r"^https?://[^\s\"'<>`]+$")
-_CWE = re.compile(r"^CWE-(\d{1,6})$", re.IGNORECASE)
 _WHERE = re.compile(r"^(.+):(\d{1,9})$")
 # bidirectional overrides and isolates can make text read differently from what it says (Trojan Source)
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
@@ -120,40 +114,6 @@ def _num(value: object, fmt: str) -> str:
     return format(value, fmt) if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
 
 
-@dataclass(frozen=True)
-class GitHubLinks:
-    """Links to the repository on GitHub, built only from validated parts; every method may answer None."""
-
-    repo_url: str | None
-    head: str | None
-    pr_number: int | None
-
-    @classmethod
-    def build(cls, web_url: str, repo: str, head: str | None, pr_number: int | None) -> GitHubLinks:
-        web = web_url.rstrip("/")
-        safe = bool(_WEB.match(web)) and bool(SAFE_REPO.match(repo)) and not any(
-            part in (".", "..") for part in repo.split("/"))
-        good_head = head if head is not None and _SHA.match(head) else None
-        return cls(f"{web}/{repo}" if safe else None, good_head,
-                   pr_number if isinstance(pr_number, int) and pr_number > 0 else None)
-
-    def pull(self) -> str | None:
-        return f"{self.repo_url}/pull/{self.pr_number}" if self.repo_url and self.pr_number else None
-
-    def commit(self) -> str | None:
-        return f"{self.repo_url}/commit/{self.head}" if self.repo_url and self.head else None
-
-    def blob(self, path: str, line: int | None) -> str | None:
-        """The file at the head commit (``#L<line>`` when known); None for a path that is not a plain relative one."""
-        if not self.repo_url or not self.head or not path or len(path) > 1000:
-            return None
-        parts = path.split("/")
-        if any(part in ("", ".", "..") for part in parts):
-            return None
-        url = f"{self.repo_url}/blob/{self.head}/" + "/".join(quote(part, safe="") for part in parts)
-        return url + (f"#L{line}" if line is not None and line > 0 else "")
-
-
 def _where(links: GitHubLinks, path: object, line: object, end_line: object = None) -> str:
     if not isinstance(path, str) or not path:
         return ""
@@ -178,11 +138,8 @@ def _where_text(links: GitHubLinks, where: object) -> str:
 def _cwe(value: object) -> str:
     if not isinstance(value, str) or not value:
         return ""
-    found = _CWE.match(value.strip())
-    if not found:
-        return _t(value, 40)
-    number = int(found.group(1))
-    return _a(f"https://cwe.mitre.org/data/definitions/{number}.html", f"CWE-{number}")
+    url = cwe_url(value)
+    return _a(url, f"CWE-{url.rsplit('/', 1)[1].removesuffix('.html')}") if url else _t(value, 40)
 
 
 def _severity_rank(item: Mapping[str, Any]) -> int:
