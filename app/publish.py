@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from app.github import GitHubApp
 from app.queue import Keys
-from checks.fixes import WORDS, what_to_fix
+from checks.fixes import WORDS, what_to_fix, worst_first
 from checks.models import SEVERITY_ORDER, Evaluation
 from checks.render import MARKER, Links, render_markdown, render_title
 
@@ -65,7 +65,7 @@ def check_annotations(evaluation: Evaluation, changed: dict[str, set[int]]) -> l
                                  if p)
             by_line.setdefault((fix.location.path, fix.location.line), []).append(
                 (fix.severity, fix.title, message))
-    for ev in sorted(evaluation.evidence, key=lambda ev: -SEVERITY_ORDER[ev.severity]):
+    for ev in worst_first(evaluation.evidence):
         where = ev.location
         if ev.severity not in LEVEL or where is None or where.line is None or (where.path, where.line) in by_line:
             continue

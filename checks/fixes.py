@@ -13,6 +13,7 @@ a judge's veto), so a ``neutral`` always says why. Everything here is pure and r
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from checks.models import SEVERITY_ORDER, Evaluation, Evidence, Location
@@ -86,6 +87,11 @@ DEMOTING = frozenset({"title-mismatch", "tests-not-measured", "tests-env-error",
 AGGREGATES = frozenset({"tests-differential", "tests", "diff-summary", "commit-history", "test-environment",
                         "red-search", "red-not-run", "llm-exchange", "semantic", "semantic-not-measured",
                         "surviving-mutant", "truncated", "preexisting-violation", "claim-verified"})
+
+
+def worst_first(evidence: Iterable[Evidence]) -> list[Evidence]:
+    """Evidence ordered by severity, worst first (stable: the detectives' order among equals)."""
+    return sorted(evidence, key=lambda ev: -SEVERITY_ORDER[ev.severity])
 
 
 def _test_name(ev: Evidence) -> str | None:

@@ -18,9 +18,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from checks.fixes import Fix, what_to_fix
+from checks.fixes import Fix, what_to_fix, worst_first
 from checks.links import GITHUB_WEB, GitHubLinks, cwe_url
-from checks.models import SEVERITY_ORDER, Evaluation, Evidence, JudicialOpinion, Location
+from checks.models import Evaluation, Evidence, JudicialOpinion, Location
 
 MARKER = "<!-- logomesh:review -->"
 MAX_EVIDENCE_ROWS = 40
@@ -222,9 +222,12 @@ def _judges(e: Evaluation) -> list[str]:
     return lines
 
 
+def _notable(e: Evaluation) -> list[Evidence]:
+    return worst_first(ev for ev in e.evidence if ev.severity != "info")
+
+
 def _evidence(e: Evaluation, links: Links | None) -> list[str]:
-    notable = sorted((ev for ev in e.evidence if ev.severity != "info"),
-                     key=lambda ev: -SEVERITY_ORDER[ev.severity])
+    notable = _notable(e)
     if not notable:
         return []
     lines = [f"**Evidence** ({len(notable)} notable of {len(e.evidence)}, worst first)", "",
@@ -281,7 +284,7 @@ def render_markdown(e: Evaluation, dbom_url: str | None = None, *, links: Links 
     for block in (_reasons(e), judges, _evidence(e, links)):
         if block:
             inner += [*block, ""]
-    notable = sum(1 for ev in e.evidence if ev.severity != "info")
+    notable = len(_notable(e))
     lines = [MARKER, *_lead(e, fixes, links, COMMENT_FIXES, "in the check run"), "", *_scores(e, links), "",
              *_details(f"Why, the judges and the evidence ({notable} notable)", inner[:-1]), "",
              *_footer(e, links, dbom_url)]
@@ -321,12 +324,7 @@ def render_text(e: Evaluation) -> str:
                 lines.append(f"     {subject}{' '.join(fix.detail.split())[:300]}")
             if fix.hint:
                 lines.append(f"     hint: {fix.hint}")
-    notable = [ev for ev in e.evidence if ev.severity != "info"]
-    if notable:
+    if notable := _notable(e):
         lines.append("Findings:")
-        lines += [f"  [{ev.severity}] {ev.location or ''} {ev.summary}".rstrip() for ev in _worst_first(notable)[:20]]
+        lines += [f"  [{ev.severity}] {ev.location or ''} {ev.summary}".rstrip() for ev in notable[:20]]
     return "\n".join(lines) + "\n"
-
-
-def _worst_first(items: list[Evidence]) -> list[Evidence]:
-    return sorted(items, key=lambda ev: -SEVERITY_ORDER[ev.severity])
