@@ -48,6 +48,7 @@ import math
 import re
 import sys
 import tokenize
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -424,8 +425,6 @@ def innermost_scopes(scopes: Sequence[_Scope], lines: Iterable[int]) -> dict[int
 def new_words(case: Case) -> int:
     """How many meaningful words the change adds that the lines it removes did not hold (per file, counted with
     multiplicity): a typo fix rewrites whole lines but adds a word or two."""
-    from collections import Counter
-
     wanted = {changed.path for changed in case.files}
     total = 0
     try:
@@ -620,9 +619,11 @@ def without_prose(changed: ChangedFile | None, path: str,
     return [(n, text) for n, text in kept if text.strip()]
 
 
-def build_code_chunks(case: Case, rubric: Rubric, intent_text: str, *, code_only: bool = False) -> CodeText:
+def build_code_chunks(case: Case, rubric: Rubric, intent_text: str, *, code_only: bool = False,
+                      added: dict[str, list[tuple[int, str]]] | None = None) -> CodeText:
     """Chunk the added code (echo-stripped, windowed), product code first, relevance-ranked under the cap.
-    ``code_only``: without comments and docstrings (:func:`without_prose`)."""
+    ``code_only``: without comments and docstrings (:func:`without_prose`); ``added``: the change's added lines
+    when the caller has read them already (:func:`added_lines_by_path`)."""
     rules = rubric.rationale
     n = rules.echo_ngram
     # The same word filter on both sides, so a comment that pastes the description matches word for word.
@@ -633,7 +634,7 @@ def build_code_chunks(case: Case, rubric: Rubric, intent_text: str, *, code_only
     tests: list[Chunk] = []
     left_out: list[tuple[str, str]] = []
     removed = 0
-    added = added_lines_by_path(case)
+    added = added_lines_by_path(case) if added is None else added
     if code_only:
         added = {path: without_prose(files.get(path), path, lines) for path, lines in added.items()}
     for path in sorted(added):
@@ -774,7 +775,7 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
         return _not_measured(f"the title and description say too little to compare with the code ({said}; at "
                              f"least {rubric.intent.min_intent_words} needed, and commit messages do not count)",
                              intent.sources, embedder.model_id)
-    code = build_code_chunks(case, rubric, intent.text)
+    code = build_code_chunks(case, rubric, intent.text, added=added)
     if not code.chunks:
         reason = "the change adds no code or text to compare with its intent"
         if code.echo_words_removed:
@@ -809,7 +810,7 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
         # Comments and docstrings are the author's words beside the code: they may explain it, but they must not
         # be what makes an unrelated change read like its description. Under the threshold on the code alone,
         # R is the code's.
-        bare = build_code_chunks(case, rubric, intent.text, code_only=True)
+        bare = build_code_chunks(case, rubric, intent.text, code_only=True, added=added)
         if bare.chunks and bare.words >= rubric.intent.min_change_words:
             bare_vectors = await _embed(embedder, [chunk.text for chunk in bare.chunks])
             bare_raw = round_score(aggregate([_dot(v, intent_vector) for v in bare_vectors],
