@@ -16,6 +16,9 @@ import pytest
 
 from app.engine import review_repository
 from app.settings import load_settings
+from checks.fixes import what_to_fix
+from checks.render import Links, render_markdown
+from tests.browser import gfm_to_html, parse_html
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -36,3 +39,12 @@ async def test_a_real_merged_pr_runs_its_tests_and_is_not_failed(projects, docke
     assert diff is not None and diff.status == "measured", diff and diff.reason
     assert diff.regressed == () and diff.new_failing == ()
     assert evaluation.verdict != "fail", evaluation.verdict_reasons
+    # what the author reads: a neutral says why in What to fix; code spans show paths and names unescaped
+    comment = render_markdown(evaluation, links=Links(changed={}))
+    if evaluation.verdict == "neutral":
+        assert "**What to fix**" in comment and what_to_fix(evaluation), evaluation.verdict_reasons
+    else:
+        assert "Nothing blocks this change." in comment or "**Worth a look**" in comment
+    dom = parse_html(gfm_to_html(comment))
+    assert [c.text() for c in dom.find_all("code") if "\\" in c.text()] == []
+    assert len(dom.find_all("details")) == 1
