@@ -174,13 +174,20 @@ GENERIC_ACRONYMS = frozenset({"API", "PR", "CI", "CD", "URL", "URI", "JSON", "HT
                               "IO", "OS", "CPU", "SQL", "HTML", "CSS", "XML", "YAML", "TODO", "FAQ", "README", "MR"})
 
 
+# Files most changes of a project touch (its docs index, changelog, packaging): naming one does not say which change.
+GENERIC_FILE_STEMS = frozenset({"index", "readme", "changelog", "changes", "history", "news", "contributing",
+                                "license", "authors", "conf", "setup", "pyproject", "makefile", "tox", "noxfile",
+                                "conftest", "__init__", "requirements", "manifest", "docs"})
+
+
 def specific(anchor: str) -> bool:
-    """Whether an anchor can single out a change: not a builtin, a standard-library module, a dunder name or a
-    generic acronym (``API``, ``PR``)."""
+    """Whether an anchor can single out a change: not a builtin, a standard-library module, a dunder name, a
+    generic acronym (``API``, ``PR``) or a file most changes touch (``index.rst``, ``setup.cfg``)."""
     if anchor in GENERIC_ACRONYMS:
         return False
     bare = anchor.lower()
-    return not (bare in GENERIC_ANCHORS or bare.split(".", 1)[0] in STDLIB
+    file_stem = bare.rsplit("/", 1)[-1].split(".", 1)[0] if "." in bare else None
+    return not (bare in GENERIC_ANCHORS or bare.split(".", 1)[0] in STDLIB or file_stem in GENERIC_FILE_STEMS
                 or (bare.startswith("__") and bare.endswith("__")))
 
 
@@ -239,14 +246,61 @@ def touches(anchor: str, changed: str) -> bool:
 
 
 def change_text(case: Case) -> str:
-    """What the change touches: its added and removed lines, hunk headers and paths."""
+    """What the change touches: its paths, its added and removed lines, and the scopes it changes — for a Python
+    file at head, every part of the qualified names of the functions and classes holding its added lines; for
+    other hunks, git's hunk header up to its parameters (``def loads`` of ``def loads(s, *, parse_float)``). A
+    parameter or a return type in a header is not what the change is in, and git's header names the line above
+    the hunk's *context*, which may be the end of another function."""
+    scoped = _added_scope_names(case)
     parts = [f.path for f in case.files]
+    path: str | None = None
+    header: str | None = None
+    header_has_added = False
+
+    def flush() -> None:
+        if header is not None and not (path in scoped and header_has_added):
+            parts.append(_hunk_scope(header))
+
     for line in case.diff.splitlines():
-        if line.startswith(("+++", "---")):
-            continue
-        if line.startswith(("+", "-", "@@", "diff --git")):
+        if line.startswith("diff --git"):
+            flush()
+            header, path = None, None
             parts.append(line)
+        elif line.startswith("+++ "):
+            path = line[4:].removeprefix("b/")
+        elif line.startswith("---"):
+            continue
+        elif line.startswith("@@"):
+            flush()
+            header, header_has_added = line, False
+        elif line.startswith(("+", "-")):
+            parts.append(line)
+            header_has_added = header_has_added or line.startswith("+")
+    flush()
+    parts.extend(name for names in scoped.values() for name in names)
     return "\n".join(parts)
+
+
+def _hunk_scope(header: str) -> str:
+    """``@@ -1,2 +1,3 @@ def loads(s, *, parse_float) -> dict:`` → ``def loads``: the scope git names, without its
+    parameters or return type."""
+    _, _, context = header.partition(" @@")
+    return context.split("(", 1)[0]
+
+
+def _added_scope_names(case: Case) -> dict[str, tuple[str, ...]]:
+    """For each Python file at head that parses, the names of the functions and classes holding its added lines
+    (``TOMLDecodeError.__init__`` gives both parts)."""
+    names: dict[str, tuple[str, ...]] = {}
+    for changed in case.files:
+        if not changed.path.endswith(PYTHON_SUFFIXES) or changed.content is None or not changed.added_lines:
+            continue
+        scopes = python_scopes(changed.content)
+        if scopes is None:
+            continue
+        held = innermost_scopes(scopes, changed.added_lines).values()
+        names[changed.path] = tuple(sorted({part for scope in held for part in scope.qualname.split(".")}))
+    return names
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,31 @@ def test_anchors_are_the_code_an_intent_names():
     assert not rationale.touches("KiB", changed) and not rationale.touches("B", changed + " B")
 
 
+def test_a_change_touches_the_scopes_its_lines_are_in_not_a_header_s_parameters():
+    head = ("class ParseError(ValueError):\n    pass\n\n\ndef load(fp, *, parse_float=float):\n"
+            "    if 'b' not in fp.mode:\n        raise TypeError('open the file in binary mode')\n"
+            "    return fp.read()\n")
+    # git names the line above the hunk's context (the class), and a header's parameters are not code changed
+    diff = ("diff --git a/p.py b/p.py\n--- a/p.py\n+++ b/p.py\n@@ -3,3 +3,5 @@ class ParseError(ValueError):\n"
+            " \n def load(fp, *, parse_float=float):\n+    if 'b' not in fp.mode:\n"
+            "+        raise TypeError('open the file in binary mode')\n     return fp.read()\n"
+            "diff --git a/q.c b/q.c\n--- a/q.c\n+++ b/q.c\n@@ -1,2 +1,1 @@ int parse_value(char *parse_hint)\n"
+            "-    old();\n")
+    case = Case(base_sha="0" * 40, head_sha="1" * 40, title="t", diff=diff,
+                files=(rationale.ChangedFile(path="p.py", status="modified", added_lines=(6, 7), content=head),
+                       rationale.ChangedFile(path="q.c", status="modified", removed_count=1)))
+    changed = rationale.change_text(case)
+    assert rationale.touches("load", changed) and rationale.touches("parse_value", changed)
+    assert not rationale.touches("ParseError", changed) and not rationale.touches("parse_float", changed)
+    assert not rationale.touches("parse_hint", changed)
+
+
+def test_files_most_changes_touch_do_not_single_one_out():
+    assert not rationale.specific("index.rst") and not rationale.specific("docs/conf.py")
+    assert not rationale.specific("setup.cfg") and not rationale.specific("CHANGES.rst")
+    assert rationale.specific("filesize.py") and rationale.specific("cache_key")
+
+
 def test_python_chunks_follow_the_enclosing_function(rubric):
     base = "def untouched():\n    return 1\n\n\ndef shipping_cost(weight):\n    \"\"\"Price of a parcel.\"\"\"\n"
     head = base + "    return weight * 2\n"

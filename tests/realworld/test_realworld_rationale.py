@@ -64,6 +64,21 @@ async def test_descriptions_swapped_between_projects_are_penalised(cases, embedd
     assert measured >= 40 and caught / measured >= 0.90, (caught, measured)
 
 
+async def test_same_project_swaps_caught_by_what_the_change_is_in(cases, embedder) -> None:
+    """A name in a hunk header's parameters or return type (``def loads(..., parse_float)``, ``-> TOMLDecodeError``)
+    is not what the change is in, and ``index.rst`` is a file most docs changes touch: none of them anchors a
+    description to a change that does not do what it says."""
+    rubric = load_rubric()
+    for code, words in (("tm2", "tm5"), ("tm3", "tm5"), ("tm5", "tm3"), ("ct4", "ct5")):
+        other = cases[words]
+        report = await measure_rationale(cases[code].model_copy(update={"title": other.title, "body": other.body}),
+                                         rubric, embedder)
+        assert penalised(report), (code, words, report.semantic)
+    # the honest ones keep their anchors: the change is in ``naturaldelta`` (header) and adds ``parse_float`` code
+    hu5, tm5 = [await measure_rationale(cases[i], rubric, embedder) for i in ("hu5", "tm5")]
+    assert hu5.semantic.anchors_found == ("naturaldelta",) and tm5.semantic.anchors_found == ("parse_float",)
+
+
 async def test_no_honest_title_is_called_a_mismatch_and_lying_ones_are(cases, embedder) -> None:
     rubric = load_rubric()
     for i, case in cases.items():
