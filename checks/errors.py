@@ -5,6 +5,7 @@ Exception tree::
     CourtError
     ├── ConfigError        a .logomesh.yml is invalid; ``field`` names the bad key
     ├── DetectiveError     a detective could not finish; ``detective`` names it
+    │   └── ModelUnavailable   the model a detective measures with could not be loaded: that part is not measured
     ├── JudgeError         a judge could not give its opinions; ``judge`` names it
     └── LLMError           a language model gave no usable answer; ``status_code`` when HTTP said why
         ├── LLMUnavailable     unreachable: connection, timeout, or retries exhausted on 429/5xx/overloaded
@@ -33,6 +34,11 @@ class DetectiveError(CourtError):
         self.detective = detective
         self.message = message
         super().__init__(f"detective {detective} failed: {message}")
+
+
+class ModelUnavailable(DetectiveError):
+    """The model a detective measures with could not be loaded (it was still loading when the review began): the
+    detective reports its part "not measured" with ``message`` as the reason, as if the model had been missing."""
 
 
 class JudgeError(CourtError):

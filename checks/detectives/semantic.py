@@ -9,6 +9,7 @@ Example: ``R = 0.71 (raw cosine 0.44) from title+body against 6 code chunks``.
 
 from __future__ import annotations
 
+from checks.errors import ModelUnavailable
 from checks.models import Case, DetectiveReport, Evidence, SemanticResult
 from checks.protocols import Embedder
 from rubric import Rubric
@@ -25,15 +26,20 @@ class Semantic:
 
     async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport:
         if self.embedder is None:
-            result = SemanticResult(measured=False, reason=self.unavailable_reason)
-            return DetectiveReport(
-                detective=ID,
-                semantic=result,
-                evidence=(Evidence(id=f"{ID}.not-measured", detective=ID, kind="semantic-not-measured",
-                                   summary=f"Rationale not measured: {result.reason}", severity="low",
-                                   facts={"reason": result.reason}),),
-            )
+            return not_measured(self.unavailable_reason)
         from checks.rationale import measure_rationale
 
-        report: DetectiveReport = await measure_rationale(case, rubric, self.embedder)
+        try:
+            report: DetectiveReport = await measure_rationale(case, rubric, self.embedder)
+        except ModelUnavailable as exc:  # the model was still loading when the review began, and did not load
+            return not_measured(exc.message)
         return report
+
+
+def not_measured(reason: str) -> DetectiveReport:
+    return DetectiveReport(
+        detective=ID,
+        semantic=SemanticResult(measured=False, reason=reason),
+        evidence=(Evidence(id=f"{ID}.not-measured", detective=ID, kind="semantic-not-measured",
+                           summary=f"Rationale not measured: {reason}", severity="low", facts={"reason": reason}),),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import math
@@ -171,3 +172,63 @@ async def test_full_court_measures_r_and_applies_the_intent_penalty(tmp_path, em
     mismatch = next(e for e in lying.evidence if e.kind == "intent-mismatch")
     assert f"×{lying.intent_penalty:.2f}" in mismatch.summary
     assert lying.cis_score < honest.cis_score
+
+
+class SlowLoad:
+    """``SentenceEmbedder.load`` held until the test lets it finish (or fail): the order is proved with events."""
+
+    def __init__(self, embedder: SentenceEmbedder | None, error: str | None = None) -> None:
+        self.release = threading.Event()
+        self.embedder, self.error = embedder, error
+
+    def __call__(self, override: Path | None = None) -> SentenceEmbedder:
+        assert self.release.wait(30)
+        if self.error is not None:
+            raise EmbeddingModelMissing(self.error)
+        assert self.embedder is not None
+        return self.embedder
+
+
+@pytest.mark.model
+async def test_a_review_does_not_wait_for_a_first_model_load(monkeypatch, embedder, rubric):
+    from checks.detectives.semantic import Semantic
+    from tests.rationale.cases import matching
+
+    slow = SlowLoad(embedder)
+    monkeypatch.setattr(SentenceEmbedder, "loaded", classmethod(lambda cls, override=None: None))
+    monkeypatch.setattr(SentenceEmbedder, "load", slow)
+    parts, said = CourtParts(), []
+    async with contextlib.AsyncExitStack() as stack:
+        await attach_embedder(stack, None, None, Settings(embedding="auto"), parts, said.append)  # type: ignore[arg-type]
+        assert isinstance(parts.embedder, embeddings.PendingEmbedder) and not slow.release.is_set()
+        assert parts.embedder.model_id == embedder.model_id
+        measuring = asyncio.ensure_future(Semantic(parts.embedder).investigate(matching(CHANGES[0]), rubric))
+        await asyncio.sleep(0.05)
+        assert not measuring.done()  # R waits for the model, the rest of the review does not
+        slow.release.set()
+        report = await measuring
+    direct = await Semantic(embedder).investigate(matching(CHANGES[0]), rubric)
+    assert report.semantic == direct.semantic and said == []
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("mode", ["auto", "on"])
+async def test_a_model_that_fails_to_load_during_the_review(monkeypatch, mode, rubric):
+    from checks.detectives.semantic import Semantic
+    from tests.rationale.cases import matching
+
+    slow = SlowLoad(None, error="cannot load the embedding model from /m: broken weights")
+    slow.release.set()
+    monkeypatch.setattr(SentenceEmbedder, "loaded", classmethod(lambda cls, override=None: None))
+    monkeypatch.setattr(SentenceEmbedder, "load", slow)
+    parts, said = CourtParts(), []
+    failure = pytest.raises(EmbeddingModelMissing, match="broken weights") if mode == "on" \
+        else contextlib.nullcontext()
+    with failure:
+        async with contextlib.AsyncExitStack() as stack:
+            await attach_embedder(stack, None, None, Settings(embedding=mode), parts, said.append)  # type: ignore[arg-type]
+            report = await Semantic(parts.embedder).investigate(matching(CHANGES[0]), rubric)
+            assert not report.semantic.measured and "broken weights" in (report.semantic.reason or "")
+            assert report.evidence[0].kind == "semantic-not-measured"
+    if mode == "auto":  # the review goes on without R and says why; with `on` it fails
+        assert said == ["notice: rationale not measured: cannot load the embedding model from /m: broken weights"]
