@@ -12,7 +12,8 @@ Three measurements, interleaved run by run so that all see the same machine load
 * **warm worker** — the same review through :func:`app.engine.review_repository` in one long-lived process whose
   model is loaded and whose first review is not counted, as a worker reviews.
 
-Printed: the median of each, and CLI / floor and warm / floor. Goals: CLI ≤ 4×, warm worker ≤ 1.3×.
+Printed: the median of each, and CLI / floor and warm / floor, and the warm worker's peak resident memory (the
+bench's own process: the model, the court and the reviews). Goals: CLI ≤ 4×, warm worker ≤ 1.3×, ≤ 400 MiB.
 """
 
 from __future__ import annotations
@@ -100,10 +101,13 @@ def main() -> None:
     med = {name: statistics.median(values) for name, values in
            (("floor", floors), ("CLI", clis), ("warm worker", warms))}
     print(f"bundled example, median of {args.runs} (CLI and floor interleaved; warm worker after, one process)")
+    status = Path("/proc/self/status").read_text(encoding="utf-8")
+    peak = int(status.split("VmHWM:")[1].split()[0]) / 1024
     print(f"{'measure':14} {'median s':>9} {'min s':>7} {'max s':>7} {'/ floor':>8} {'goal':>6}")
     for name, values, goal in (("floor", floors, ""), ("CLI", clis, "≤ 4×"), ("warm worker", warms, "≤ 1.3×")):
         ratio = med[name] / med["floor"]
         print(f"{name:14} {med[name]:9.2f} {min(values):7.2f} {max(values):7.2f} {ratio:7.2f}× {goal:>6}")
+    print(f"warm worker peak RSS (model loaded, {args.runs + 1} reviews): {peak:.0f} MiB (goal ≤ 400 MiB)")
 
 
 if __name__ == "__main__":

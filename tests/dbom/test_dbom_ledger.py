@@ -333,6 +333,29 @@ async def test_migrations_create_exactly_the_declared_schema(backend, ledger):
     assert [v["version_num"] for v in version] == ["0001"]
 
 
+async def test_a_ledger_at_the_newest_migration_opens_without_alembic(backend, ledger, monkeypatch):
+    from alembic import command
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from app.ledger import ledger as ledger_module
+
+    config = Config()
+    config.set_main_option("script_location", str(ledger_module.MIGRATIONS))
+    assert ScriptDirectory.from_config(config).get_current_head() == ledger_module.HEAD_REVISION
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("alembic ran on a ledger already at the newest migration")
+
+    monkeypatch.setattr(command, "upgrade", refuse)
+    again = await open_ledger(backend.settings(), schema_name=backend.schema)
+    await again.close()
+    # a ledger behind the newest migration (here: its version row gone) is still brought up to date by alembic
+    await sql(ledger, "DELETE FROM logomesh_ledger_version")
+    with pytest.raises(AssertionError, match="alembic ran"):
+        await open_ledger(backend.settings(), schema_name=backend.schema)
+
+
 async def test_an_unreachable_database_is_a_clear_error(tmp_path):
     from app.ledger import LedgerUnavailable
     from app.settings import load_settings

@@ -12,9 +12,8 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from app.ledger.ledger import VERSION_TABLE
 from app.ledger.schema import metadata
-
-VERSION_TABLE = "logomesh_ledger_version"
 
 
 def _run(connection: Connection) -> None:
