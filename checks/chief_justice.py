@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from checks import cis
+from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
 from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, round_score
 from rubric import Criterion, Rubric
@@ -189,6 +190,28 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     return verdict
 
 
+def rule_of_security_cap(rubric: Rubric, brief: Brief, value: float, *, flaw: str, whole: str
+                         ) -> tuple[float, str | None]:
+    """A confirmed security flaw caps the whole (a PR's CIS, an audit's score) at the rubric's ``cis_max``:
+    the value, capped or not, and the reason when it was."""
+    cap = rubric.chief_justice.security_cap.cis_max
+    if confirmed_security_flaw(brief) and value > cap:
+        return cap, f"Rule of Security: {flaw} caps {whole} at {cap:.2f}"
+    return value, None
+
+
+def rule_of_rejection(rubric: Rubric, opinions: Sequence[JudicialOpinion], verdict: str,
+                      rejection_first: bool | None = None) -> tuple[str, str | None]:
+    """Any KILL fails the case under the rejection-first policy (the rubric's, unless ``rejection_first`` says
+    otherwise), and is recorded either way: the verdict and the reason, if there was a KILL."""
+    kills = sorted({f"{op.judge} on {op.criterion_id}" for op in opinions if op.verdict == "KILL"})
+    if not kills:
+        return verdict, None
+    if rubric.chief_justice.rejection_first if rejection_first is None else rejection_first:
+        return "fail", "Rejection-first policy: KILL from " + ", ".join(kills)
+    return verdict, "KILL recorded (rejection-first is off): " + ", ".join(kills)
+
+
 def judge_case(
     rubric: Rubric,
     brief: Brief,
@@ -197,10 +220,8 @@ def judge_case(
     rejection_first: bool | None = None,
 ) -> Judgment:
     """Rule on every criterion, compute L within its bound and the final CIS, and reach the verdict."""
-    by_criterion: dict[str, list[JudicialOpinion]] = {}
-    for op in opinions:
-        by_criterion.setdefault(op.criterion_id, []).append(op)
-    rulings = tuple(rule_criterion(rubric, brief, c, by_criterion.get(c.id, [])) for c in rubric.criteria)
+    grouped = by_criterion(opinions)
+    rulings = tuple(rule_criterion(rubric, brief, c, grouped.get(c.id, [])) for c in rubric.criteria)
 
     components = brief.components
     rationale = components.get("rationale")
@@ -225,23 +246,18 @@ def judge_case(
     final = cis.cis_final(raw, red, intent)
 
     reasons: list[str] = []
-    if confirmed_security_flaw(brief) and final > rubric.chief_justice.security_cap.cis_max:
-        final = rubric.chief_justice.security_cap.cis_max
-        reasons.append(f"Rule of Security: a confirmed security flaw caps the CIS at {final:.2f}")
+    final, capped = rule_of_security_cap(rubric, brief, final, flaw="a confirmed security flaw", whole="the CIS")
+    if capped:
+        reasons.append(capped)
     verdict = cis.verdict_for(rubric, final)
     reasons.insert(0, f"CIS {final:.4f} against pass ≥ {rubric.verdict.pass_:.2f}, fail < {rubric.verdict.fail:.2f}")
     if verdict == "pass" and rubric.verdict.require_measured_tests_for_pass and testing is None:
         verdict = "neutral"
         reasons.append("Tests were not measured, so the verdict cannot be pass")
     verdict = rules_of_tests(brief, verdict, reasons)
-    kills = sorted({f"{op.judge} on {op.criterion_id}" for op in opinions if op.verdict == "KILL"})
-    use_rejection_first = rubric.chief_justice.rejection_first if rejection_first is None else rejection_first
-    if kills:
-        if use_rejection_first:
-            verdict = "fail"
-            reasons.append("Rejection-first policy: KILL from " + ", ".join(kills))
-        else:
-            reasons.append("KILL recorded (rejection-first is off): " + ", ".join(kills))
+    verdict, rejected = rule_of_rejection(rubric, opinions, verdict, rejection_first)
+    if rejected:
+        reasons.append(rejected)
 
     return Judgment(
         rulings=rulings,

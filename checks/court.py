@@ -14,12 +14,12 @@ from checks import cis
 from checks.bounds import bounded_evidence, bounded_findings, bounded_opinion
 from checks.chief_justice import judge_case
 from checks.detectives import DocAnalyst, HarnessInspector, RedTeam, RepoInvestigator, Semantic, TestRunner
-from checks.errors import DetectiveError, JudgeError
+from checks.errors import DetectiveError
+from checks.hearing import hear
 from checks.judges import offline_judges
 from checks.models import (
     Brief,
     Case,
-    Deliberation,
     DetectiveReport,
     Evaluation,
     Evidence,
@@ -141,14 +141,6 @@ async def _run_detective(detective: Detective, case: Case, rubric: Rubric) -> De
         )
 
 
-async def _run_judge(judge: Judge, brief: Brief, rubric: Rubric
-                     ) -> list[JudicialOpinion] | Deliberation | JudgeError:
-    try:
-        return await judge.deliberate(brief, rubric)
-    except JudgeError as exc:
-        return exc
-
-
 def _sorted_evidence(evidence: Sequence[Evidence], order: Sequence[str]) -> tuple[Evidence, ...]:
     rank = {name: i for i, name in enumerate(order)}
     return tuple(sorted(evidence, key=lambda e: (rank.get(e.detective, len(rank)), e.id)))
@@ -172,18 +164,10 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
     brief = Brief(case=case, evidence=evidence, tests=state.tests(), semantic=state.semantic(), red=state.red(),
                   differential=state.differential(), components=components)
 
-    answers = await asyncio.gather(*(_run_judge(j, brief, rubric) for j in parts.judges))
-    judge_records: list[Evidence] = []
-    for judge, answer in zip(parts.judges, answers, strict=True):
-        if isinstance(answer, JudgeError):
-            state.notices.append(f"{answer}; the court ruled without {judge.persona}")
-        elif isinstance(answer, Deliberation):
-            state.opinions.extend(answer.opinions)
-            state.notices.extend(answer.notices)
-            judge_records.extend(answer.evidence)
-        else:
-            state.opinions.extend(answer)
-    opinions = tuple(sorted(state.opinions, key=lambda o: (o.criterion_id, o.judge)))
+    hearing = await hear(parts.judges, brief, rubric)
+    state.opinions.extend(hearing.opinions)
+    state.notices.extend(hearing.notices)
+    opinions = hearing.opinions
 
     judgment = judge_case(rubric, brief, opinions, rejection_first=parts.rejection_first)
     red = brief.red
@@ -213,7 +197,7 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
             "testing": testing_value is not None,
             "red_team": red.ran,
         },
-        evidence=bounded_evidence(evidence + tuple(sorted(judge_records, key=lambda e: e.id))),
+        evidence=bounded_evidence(evidence + hearing.records),
         opinions=tuple(bounded_opinion(o) for o in opinions),
         rulings=judgment.rulings,
         dissent=judgment.dissent,

@@ -10,7 +10,6 @@ unit value meets the rubric's verdict thresholds. Same inputs, same rubric, same
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,9 +22,8 @@ from checks.audit.judges import audit_judges
 from checks.audit.models import AuditResult, ClaimCheck, ReportDocument, ReportRef, RepoSnapshot
 from checks.audit.report_analyst import investigate_report
 from checks.audit.vision import DiagramClassifier, VisionInspector
-from checks.chief_justice import rule_on_facts
-from checks.errors import JudgeError
-from checks.judges.base import confirmed_security_flaw
+from checks.chief_justice import rule_of_rejection, rule_of_security_cap, rule_on_facts
+from checks.hearing import by_criterion, hear
 from checks.models import (
     Brief,
     Case,
@@ -99,42 +97,24 @@ async def run_audit(snapshot: RepoSnapshot, report: ReportDocument | None, rubri
                   components={k: None if v is None else round_score(cis.opinion_to_unit(v))
                               for k, v in fact_scores.items()})
 
-    answers = await asyncio.gather(*(j.deliberate(brief, rubric) for j in parts.judges), return_exceptions=True)
-    opinions: list[JudicialOpinion] = []
-    records: list[Evidence] = []
-    for judge, answer in zip(parts.judges, answers, strict=True):
-        if isinstance(answer, JudgeError):
-            notices.append(f"{answer}; the court ruled without {judge.persona}")
-        elif isinstance(answer, BaseException):
-            raise answer  # only a judge's own failure is survivable; anything else is a bug to see
-        elif isinstance(answer, list):
-            opinions.extend(answer)
-        else:  # a judge that also reports what it did (e.g. a model judge's usage and fallbacks)
-            opinions.extend(answer.opinions)
-            notices.extend(answer.notices)
-            records.extend(answer.evidence)
-    ordered = tuple(sorted(opinions, key=lambda o: (o.criterion_id, o.judge)))
-    by_criterion: dict[str, list[JudicialOpinion]] = {}
-    for op in ordered:
-        by_criterion.setdefault(op.criterion_id, []).append(op)
-    rulings = tuple(rule_audit_criterion(rubric, brief, c, by_criterion.get(c.id, [])) for c in rubric.criteria)
+    hearing = await hear(parts.judges, brief, rubric)
+    notices.extend(hearing.notices)
+    ordered = hearing.opinions
+    grouped = by_criterion(ordered)
+    rulings = tuple(rule_audit_criterion(rubric, brief, c, grouped.get(c.id, [])) for c in rubric.criteria)
 
     score = sum(r.score for r in rulings) / len(rulings)
     unit = cis.opinion_to_unit(score)
     reasons: list[str] = []
-    if confirmed_security_flaw(brief) and unit > rubric.chief_justice.security_cap.cis_max:
-        unit = rubric.chief_justice.security_cap.cis_max
-        reasons.append(f"Rule of Security: a critical unsafe construct caps the audit at {unit:.2f}")
+    unit, capped = rule_of_security_cap(rubric, brief, unit, flaw="a critical unsafe construct", whole="the audit")
+    if capped:
+        reasons.append(capped)
     verdict = cis.verdict_for(rubric, unit)
     reasons.insert(0, f"Audit score {score:.2f}/5 ({unit:.4f}) against pass ≥ {rubric.verdict.pass_:.2f}, "
                       f"fail < {rubric.verdict.fail:.2f}")
-    kills = sorted({f"{op.judge} on {op.criterion_id}" for op in ordered if op.verdict == "KILL"})
-    if kills:
-        if rubric.chief_justice.rejection_first:
-            verdict = "fail"
-            reasons.append("Rejection-first policy: KILL from " + ", ".join(kills))
-        else:
-            reasons.append("KILL recorded (rejection-first is off): " + ", ".join(kills))
+    verdict, rejected = rule_of_rejection(rubric, ordered, verdict)
+    if rejected:
+        reasons.append(rejected)
     return AuditResult(
         repo=snapshot.name,
         head_sha=snapshot.head_sha,
@@ -147,7 +127,7 @@ async def run_audit(snapshot: RepoSnapshot, report: ReportDocument | None, rubri
         verdict=verdict,
         verdict_reasons=tuple(reasons),
         fact_scores={k: None if v is None else round_score(v) for k, v in fact_scores.items()},
-        evidence=evidence + tuple(sorted(records, key=lambda e: e.id)),
+        evidence=evidence + hearing.records,
         opinions=ordered,
         rulings=rulings,
         claims=tuple(claims),
