@@ -12,6 +12,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
+from checks.collector import collector_paused
 from checks.resolve import assignment_aliases, call_name, fold_string
 from checks.testpaths import is_test_path
 from rubric import Rubric
@@ -137,6 +138,11 @@ def check_source(path: str, source: str, rubric: Rubric, _depth: int = 0) -> Sou
 
     Code hidden in a string that folds to a constant (``exec(base64.b64decode("…"))``) is checked too, and what
     it holds is reported on the line that executes it."""
+    with collector_paused():
+        return _check_source(path, source, rubric, _depth)
+
+
+def _check_source(path: str, source: str, rubric: Rubric, _depth: int) -> SourceReport:
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
