@@ -1,11 +1,12 @@
 """DockerSandbox: runs a repository's tests (and red-team probes) in a locked-down, throw-away container.
 
 One run is: a size-capped tmpfs volume for ``/sandbox`` → a container (read-only root, no network, non-root,
-``cap_drop=ALL``, ``no-new-privileges``, the default seccomp profile, memory/CPU/PID limits, ulimits, tini as
-PID 1 holding it open) → the tree copied in as a tar with ``put_archive``, LogoMesh's runner beside it in
-``/sandbox/logomesh`` (root-owned, read-only) → the runner exec'd with ``python -I``, a wall-clock timeout and an
-output cap → ``results.json`` read back with ``get_archive`` while the volume still holds it → container and
-volume removed in ``finally``, even when the job is cancelled. Nothing is bind-mounted.
+``cap_drop=ALL``, ``no-new-privileges``, the default seccomp profile, memory/CPU/PID limits from the rubric,
+ulimits, tini as PID 1 holding it open) → the tree and LogoMesh's runner (in ``/sandbox/logomesh``, root-owned,
+read-only) copied in as one tar with one ``put_archive`` → the runner exec'd with ``python -I``, a wall-clock
+timeout and an output cap; a test run's results arrive as the last bytes of the runner's standard output (the
+tests' output comes on standard error) → container and volume removed in ``finally``, even when the job is
+cancelled. Nothing is bind-mounted. An out-of-memory kill (the engine's ``oom`` event) is reported as such.
 
 The project's environment (``sandbox/environment.py`` detects it) is built by the setup phase
 (``sandbox/setup_phase.py``): a venv in its own container whose only network is the package index, committed
@@ -60,6 +61,9 @@ BASE_RESULTS: OrderedDict[str, TestRunResult] = OrderedDict()
 PRETEND_VERSION = "0.0.0"
 INSIDE = ("runner.py", "launch.py", "collector.py")  # sandbox/inside/: what runs next to the tests
 MAX_RESULTS_BYTES = 16 * 1024 * 1024
+# the runner's results come as the last bytes of its standard output: b"\n" JSON b"\n" RESULTS_MARK b" " length b"\n"
+RESULTS_MARK = b"LOGOMESH-RESULTS"
+MAX_CHANNEL_BYTES = MAX_RESULTS_BYTES + 64
 # exit codes of a SIGKILLed process: 137 directly, 247 when the runner passes on its child's -9
 SIGKILLED = (137, 247)
 PROBE_FILE = "case.py"  # beside the runner: a probe leaves no file in the repository
@@ -86,6 +90,34 @@ def pytest_arguments(command: list[str] | None) -> list[str] | None:
     if first.startswith("python") and command[1:3] in (["-m", "pytest"], ["-m", "py.test"]):
         return command[3:]
     return None
+
+
+def results_frame(run: _Exec) -> dict[str, bytes | str]:
+    """The runner's results from the end of its standard output, as ``{"results": bytes}``; ``{}`` when the
+    stream does not end with a whole frame (the runner did not finish), an ``error`` when it was too large."""
+    if run.channel_bytes > MAX_CHANNEL_BYTES:
+        return {"error": f"the runner's results are larger than {MAX_RESULTS_BYTES} bytes"}
+    data = bytes(run.stdout)
+    if not data.endswith(b"\n"):
+        return {}
+    head, _, last = data[:-1].rpartition(b"\n")
+    mark, _, length = last.partition(b" ")
+    if mark != RESULTS_MARK or not length.isdigit() or int(length) > min(len(head), MAX_RESULTS_BYTES):
+        return {}
+    return {"results": head[len(head) - int(length):]}
+
+
+def joined_tar(archives: list[bytes]) -> bytes:
+    """One tar holding every entry of ``archives``, in order: each one's end-of-archive blocks are cut."""
+    if len(archives) == 1:
+        return archives[0]
+    pieces = []
+    for archive in archives[:-1]:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+            tar.getmembers()
+            end = tar.offset  # where the last entry's data ends and the zero blocks begin
+        pieces.append(archive[:end])
+    return b"".join([*pieces, archives[-1]])
 
 
 def _inside_files() -> dict[str, bytes]:
@@ -136,6 +168,9 @@ def require_image(client: docker.DockerClient, image: str) -> None:
 @dataclass
 class _Exec:
     exit_code: int | None = None
+    # with a results channel, standard output is the runner's results stream: kept apart, its tail only
+    channel: bool = False
+    channel_bytes: int = 0
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
     combined: bytearray = field(default_factory=bytearray)
@@ -300,9 +335,9 @@ class DockerSandbox:
             await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
             python = prepared.python
             result = await self._exec(run, [python, "-I", f"{HERE}/runner.py", f"{HERE}/config.json"], limits,
-                                      env=prepared.env)
-            files = await self._thread(run, self._read_results, run)
-            return self._test_result(result, files, spec, limits, time.monotonic() - started, base)
+                                      env=prepared.env, channel=True)
+            return self._test_result(result, results_frame(result), spec, limits, time.monotonic() - started,
+                                     base)
         except RepositoryTooLarge as exc:
             if spec.tree != "base" and self._fits(self.base):
                 # the change made the tree too large: its own doing, not an opt-out from being measured
@@ -523,11 +558,12 @@ class DockerSandbox:
             run.container = self._create(run, image, network=None, read_only=True,
                                          mounts=[Mount(MOUNT, run.volume, type="volume")])
             self.client.api.start(run.container)
-            # the volume is a tmpfs: it only holds data while the container runs, so copy in after start
-            if copy_from is None:
-                self.client.api.put_archive(run.container, MOUNT, self._tar(tree or self.head))
-            if extra_tar is not None:
-                self.client.api.put_archive(run.container, MOUNT, extra_tar)
+            # the volume is a tmpfs: it only holds data while the container runs, so copy in after start, in one
+            # archive (each copy costs the engine a helper process)
+            parts = [self._tar(tree or self.head)] if copy_from is None else []
+            parts += [extra_tar] if extra_tar is not None else []
+            if parts:
+                self.client.api.put_archive(run.container, MOUNT, joined_tar(parts))
         except ImageNotFound as exc:
             raise SandboxUnavailable(f"the sandbox image {image} is missing", image) from exc
         except DockerException as exc:
@@ -542,12 +578,12 @@ class DockerSandbox:
                                    + clean_output(bytes(copied.combined), 2000))
 
     async def _exec(self, run: _Run, argv: list[str], limits: SandboxLimits,
-                    env: dict[str, str] | None = None) -> _Exec:
-        return await self._exec_in(run.container, argv, limits, env=env, run=run)
+                    env: dict[str, str] | None = None, channel: bool = False) -> _Exec:
+        return await self._exec_in(run.container, argv, limits, env=env, run=run, channel=channel)
 
     async def _exec_in(self, container: str, argv: list[str], limits: SandboxLimits,
                        env: dict[str, str] | None = None, run: _Run | None = None,
-                       workdir: str = WORKDIR) -> _Exec:
+                       workdir: str = WORKDIR, channel: bool = False) -> _Exec:
         api = self.client.api
         since = int(time.time()) - 1
 
@@ -558,7 +594,7 @@ class DockerSandbox:
             return created["Id"]
 
         exec_id: str = await (self._thread(run, create) if run is not None else asyncio.to_thread(create))
-        result = _Exec()
+        result = _Exec(channel=channel)
         started = time.monotonic()
         drain = asyncio.ensure_future(asyncio.to_thread(self._drain, container, exec_id, result, limits))
         done, _pending = await asyncio.wait({drain}, timeout=limits.timeout_seconds)
@@ -584,6 +620,15 @@ class DockerSandbox:
         stream: Iterator[tuple[bytes | None, bytes | None]] = self.client.api.exec_start(
             exec_id, stream=True, demux=True)
         for out, err in stream:
+            if result.channel and out:
+                # the results stream: its own bound (the results' cap), never part of the output shown
+                crossed = result.channel_bytes <= MAX_CHANNEL_BYTES < result.channel_bytes + len(out)
+                result.channel_bytes += len(out)
+                result.stdout.extend(out)
+                del result.stdout[:-MAX_CHANNEL_BYTES]
+                if crossed:  # more than any results: reported by ``results_frame``
+                    self._kill(container)
+                out = None
             for chunk, target in ((out, result.stdout), (err, result.stderr)):
                 if not chunk:
                     continue
@@ -609,30 +654,6 @@ class DockerSandbox:
             return any(True for _ in events)
         except DockerException:
             return False
-
-    def _read_results(self, run: _Run) -> dict[str, bytes | str]:
-        """``/sandbox/out`` through the Docker API: regular files by name; anything else is reported."""
-        try:
-            stream, _stat = self.client.api.get_archive(run.container, f"{MOUNT}/out")
-        except (NotFound, APIError):
-            return {}
-        buf = bytearray()
-        for chunk in stream:
-            buf.extend(chunk)
-            if len(buf) > MAX_RESULTS_BYTES:
-                return {"error": f"the results directory is larger than {MAX_RESULTS_BYTES} bytes"}
-        files: dict[str, bytes | str] = {}
-        with tarfile.open(fileobj=io.BytesIO(bytes(buf)), mode="r:") as tar:
-            for member in tar.getmembers():
-                name = member.name.split("/", 1)[1] if "/" in member.name else ""
-                if name != "results.json":
-                    continue
-                if not member.isreg():
-                    files[name] = "not a regular file (a symlink or a special file); refusing to read it"
-                    continue
-                handle = tar.extractfile(member)
-                files[name] = handle.read() if handle is not None else b""
-        return files
 
     def _remove(self, run: _Run) -> None:
         api = self.client.api
@@ -672,12 +693,10 @@ class DockerSandbox:
         if "error" in files:
             return TestRunResult(status="error", reason=str(files["error"]), **base)
         if run.exit_code != 0:
-            # the runner exits 0 after writing; anything else means it was stopped, and the file is not its own
+            # the runner exits 0 after writing; anything else means it was stopped, and the frame is not its own
             return TestRunResult(status="error", reason=f"LogoMesh's runner was stopped (exit code {run.exit_code}) "
                                  "before it could report", **base)
-        raw = files.get("results.json")
-        if isinstance(raw, str):
-            return TestRunResult(status="error", reason=f"the results file is {raw}", **base)
+        raw = files.get("results")
         try:
             loaded = json.loads(raw) if isinstance(raw, bytes) and len(raw) <= MAX_RESULTS_BYTES else None
         except ValueError:

@@ -1,4 +1,5 @@
-"""Turn the runner's ``results.json`` into a :class:`~checks.models.TestRunResult`. The file is hostile.
+"""Turn the runner's results (JSON framed at the end of its standard output) into a
+:class:`~checks.models.TestRunResult`. They are hostile.
 
 Every field is type-checked, counted and trimmed, messages redacted and made stable (no memory addresses, no
 durations); what cannot be read is dropped, never trusted. Outcomes come only from LogoMesh's collector, not from

@@ -13,11 +13,15 @@ it imports. It
 3. falls back to ``unittest`` discovery only when the collector saw pytest collect nothing and no error;
 4. optionally runs mutants (``mutate`` mode): each changed line is mutated in place and only the tests that
    covered it run against it; a mutant is killed when one of them fails;
-5. or, in ``probe`` mode, after the same install, runs one red-team probe through ``launch.py`` — the same
+5. ends every other process of the sandbox user, waits until they are gone, and writes its results as the last
+   bytes of its standard output, framed (``\n<RESULTS_MARK> <length>\n`` after the JSON). The tests' output
+   goes to standard error: no process but the runner holds its standard output, and none is left to write
+   after it;
+6. or, in ``probe`` mode, after the same install, runs one red-team probe through ``launch.py`` — the same
    interpreter, variables, path and working directory as the tests — with its output passed straight through
    (a probe reports as it goes: a kill must not lose what it saw) and its own time limit (exit code 124).
 
-Everything here runs next to PR code and proves nothing by itself: the host treats ``results.json`` as hostile.
+Everything here runs next to PR code and proves nothing by itself: the host treats the results as hostile.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import time
 HERE = "/sandbox/logomesh"
 OUT = "/sandbox/out"
 SITE = "/sandbox/site"
-RESULTS = OUT + "/results.json"
+RESULTS_MARK = b"LOGOMESH-RESULTS"
 # the collector's record goes to a name chosen per run, so nothing written ahead of time can stand in for it
 COLLECTED = OUT + "/collected-" + os.urandom(8).hex() + ".json"
 TAIL = 3000
@@ -179,7 +183,8 @@ def main() -> None:
     if command:
         results["runner"] = "custom"
         try:
-            results["exit_code"] = subprocess.call(list(command), env=env)
+            # standard output is the results' channel: the command writes both its streams to standard error
+            results["exit_code"] = subprocess.call(list(command), env=env, stdout=sys.stderr.fileno())
         except OSError as exc:
             results["exit_code"] = 127
             results["error"] = f"command not runnable: {exc}"
@@ -190,29 +195,52 @@ def main() -> None:
                                       {"coverage_paths": config.get("coverage_paths") or []}, timeout=None)
     results["exit_code"] = code
     results["record"] = record
-    sys.stdout.write(output.decode("utf-8", "replace"))
-    sys.stdout.flush()
+    sys.stderr.write(output.decode("utf-8", "replace"))
+    sys.stderr.flush()
     if record is not None and not record.get("tests") and not record.get("errors") and config.get("unittest"):
         code, unit_record, unit_output = run_unittest(env)
         if unit_record is not None and unit_record.get("tests"):
             results.update({"runner": "unittest", "exit_code": code, "record": unit_record})
-            sys.stdout.write(unit_output.decode("utf-8", "replace"))
+            sys.stderr.write(unit_output.decode("utf-8", "replace"))
     if record is not None and config.get("mutants"):
         results["mutation_started"] = True
         mutate(config, env, results)
     write(results)
 
 
+def others_alive() -> bool:
+    """Whether a process of this user other than the runner still runs (a killed one may be mid-write)."""
+    me, uid = os.getpid(), os.getuid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{name}/status", encoding="utf-8") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+            if fields.get("Uid", "").split()[:1] == [str(uid)] and not fields.get("State", "").strip().startswith(
+                    ("Z", "X")):
+                return True
+    return False
+
+
 def write(results: dict) -> None:
-    # first stop every other process of the sandbox user (a test may leave one behind to rewrite the results)
-    with contextlib.suppress(OSError):
-        os.kill(-1, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        os.unlink(RESULTS)
-    with open(RESULTS, "w", encoding="utf-8") as handle:
-        json.dump(results, handle)
+    # first stop every other process of the sandbox user (a test may leave one behind to write a forgery after)
+    sys.stderr.flush()
+    deadline = time.monotonic() + 5
+    while True:
+        # again while any is left: a child forked while the first signal went round was not in its list
+        with contextlib.suppress(OSError):
+            os.kill(-1, signal.SIGKILL)
+        if not others_alive() or time.monotonic() > deadline:
+            break
+        time.sleep(0.002)
+    payload = json.dumps(results).encode("utf-8")
+    frame = b"\n" + payload + b"\n" + RESULTS_MARK + b" " + str(len(payload)).encode() + b"\n"
+    view = memoryview(frame)
+    while view:  # the host reads the last bytes of the stream: these, written after every other process ended
+        view = view[os.write(1, view):]
 
 
 if __name__ == "__main__":
     main()
-    sys.exit(0)  # the host trusts results.json only after this exit: a killed runner exits otherwise
+    sys.exit(0)  # the host trusts the results only after this exit: a killed runner exits otherwise
