@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from checks import cis
 from checks.bounds import bounded_evidence, bounded_findings, bounded_opinion
 from checks.chief_justice import judge_case
-from checks.detectives import DocAnalyst, HarnessInspector, RedTeam, RepoInvestigator, Semantic, TestRunner
+from checks.detectives.registry import bench, component_kinds
 from checks.errors import DetectiveError
 from checks.hearing import hear
 from checks.judges import offline_judges
@@ -37,8 +37,6 @@ from checks.protocols import Detective, Embedder, Judge, Sandbox
 from checks.protocols import RedTeam as RedTeamAgent
 from rubric import Rubric
 
-ARCHITECTURE_KINDS = ("constraint-violation", "syntax-error")
-
 
 @dataclass
 class CourtParts:
@@ -55,14 +53,8 @@ class CourtParts:
     rejection_first: bool | None = None
 
     def detectives(self) -> list[Detective]:
-        return [
-            RepoInvestigator(),
-            HarnessInspector(),
-            DocAnalyst(),
-            TestRunner(self.sandbox, self.sandbox_missing),
-            Semantic(self.embedder, self.embedder_missing),
-            RedTeam(self.red_team, self.sandbox, self.red_team_missing),
-        ]
+        """The bench: every registered detective (:mod:`checks.detectives.registry`), built from these parts."""
+        return bench(self)
 
 
 @dataclass
@@ -94,7 +86,8 @@ class ReviewState:
 
 def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float | None]:
     """R, A and T from the detectives' facts alone; None where nothing was measured."""
-    severities = [e.severity for e in state.evidence if e.kind in ARCHITECTURE_KINDS]
+    architecture_kinds = component_kinds().get("architecture", frozenset())
+    severities = [e.severity for e in state.evidence if e.kind in architecture_kinds]
     tests = state.tests()
     diff = state.differential()
     testing: float | None = None

@@ -63,6 +63,17 @@ class Detective(Protocol):
     async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport: ...
 
 
+class CourtResources(Protocol):
+    """What a review can lend its detectives (:class:`checks.court.CourtParts`): each interface, or why not."""
+
+    sandbox: Sandbox | None
+    sandbox_missing: str
+    embedder: Embedder | None
+    embedder_missing: str
+    red_team: RedTeam | None
+    red_team_missing: str
+
+
 @runtime_checkable
 class Judge(Protocol):
     """A persona that reads the evidence and returns one opinion per rubric criterion."""

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
+from checks.detectives.registry import register
 from checks.models import Case, DetectiveReport, Evidence
+from checks.protocols import CourtResources
 
 ID = "doc"
 
@@ -107,3 +109,8 @@ class DocAnalyst:
 def _claim(key: str, kind: str, severity: str, summary: str, facts: dict[str, object]) -> Evidence:
     return Evidence(id=f"{ID}.{key}", detective=ID, kind=kind, summary=summary,
                     severity=severity, facts=facts)
+
+
+@register(ID, order=30, bears_on={"rationale": ("claim-unsupported", "claim-verified", "empty-description")})
+def build(resources: CourtResources) -> DocAnalyst:
+    return DocAnalyst()

@@ -17,7 +17,9 @@ import re
 import sys
 from pathlib import PurePosixPath
 
+from checks.detectives.registry import register
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, Location, Severity
+from checks.protocols import CourtResources
 from checks.testpaths import PYTEST_CONFIGS, is_test_path
 from rubric import Rubric
 
@@ -102,3 +104,8 @@ class HarnessInspector:
 
     async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport:
         return DetectiveReport(detective=ID, evidence=tuple(inspect(case)))
+
+
+@register(ID, order=20)
+def build(resources: CourtResources) -> HarnessInspector:
+    return HarnessInspector()

@@ -8,9 +8,10 @@ Example: ``critical CWE-78: run_cmd(cmd) reaches subprocess.run(shell=True); pay
 
 from __future__ import annotations
 
+from checks.detectives.registry import register
 from checks.models import Case, DetectiveReport, Evidence, RedAnalysis
+from checks.protocols import CourtResources, Sandbox
 from checks.protocols import RedTeam as RedTeamAgent
-from checks.protocols import Sandbox
 from rubric import Rubric
 
 ID = "red"
@@ -62,3 +63,8 @@ class RedTeam:
                 summary=analysis.reason or "red agent search", facts=dict(analysis.search),
             ))
         return DetectiveReport(detective=ID, red=analysis, evidence=tuple(evidence))
+
+
+@register(ID, order=60)
+def build(resources: CourtResources) -> RedTeam:
+    return RedTeam(resources.red_team, resources.sandbox, resources.red_team_missing)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 
 from checks.constraints import check_source
+from checks.detectives.registry import register
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, Location
+from checks.protocols import CourtResources
 from rubric import Rubric
 
 ID = "repo"
@@ -158,3 +160,8 @@ def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
             )
         )
     return items
+
+
+@register(ID, order=10, bears_on={"architecture": ("constraint-violation", "syntax-error")})
+def build(resources: CourtResources) -> RepoInvestigator:
+    return RepoInvestigator()

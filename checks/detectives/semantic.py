@@ -9,9 +9,10 @@ Example: ``R = 0.71 (raw cosine 0.44) from title+body against 6 code chunks``.
 
 from __future__ import annotations
 
+from checks.detectives.registry import register
 from checks.errors import ModelUnavailable
 from checks.models import Case, DetectiveReport, Evidence, SemanticResult
-from checks.protocols import Embedder
+from checks.protocols import CourtResources, Embedder
 from rubric import Rubric
 
 ID = "semantic"
@@ -43,3 +44,8 @@ def not_measured(reason: str) -> DetectiveReport:
         evidence=(Evidence(id=f"{ID}.not-measured", detective=ID, kind="semantic-not-measured",
                            summary=f"Rationale not measured: {reason}", severity="low", facts={"reason": reason}),),
     )
+
+
+@register(ID, order=50, bears_on={"rationale": ("semantic", "semantic-not-measured", "intent-mismatch")})
+def build(resources: CourtResources) -> Semantic:
+    return Semantic(resources.embedder, resources.embedder_missing)

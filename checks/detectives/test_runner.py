@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import asyncio
 
+from checks.detectives.registry import register
 from checks.differential import classify
 from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult
 from checks.mutation import mutants_for
-from checks.protocols import Sandbox
+from checks.protocols import CourtResources, Sandbox
 from checks.testpaths import is_harness_path, is_test_path
 from rubric import Rubric
 
@@ -235,3 +236,9 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
             location=Location(path=mutant.path, line=mutant.line),
             facts={"status": mutant.status, "description": mutant.description, "tests_run": mutant.tests_run}))
     return items
+
+
+@register(ID, order=40, bears_on={"testing": ("tests", "no-tests", "tests-not-measured", "tests-timeout", "tests-error",
+                                                "test-failure")})
+def build(resources: CourtResources) -> TestRunner:
+    return TestRunner(resources.sandbox, resources.sandbox_missing)

@@ -10,19 +10,11 @@ import math
 from dataclasses import dataclass
 
 from checks.detectives.doc_analyst import is_test_path
+from checks.detectives.registry import component_kinds
 from checks.models import SEVERITY_ORDER, Brief, Evidence, JudicialOpinion
 
 __all__ = ["Brief", "Docket", "JudicialOpinion", "OfflineJudge", "docket", "opinion"]
 from rubric import Criterion, Rubric
-
-COMPONENT_KINDS: dict[str, frozenset[str]] = {
-    "rationale": frozenset({"claim-unsupported", "claim-verified", "semantic", "semantic-not-measured",
-                            "empty-description", "intent-mismatch"}),
-    "architecture": frozenset({"constraint-violation", "syntax-error"}),
-    "testing": frozenset({"tests", "no-tests", "tests-not-measured", "tests-timeout", "tests-error",
-                          "test-failure"}),
-    "logic": frozenset(),
-}
 
 
 @dataclass(frozen=True)
@@ -51,7 +43,8 @@ def is_security(e: Evidence) -> bool:
 def relevant(criterion: Criterion, e: Evidence) -> bool:
     if criterion.security:
         return is_security(e)
-    return e.kind in COMPONENT_KINDS.get(criterion.component, frozenset())
+    # the kinds the registered detectives declare bear on the criterion's component
+    return e.kind in component_kinds().get(criterion.component, frozenset())
 
 
 def unit_to_five(value: float) -> float:

@@ -1,0 +1,80 @@
+"""Adding a detective is adding one module: the court runs it, the report holds its evidence, the judges weigh the
+kinds it declares."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import checks.detectives as package
+from checks.court import CourtParts, review
+from checks.detectives import registry
+from rubric import load_rubric
+from tests.rationale.cases import case_from_files
+
+MODULE = '''
+"""TodoCounter: the TODOs a change adds."""
+
+from checks.detectives.registry import register
+from checks.models import DetectiveReport, Evidence
+
+ID = "todo"
+
+
+class TodoCounter:
+    id = ID
+
+    async def investigate(self, case, rubric):
+        found = [(f.path, n) for f in case.files if f.content
+                 for n, line in enumerate(f.content.splitlines(), 1) if "TODO" in line and n in f.added_lines]
+        return DetectiveReport(detective=ID, evidence=tuple(
+            Evidence(id=f"{ID}.left:{path}:{line}", detective=ID, kind="todo-left", severity="medium",
+                     summary=f"A TODO is left at {path}:{line}") for path, line in found))
+
+
+@register(ID, order=45, bears_on={"testing": ("todo-left",)})
+def build(resources):
+    return TodoCounter()
+'''
+
+
+@pytest.fixture
+def todo_module(tmp_path, monkeypatch):
+    (tmp_path / "todo_counter.py").write_text(MODULE, encoding="utf-8")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    yield
+    registry.unregister("todo")
+    sys.modules.pop("checks.detectives.todo_counter", None)
+    monkeypatch.undo()
+    registry.registrations()  # the package's own path again
+
+
+def cited_on_testing(evaluation) -> set[str]:
+    return {c for o in evaluation.opinions if o.criterion_id == "testing" for c in o.cited_evidence}
+
+
+async def test_a_new_detective_module_joins_the_bench_report_and_dockets(todo_module):
+    rubric = load_rubric()
+    case = case_from_files({"shop.py": "def total(items):\n    # TODO: apply discounts\n    return sum(items)\n"})
+    assert [d.id for d in CourtParts().detectives()] == ["repo", "harness", "doc", "tests", "todo", "semantic", "red"]
+    assert registry.component_kinds()["testing"] >= {"todo-left", "test-failure"}
+    evaluation = await review(case, rubric, CourtParts())
+    assert [e.id for e in evaluation.evidence if e.detective == "todo"] == ["todo.left:shop.py:2"]
+
+    registry.unregister("todo")
+    without = await review(case, rubric, CourtParts())
+    assert "todo-left" not in registry.component_kinds()["testing"]
+    assert not [e for e in without.evidence if e.detective == "todo"]
+    # on the testing criterion's docket: every judge cites it there, and not once it is gone
+    assert "todo.left:shop.py:2" in cited_on_testing(evaluation)
+    assert not any(c.startswith("todo.") for c in cited_on_testing(without))
+
+
+def test_the_built_in_bench_and_what_its_evidence_bears_on():
+    assert [r.id for r in registry.registrations()] == ["repo", "harness", "doc", "tests", "semantic", "red"]
+    kinds = registry.component_kinds()
+    assert kinds["architecture"] == {"constraint-violation", "syntax-error"}
+    assert {"semantic", "intent-mismatch", "claim-unsupported"} <= kinds["rationale"]
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register("semantic", order=1)(lambda resources: None)  # type: ignore[arg-type,return-value]
