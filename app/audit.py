@@ -47,7 +47,7 @@ from checks.audit import (
     run_audit,
 )
 from checks.audit.digest import build_audit_digest
-from checks.audit.judges import audit_judges
+from checks.judges import offline_judges
 from rubric import Rubric, build_rubric, load_rubric
 
 if TYPE_CHECKING:
@@ -367,8 +367,8 @@ def audit_parts(stack: contextlib.AsyncExitStack, settings: Settings, rubric: Ru
     personas rule and the images are listed, not analysed.
     """
     parts = AuditParts()
-    judges, notice = llm_judges(stack, settings, rubric.judges, {j.persona: j for j in audit_judges()},
-                                digest=build_audit_digest)
+    offline = {judge.persona: judge for judge in offline_judges(rubric.judges, court="audit")}
+    judges, notice = llm_judges(stack, settings, rubric.judges, offline, digest=build_audit_digest)
     if notice is not None:
         parts.notices.append(notice)
     if judges:

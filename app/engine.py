@@ -204,17 +204,23 @@ def llm_judges(stack: contextlib.AsyncExitStack, settings: Settings, personas: I
 
 async def attach_judges(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                         settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
-    """The judges: the deterministic offline personas unless an LLM provider is configured (:func:`llm_judges`)."""
+    """The rubric's judges: its deterministic offline personas unless an LLM provider is configured
+    (:func:`llm_judges`)."""
     from checks.judges import offline_judges
 
-    judges, notice = llm_judges(stack, settings, prepared.rubric.judges,
-                                {judge.persona: judge for judge in offline_judges()})
+    personas = list(prepared.rubric.judges)
+    offline = {judge.persona: judge for judge in offline_judges(personas)}
+    judges, notice = llm_judges(stack, settings, personas, offline)
     if notice is not None:
         parts.notices.append(notice)
         say(f"notice: {notice}")
     if judges:
         parts.judges = judges
         say(f"judges: {', '.join(prepared.rubric.judges)} on {settings.llm_provider} {settings.llm_model}")
+        return
+    parts.judges = list(offline.values())  # the rubric's personas, offline
+    for missing in (p for p in personas if p not in offline):
+        parts.notices.append(f"the rubric's judge {missing} has no offline persona; the court ruled without it")
 
 
 # The slow, independent attachers run together: Docker and the git objects the sandbox packs, while the embedding

@@ -18,12 +18,12 @@ from checks.audit.architecture import architecture_evidence, safety_evidence
 from checks.audit.ast_facts import collect
 from checks.audit.docket import audit_docket, bears_on, fact_score
 from checks.audit.history import investigate_history
-from checks.audit.judges import audit_judges
 from checks.audit.models import AuditResult, ClaimCheck, ReportDocument, ReportRef, RepoSnapshot
 from checks.audit.report_analyst import investigate_report
 from checks.audit.vision import DiagramClassifier, VisionInspector
 from checks.chief_justice import rule_of_rejection, rule_of_security_cap, rule_on_facts
 from checks.hearing import by_criterion, hear
+from checks.judges import offline_judges
 from checks.models import (
     Brief,
     Case,
@@ -45,7 +45,7 @@ DETECTIVE_ORDER = ("git", "ast", "report", "vision")
 class AuditParts:
     """What an audit may use beyond the repository: the bench, and a vision provider when there is one."""
 
-    judges: Sequence[Judge] = field(default_factory=audit_judges)
+    judges: Sequence[Judge] = field(default_factory=lambda: offline_judges(court="audit"))
     classifier: DiagramClassifier | None = None
     classifier_missing: str = "no vision provider configured"
     notices: list[str] = field(default_factory=list)

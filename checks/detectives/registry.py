@@ -15,11 +15,10 @@ it declares on the criteria of those components (:func:`component_kinds`).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from checks.plugins import import_modules
 from checks.protocols import CourtResources, Detective
 
 Builder = Callable[[CourtResources], Detective]
@@ -34,7 +33,6 @@ class Registration:
 
 
 _REGISTERED: dict[str, Registration] = {}
-_scanned: tuple[str, ...] | None = None  # the package path whose modules have all been imported
 _kinds: dict[str, frozenset[str]] | None = None  # component_kinds(), until the registrations change
 
 
@@ -62,17 +60,10 @@ def unregister(detective_id: str) -> None:
 
 
 def registrations() -> list[Registration]:
-    """Every detective of the package, in bench order (then by id). The package's modules are imported the
-    first time, and again when its path changes."""
-    global _scanned
+    """Every detective of the package, in bench order (then by id)."""
     import checks.detectives as package
 
-    path = tuple(package.__path__)
-    if path != _scanned:
-        for module in pkgutil.iter_modules(package.__path__):
-            if module.name != "registry":
-                importlib.import_module(f"{package.__name__}.{module.name}")
-        _scanned = path
+    import_modules(package, skip=frozenset({"registry"}))
     return sorted(_REGISTERED.values(), key=lambda r: (r.order, r.id))
 
 

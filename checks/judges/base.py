@@ -7,11 +7,14 @@ read the record.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, TypeVar
 
 from checks.detectives.doc_analyst import is_test_path
 from checks.detectives.registry import component_kinds
 from checks.models import SEVERITY_ORDER, Brief, Evidence, JudicialOpinion
+from checks.plugins import import_modules
 
 __all__ = ["Brief", "Docket", "JudicialOpinion", "OfflineJudge", "docket", "opinion"]
 from rubric import Criterion, Rubric
@@ -101,13 +104,58 @@ def opinion(persona: str, d: Docket, score: int, argument: str, kill: bool = Fal
     )
 
 
+Court = Literal["pr", "audit"]
+
+
 class OfflineJudge:
-    """A deterministic persona: ``rule`` maps one docket to one opinion by the persona's written rules."""
+    """A deterministic persona: ``rule`` maps one docket of a pull request to one opinion by the persona's written
+    rules, ``rule_audit`` one docket of a repository audit (:mod:`checks.audit.docket`). One persona, one module,
+    both courts: constructed for the court it sits in."""
 
     persona = "judge"
 
+    def __init__(self, court: Court = "pr") -> None:
+        self.court = court
+
     async def deliberate(self, brief: Brief, rubric: Rubric) -> list[JudicialOpinion]:
+        if self.court == "audit":
+            from checks.audit.docket import audit_docket  # the audit package imports the judges: not at load
+
+            return [self.rule_audit(brief, audit_docket(brief, criterion)) for criterion in rubric.criteria]
         return [self.rule(brief, docket(brief, criterion)) for criterion in rubric.criteria]
 
     def rule(self, brief: Brief, d: Docket) -> JudicialOpinion:
         raise NotImplementedError
+
+    def rule_audit(self, brief: Brief, d: Docket) -> JudicialOpinion:
+        raise NotImplementedError
+
+
+_PERSONAS: dict[str, tuple[int, type[OfflineJudge]]] = {}
+Persona = TypeVar("Persona", bound=type[OfflineJudge])
+
+
+def persona(order: int) -> Callable[[Persona], Persona]:
+    """Register the decorated class as the offline persona named by its ``persona``, at ``order`` on the bench."""
+
+    def register(cls: Persona) -> Persona:
+        known = _PERSONAS.get(cls.persona)
+        if known is not None and known[1] is not cls:
+            raise ValueError(f"persona {cls.persona!r} is registered twice")
+        _PERSONAS[cls.persona] = (order, cls)
+        return cls
+
+    return register
+
+
+def registered_personas() -> dict[str, type[OfflineJudge]]:
+    """Every persona module's class by persona name, in bench order."""
+    import checks.judges as package
+
+    import_modules(package)
+    return {name: cls for name, (_order, cls) in sorted(_PERSONAS.items(), key=lambda item: (item[1][0], item[0]))}
+
+
+def charges(d: Docket, minimum: str) -> list[str]:
+    """The summaries of the adverse evidence at ``minimum`` severity or worse."""
+    return [e.summary for e in d.adverse if SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER[minimum]]

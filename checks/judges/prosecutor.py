@@ -6,6 +6,11 @@ Rules, in order, per criterion:
    adverse item on the record (at most two).
 3. KILL on a confirmed security flaw (security criterion), or on a PR text that names a file that does not exist
    (intent criterion): the record flatly contradicts the author.
+
+In an audit:
+1. A confirmed security flaw on a security criterion: 1 and KILL.
+2. A hallucinated report claim on the record of the criterion: at most 2 and KILL.
+3. Unmeasured: 2. Otherwise the facts' score rounded down, one point off per medium-or-worse item (max two).
 """
 
 from __future__ import annotations
@@ -15,14 +20,17 @@ from checks.judges.base import (
     Docket,
     JudicialOpinion,
     OfflineJudge,
+    charges,
     confirmed_security_flaw,
     floor_score,
     opinion,
+    persona,
 )
 
 PERSONA = "prosecutor"
 
 
+@persona(order=10)
 class Prosecutor(OfflineJudge):
     persona = PERSONA
 
@@ -43,3 +51,21 @@ class Prosecutor(OfflineJudge):
         else:
             argument = f"The facts put this at {d.fact_score:.1f}/5; I found nothing more, which proves little."
         return opinion(PERSONA, d, score, argument)
+
+    def rule_audit(self, brief: Brief, d: Docket) -> JudicialOpinion:
+        if d.criterion.security and confirmed_security_flaw(brief):
+            return opinion(PERSONA, d, 1, "Confirmed security flaw: " + "; ".join(charges(d, "high")), kill=True)
+        hallucinated = [str(e.facts.get("value")) for e in d.adverse if e.kind == "hallucination"]
+        if hallucinated:
+            score = 2 if d.fact_score is None else min(2, floor_score(d.fact_score))
+            return opinion(PERSONA, d, score, "The report claims what the repository does not hold: "
+                           + ", ".join(hallucinated) + ".", kill=True)
+        if d.fact_score is None:
+            return opinion(PERSONA, d, 2, f"{d.criterion.title} was never measured; unproven claims earn nothing.")
+        found = charges(d, "medium")
+        score = floor_score(d.fact_score) - min(2, len(found))
+        if found:
+            return opinion(PERSONA, d, score, f"The facts put this at {d.fact_score:.1f}/5 and the record "
+                           "adds charges: " + "; ".join(found[:4]))
+        return opinion(PERSONA, d, score, f"The facts put this at {d.fact_score:.1f}/5; "
+                       "I found nothing more, which proves little.")

@@ -7,6 +7,10 @@ Rules, in order, per criterion:
 3. Security: a confirmed flaw means the change cannot ship as merged — 1 and KILL.
 4. Everything else: the facts' score rounded to nearest, one point off for each high-or-worse adverse item;
    an unmeasured criterion is neutral (3).
+
+In an audit:
+1. A confirmed security flaw on a security criterion: 1 and KILL.
+2. Unmeasured: 3. Otherwise the facts' score rounded to nearest, one point off per high-or-worse item.
 """
 
 from __future__ import annotations
@@ -16,14 +20,17 @@ from checks.judges.base import (
     Docket,
     JudicialOpinion,
     OfflineJudge,
+    charges,
     confirmed_security_flaw,
     opinion,
+    persona,
     round_score,
 )
 
 PERSONA = "tech_lead"
 
 
+@persona(order=30)
 class TechLead(OfflineJudge):
     persona = PERSONA
 
@@ -55,4 +62,15 @@ class TechLead(OfflineJudge):
         if serious:
             return opinion(PERSONA, d, score, f"{serious} serious problem(s) on the record: "
                            + "; ".join(e.summary for e in d.adverse if e.severity in ("high", "critical")))
+        return opinion(PERSONA, d, score, f"Measured at {d.fact_score:.1f}/5 with no serious problem on record.")
+
+    def rule_audit(self, brief: Brief, d: Docket) -> JudicialOpinion:
+        if d.criterion.security and confirmed_security_flaw(brief):
+            return opinion(PERSONA, d, 1, "A confirmed unsafe construct: this cannot ship.", kill=True)
+        if d.fact_score is None:
+            return opinion(PERSONA, d, 3, f"{d.criterion.title} was not measured; neutral until it is.")
+        serious = charges(d, "high")
+        score = round_score(d.fact_score) - len(serious)
+        if serious:
+            return opinion(PERSONA, d, score, f"{len(serious)} serious problem(s): " + "; ".join(serious[:4]))
         return opinion(PERSONA, d, score, f"Measured at {d.fact_score:.1f}/5 with no serious problem on record.")

@@ -138,17 +138,17 @@ async def test_the_settings_choose_the_bench_and_the_vision_provider_or_say_why_
     import contextlib
 
     from app.audit import audit_parts, load_audit_rubric
-    from checks.audit.judges import AuditJudge
+    from checks.judges import OfflineJudge
     from checks.judges.llm import LLMJudge
 
     rubric = load_audit_rubric(None)
     async with contextlib.AsyncExitStack() as stack:
         offline = audit_parts(stack, load_settings(llm_provider="offline"), rubric)
         assert offline.classifier is None and offline.classifier_missing == "no vision provider configured"
-        assert all(isinstance(j, AuditJudge) for j in offline.judges) and not offline.notices
+        assert all(isinstance(j, OfflineJudge) and j.court == "audit" for j in offline.judges) and not offline.notices
         keyless = audit_parts(stack, load_settings(llm_provider="anthropic", llm_api_key=None), rubric)
         assert keyless.classifier is None and "API key" in keyless.classifier_missing
-        assert all(isinstance(j, AuditJudge) for j in keyless.judges)
+        assert all(isinstance(j, OfflineJudge) and j.court == "audit" for j in keyless.judges)
         assert keyless.notices == ["LOGOMESH_LLM_API_KEY is not set, so the offline judges ruled instead of anthropic"]
         keyed = audit_parts(stack, load_settings(llm_provider="anthropic", llm_api_key="sk-test"), rubric)
         assert keyed.classifier is not None
@@ -159,8 +159,8 @@ async def test_the_settings_choose_the_bench_and_the_vision_provider_or_say_why_
 async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: Path):
     from app.audit import open_snapshot
     from checks.audit import AuditParts, run_audit
-    from checks.audit.judges import AuditDefense, AuditTechLead
     from checks.errors import JudgeError
+    from checks.judges import Defense, TechLead
 
     class Absent:
         persona = "prosecutor"
@@ -171,7 +171,7 @@ async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: 
     rubric = load_audit_rubric(None)
     with open_snapshot(str(repo), rubric.forensics.max_commits) as snapshot:
         result = await run_audit(snapshot, None, rubric,
-                                 AuditParts(judges=[Absent(), AuditDefense(), AuditTechLead()]))
+                                 AuditParts(judges=[Absent(), Defense("audit"), TechLead("audit")]))
     assert {o.judge for o in result.opinions} == {"defense", "tech_lead"}
     assert any("judge prosecutor failed: no answer" in n for n in result.notices)
     assert all(r.opinions_considered == 2 for r in result.rulings)

@@ -78,3 +78,76 @@ def test_the_built_in_bench_and_what_its_evidence_bears_on():
     assert {"semantic", "intent-mismatch", "claim-unsupported"} <= kinds["rationale"]
     with pytest.raises(ValueError, match="registered twice"):
         registry.register("semantic", order=1)(lambda resources: None)  # type: ignore[arg-type,return-value]
+
+
+PERSONA_MODULE = '''
+"""Auditor — "Show me the numbers.": the facts' score, rounded down, in both courts."""
+
+from checks.judges.base import OfflineJudge, floor_score, opinion, persona
+
+
+@persona(order=40)
+class Auditor(OfflineJudge):
+    persona = "auditor"
+
+    def rule(self, brief, d):
+        return opinion(self.persona, d, 3 if d.fact_score is None else floor_score(d.fact_score), "The numbers.")
+
+    rule_audit = rule
+'''
+
+
+@pytest.fixture
+def auditor_module(tmp_path, monkeypatch):
+    import checks.judges as judges_package
+    from checks.judges import base
+
+    (tmp_path / "auditor.py").write_text(PERSONA_MODULE, encoding="utf-8")
+    monkeypatch.setattr(judges_package, "__path__", [*judges_package.__path__, str(tmp_path)])
+    yield
+    base._PERSONAS.pop("auditor", None)
+    sys.modules.pop("checks.judges.auditor", None)
+    monkeypatch.undo()
+    base.registered_personas()
+
+
+async def test_a_new_persona_is_one_module_and_a_rubric_entry_in_both_courts(auditor_module):
+    from checks.audit import AuditParts, run_audit
+    from checks.audit.models import RepoSnapshot
+    from checks.judges import offline_judges
+    from rubric import JudgePersona
+
+    rubric = load_rubric()
+    assert [j.persona for j in offline_judges(rubric.judges)] == ["prosecutor", "defense", "tech_lead"]
+    judges = {**rubric.judges, "auditor": JudgePersona(title="Auditor", motto="Show me the numbers.",
+                                                       instructions="Score what the facts score.")}
+    widened = rubric.model_copy(update={"judges": judges})
+    bench = offline_judges(widened.judges)
+    assert [j.persona for j in bench] == ["prosecutor", "defense", "tech_lead", "auditor"]
+    case = case_from_files({"shop.py": "def total(items):\n    return sum(items)\n"})
+    evaluation = await review(case, widened, CourtParts(judges=bench))
+    assert {o.judge for o in evaluation.opinions} == {"prosecutor", "defense", "tech_lead", "auditor"}
+    snapshot = RepoSnapshot(name="octo/shop", head_sha="a" * 40, commits=(), paths=(), sources=())
+    audit = await run_audit(snapshot, None, widened, AuditParts(judges=offline_judges(widened.judges, court="audit")))
+    assert "auditor" in {o.judge for o in audit.opinions}
+
+
+async def test_offline_the_bench_is_the_rubric_s_judges_and_a_persona_without_a_module_is_said(tmp_path):
+    import contextlib
+
+    from app import engine
+    from app.settings import Settings
+    from checks.config import RepoConfig
+    from rubric import JudgePersona
+
+    rubric = load_rubric()
+    judges = {"tech_lead": rubric.judges["tech_lead"], "oracle": JudgePersona(title="Oracle", motto="I see.",
+                                                                             instructions="Foresee.")}
+    prepared = engine.PreparedReview(case=case_from_files({"a.py": "x = 1\n"}),
+                                     rubric=rubric.model_copy(update={"judges": judges}), config=RepoConfig())
+    parts, said = CourtParts(), []
+    async with contextlib.AsyncExitStack() as stack:
+        await engine.attach_judges(stack, None, prepared, Settings(home=tmp_path, llm_provider="offline"),  # type: ignore[arg-type]
+                                   parts, said.append)
+    assert [j.persona for j in parts.judges] == ["tech_lead"]
+    assert parts.notices == ["the rubric's judge oracle has no offline persona; the court ruled without it"]
