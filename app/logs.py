@@ -2,7 +2,9 @@
 
 Context (``delivery_id``, ``installation_id``, ``repo``, ``pr``, ``head_sha``, ``job_id``) is bound where it
 becomes known, by ``log.bind`` in the receiver and the worker. The standard library's records (uvicorn, arq)
-go through the same renderer, so one stream holds one format.
+go through the same renderer, so one stream holds one format. structlog's own events are rendered by structlog and
+written straight to that stream, under the same lock as the standard library's (:class:`LineWriter`): a line
+costs no ``logging.LogRecord``, which the receiver would otherwise build twice per delivery.
 
 Every string value of every event passes :class:`Redactor`, which replaces the known secrets — the webhook
 secret, the App's private key, the LLM API key, and each installation token as it is minted — with
@@ -77,6 +79,29 @@ def secrets_of(settings: Any) -> Iterable[str]:
         yield pem
 
 
+class LineWriter:
+    """structlog's final logger: each rendered event as one line on the standard library handler's stream, under
+    that handler's lock, so that lines of both sources never interleave. ``name`` is the logger's name, for
+    ``add_logger_name``."""
+
+    def __init__(self, handler: logging.StreamHandler[TextIO], name: str) -> None:
+        self.name = name
+        self._handler = handler
+
+    def msg(self, message: str) -> None:
+        handler = self._handler
+        handler.acquire()
+        try:
+            handler.stream.write(message + "\n")
+            handler.stream.flush()
+        except Exception:  # as in logging.StreamHandler.emit: a broken stream is reported, never raised to the caller
+            handler.handleError(logging.makeLogRecord({"name": self.name, "msg": message}))
+        finally:
+            handler.release()
+
+    debug = info = warning = warn = error = err = critical = exception = fatal = failure = log = msg
+
+
 def _drop_color(logger: Any, name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     event.pop("color_message", None)  # uvicorn's ANSI-coloured duplicate of the message
     return event
@@ -94,9 +119,10 @@ def configure(settings: Any = None, *, stream: TextIO | None = None, level: int 
         structlog.processors.format_exc_info,
         REDACTOR,
     ]
+    handler = logging.StreamHandler(stream or sys.stdout)
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
+        processors=[*shared, structlog.processors.JSONRenderer()],
+        logger_factory=lambda name="", *_: LineWriter(handler, name),
         wrapper_class=structlog.make_filtering_bound_logger(level),
         cache_logger_on_first_use=False,
     )
@@ -105,7 +131,6 @@ def configure(settings: Any = None, *, stream: TextIO | None = None, level: int 
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, _drop_color,
                     structlog.processors.JSONRenderer()],
     )
-    handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -23,6 +23,7 @@ dedupes the delivery, announces the head and enqueues the arq job atomically, ex
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
@@ -31,6 +32,7 @@ from arq.connections import ArqRedis, RedisSettings
 from arq.constants import expires_extra_ms, job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
+from redis.exceptions import NoScriptError
 
 from app.routing import ReviewRequest
 from app.settings import Settings
@@ -90,6 +92,7 @@ redis.call('PSETEX', KEYS[2], ARGV[4], ARGV[3])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[6])
 return 2
 """
+_ACCEPT_SHA = hashlib.sha1(_ACCEPT.encode(), usedforsecurity=False).hexdigest()  # the name Redis caches it under
 Accepted = Literal["duplicate", "already queued", "queued"]
 
 
@@ -106,12 +109,16 @@ async def accept_delivery(redis: ArqRedis, settings: Settings, event: str, reque
         sha_key = keys.sha(request.repo, request.head_sha)
     now = timestamp_ms()
     job = serialize_job(JOB_NAME, (request.to_dict(),), {}, None, now, serializer=redis.job_serializer)
-    script = redis.register_script(_ACCEPT)  # EVALSHA: the script's text crosses the wire once per server
-    answer = await script(
-        keys=[delivery_key, job_key_prefix + request.delivery_id, result_key_prefix + request.delivery_id,
-              settings.queue_name, latest_key, sha_key],
-        args=[event, int(delivery_ttl.total_seconds()), job, expires_extra_ms, now, request.delivery_id,
-              request.head_sha or "", request.pr_number if request.pr_number is not None else "",
-              int(SHA_TTL.total_seconds()), announce])
+    keys_and_args = (
+        delivery_key, job_key_prefix + request.delivery_id, result_key_prefix + request.delivery_id,
+        settings.queue_name, latest_key, sha_key,
+        event, int(delivery_ttl.total_seconds()), job, expires_extra_ms, now, request.delivery_id,
+        request.head_sha or "", request.pr_number if request.pr_number is not None else "",
+        int(SHA_TTL.total_seconds()), announce)
+    try:  # EVALSHA: the script's text crosses the wire once per server
+        answer = await redis.execute_command("EVALSHA", _ACCEPT_SHA, 6, *keys_and_args)  # type: ignore[no-untyped-call]
+    except NoScriptError:
+        await redis.execute_command("SCRIPT LOAD", _ACCEPT)  # type: ignore[no-untyped-call]
+        answer = await redis.execute_command("EVALSHA", _ACCEPT_SHA, 6, *keys_and_args)  # type: ignore[no-untyped-call]
     outcomes: tuple[Accepted, ...] = ("duplicate", "already queued", "queued")
     return outcomes[int(answer)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Kind = Literal["review", "recheck", "rerun"]
@@ -34,7 +34,8 @@ class ReviewRequest:
     external_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # every field is a str, int, bool or None: a shallow copy is a whole one (asdict's deep copy costs 10x)
+        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReviewRequest:

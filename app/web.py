@@ -11,19 +11,23 @@ Routes::
 
 Status codes of ``/webhook``: 202 accepted (queued, recorded or ignored with a reason), 200 ping or replayed
 delivery, 400 malformed headers/JSON, 401 bad or missing signature, 413 body above the cap, 503 Redis down.
+
+The body is parsed once, after the signature verified, by orjson: strict RFC 8259 JSON in UTF-8, so NaN, a byte
+order mark, invalid UTF-8 or nesting deeper than 1024 levels is a 400 like any other malformed body. A delivery
+that asks for a review costs one Redis round trip (:func:`app.queue.accept_delivery`) and one log line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import structlog
 from arq import create_pool
 from arq.connections import ArqRedis
@@ -145,8 +149,8 @@ async def _webhook(request: Request) -> Response:
     if not event or not delivery or len(delivery) > 100 or not delivery.replace("-", "").isalnum():
         return _answer(400, error="missing or malformed X-GitHub-Event / X-GitHub-Delivery")
     try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        payload = orjson.loads(body)  # strict RFC 8259 UTF-8 JSON, a third of the standard library's time
+    except orjson.JSONDecodeError:
         return _answer(400, error="body is not JSON")
     if not isinstance(payload, dict):
         return _answer(400, error="body is not a JSON object")
