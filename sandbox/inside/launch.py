@@ -76,6 +76,7 @@ def run_unittest(out: str) -> int:
 def run_mutants(config: dict, collector: object) -> None:
     """Each mutant in a forked child of this process (pytest imported once, no project module yet), against
     the tests that covered its line, with ``-x``; the source file is restored after each, whatever happened."""
+    import gc
     import signal
 
     import pytest
@@ -84,6 +85,9 @@ def run_mutants(config: dict, collector: object) -> None:
         jobs = json.load(handle)
     deadline = time.monotonic() + float(config.get("seconds") or 0)
     verdicts = []
+    # Everything alive now (pytest, the collector) outlives every child: frozen, it is never scanned again by the
+    # cycle collections each child's pytest session runs (five at its end alone) — a third of a mutant's time.
+    gc.freeze()
     for job in jobs:
         left = deadline - time.monotonic()
         if left <= 0.5:
