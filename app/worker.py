@@ -15,7 +15,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import structlog
@@ -433,14 +433,33 @@ async def _complete_started_run(ctx: dict[str, Any], job_id: str, message: str, 
     await redis.delete(keys.run(job_id), keys.outage(job_id), keys.publication(job_id))
 
 
+@dataclass(frozen=True)
+class Deps:
+    """What a review job uses from the worker's context (arq's ``ctx`` dict), typed."""
+
+    settings: Settings
+    redis: ArqRedis
+    publisher: Publisher
+    dbom: DbomWriter | None
+    keys: Keys
+
+    @classmethod
+    def of(cls, ctx: dict[str, Any]) -> Deps:
+        settings: Settings = ctx["settings"]
+        return cls(settings, ctx["redis"], ctx["publisher"], ctx.get("dbom"), Keys(settings.redis_prefix))
+
+    @property
+    def publication_ttl(self) -> int:
+        return self.settings.github_outage_seconds + 3600
+
+
 async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: Target, pr: dict[str, Any],
                               job_id: str, bound: Any) -> str:
-    settings: Settings = ctx["settings"]
-    redis: ArqRedis = ctx["redis"]
-    publisher: Publisher = ctx["publisher"]
-    dbom: DbomWriter | None = ctx.get("dbom")
-    keys = Keys(settings.redis_prefix)
-    pending = await load_publication(redis, keys, job_id)
+    """Start the check run, take the PR's lock, decide (:func:`_decide`) unless a decision is already durable,
+    publish it (:func:`_publish`); every failure completes the check run with what went wrong."""
+    deps = Deps.of(ctx)
+    settings, publisher = deps.settings, deps.publisher
+    pending = await load_publication(deps.redis, deps.keys, job_id)
     check_run_id: int | None = pending.check_run_id if pending else None
     lock: Lock | None = None
     finished = False  # the check run carries the verdict: a later failure must not turn it neutral
@@ -450,45 +469,23 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                 # the run shows in progress at once, even while an older review of this PR winds down
                 check_run_id = await publisher.start_check_run(target, external_id(target.pr_number,
                                                                                      req.delivery_id))
-                await redis.set(keys.run(job_id), json.dumps({
+                await deps.redis.set(deps.keys.run(job_id), json.dumps({
                     "check_run_id": check_run_id, "installation_id": target.installation_id, "repo": target.repo,
                     "pr_number": target.pr_number, "head_sha": target.head_sha}),
-                    ex=settings.job_timeout_seconds + settings.github_outage_seconds + 3600)
+                    ex=settings.job_timeout_seconds + deps.publication_ttl)
             lock = await _acquire_pr_lock(ctx, req, target.pr_number, target.head_sha, bound)
             if pending is None:
-                async with asyncio.timeout(review_deadline(settings.job_timeout_seconds)):
-                    evaluation, changed, comment = await _until_superseded(
-                        ctx, req, target.pr_number, target.head_sha, run_court(ctx, settings, req, target, pr))
-                if await _closed_or_superseded(ctx, req, target):
+                decided = await _decide(ctx, deps, req, target, pr, job_id, check_run_id)
+                if decided is None:
                     return await _closed(publisher, target, check_run_id, bound)
-                dbom_url = None
-                if dbom is not None:
-                    try:
-                        record_id = await dbom.append(evaluation, installation_id=req.installation_id,
-                                                      entanglement=entanglement(evaluation, pr))
-                    except Exception as exc:
-                        raise DbomUnavailable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) \
-                            from exc
-                    dbom_url = f"{settings.public_url}/dbom/{record_id}.html" if settings.public_url else None
-                pending = Publication(check_run_id, evaluation, dbom_url, changed, comment=comment)
-                # the decision is durable: a GitHub failure from here on retries the publication, not the review
-                await save_publication(redis, keys, job_id, pending, settings.github_outage_seconds + 3600)
+                pending = decided
             elif await _closed_or_superseded(ctx, req, target):
-                await redis.delete(keys.publication(job_id))
+                await deps.redis.delete(deps.keys.publication(job_id))
                 return await _closed(publisher, target, check_run_id, bound)
             publishing = time.perf_counter()
-            evaluation = pending.evaluation
-            if not pending.check_run_done:
-                await publisher.finish(target, check_run_id, evaluation, pending.dbom_url, pending.changed)
-                pending = replace(pending, check_run_done=True)
-                await save_publication(redis, keys, job_id, pending, settings.github_outage_seconds + 3600)
+            pending = await _publish_check_run(deps, target, job_id, pending)
             finished = True
-            await publisher.comment(target, pending)
-            await redis.delete(keys.publication(job_id))
-            STAGE_SECONDS.labels("publish").observe(time.perf_counter() - publishing)
-            CIS.labels(evaluation.verdict).observe(evaluation.cis_score)
-            bound.info("reviewed", verdict=evaluation.verdict, cis=evaluation.cis_score, dbom=pending.dbom_url)
-            return f"{evaluation.verdict} {evaluation.cis_score:.4f}"
+            return await _publish_comment(deps, target, job_id, pending, bound, publishing)
         except Superseded as exc:
             assert check_run_id is not None
             await publisher.finish_neutral(target, check_run_id, f"Superseded by {exc.newer[:12]}",
@@ -540,6 +537,53 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
         if lock is not None:
             with contextlib.suppress(Exception):
                 await lock.release()
+
+
+
+
+async def _decide(ctx: dict[str, Any], deps: Deps, req: ReviewRequest, target: Target, pr: dict[str, Any],
+                  job_id: str, check_run_id: int) -> Publication | None:
+    """Review the head, record its DBOM and make the decision durable (a GitHub failure from then on retries the
+    publication, not the review); None when the PR was closed meanwhile."""
+    settings = deps.settings
+    async with asyncio.timeout(review_deadline(settings.job_timeout_seconds)):
+        evaluation, changed, comment = await _until_superseded(
+            ctx, req, target.pr_number, target.head_sha, run_court(ctx, settings, req, target, pr))
+    if await _closed_or_superseded(ctx, req, target):
+        return None
+    dbom_url = None
+    if deps.dbom is not None:
+        try:
+            record_id = await deps.dbom.append(evaluation, installation_id=req.installation_id,
+                                               entanglement=entanglement(evaluation, pr))
+        except Exception as exc:
+            raise DbomUnavailable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+        dbom_url = f"{settings.public_url}/dbom/{record_id}.html" if settings.public_url else None
+    pending = Publication(check_run_id, evaluation, dbom_url, changed, comment=comment)
+    await save_publication(deps.redis, deps.keys, job_id, pending, deps.publication_ttl)
+    return pending
+
+
+async def _publish_check_run(deps: Deps, target: Target, job_id: str, pending: Publication) -> Publication:
+    """The verdict on the check run, once: a retry after this point only posts the comment."""
+    if not pending.check_run_done:
+        await deps.publisher.finish(target, pending.check_run_id, pending.evaluation, pending.dbom_url,
+                                    pending.changed)
+        pending = replace(pending, check_run_done=True)
+        await save_publication(deps.redis, deps.keys, job_id, pending, deps.publication_ttl)
+    return pending
+
+
+async def _publish_comment(deps: Deps, target: Target, job_id: str, pending: Publication, bound: Any,
+                           publishing: float) -> str:
+    """The PR comment (as the comment mode asks), then the decision's record goes: the job is done."""
+    evaluation = pending.evaluation
+    await deps.publisher.comment(target, pending)
+    await deps.redis.delete(deps.keys.publication(job_id))
+    STAGE_SECONDS.labels("publish").observe(time.perf_counter() - publishing)
+    CIS.labels(evaluation.verdict).observe(evaluation.cis_score)
+    bound.info("reviewed", verdict=evaluation.verdict, cis=evaluation.cis_score, dbom=pending.dbom_url)
+    return f"{evaluation.verdict} {evaluation.cis_score:.4f}"
 
 
 async def _closed_or_superseded(ctx: dict[str, Any], req: ReviewRequest, target: Target) -> bool:
