@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 ENV = {
@@ -30,7 +31,7 @@ class RepoBuilder:
         return subprocess.run(["git", "-C", str(self.path), *args], check=True, env=env, capture_output=True,
                               text=True).stdout
 
-    def write(self, files: dict[str, str | None]) -> None:
+    def write(self, files: Mapping[str, str | None]) -> None:
         for name, text in files.items():
             target = self.path / name
             if text is None:
@@ -39,7 +40,7 @@ class RepoBuilder:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
 
-    def commit(self, message: str, files: dict[str, str | None], author: str | None = None) -> str:
+    def commit(self, message: str, files: Mapping[str, str | None], author: str | None = None) -> str:
         self.write(files)
         self.git("add", "-A")
         args = ["commit", "-q", "--allow-empty", "-m", message]

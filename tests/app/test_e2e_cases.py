@@ -6,6 +6,8 @@ import hashlib
 import json
 import subprocess
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import httpx
 import structlog
@@ -26,7 +28,7 @@ from tests.app.conftest import (
 )
 
 
-def _recheck_payload(login: str, comment_id: int = 99001) -> dict:
+def _recheck_payload(login: str, comment_id: int = 99001) -> dict[str, Any]:
     payload = fixture_payload("issue_comment", "pull-request-issue-comment.json")
     payload["installation"] = {"id": INSTALLATION}
     payload["repository"]["full_name"] = REPO
@@ -38,7 +40,7 @@ def _recheck_payload(login: str, comment_id: int = 99001) -> dict:
     return payload
 
 
-def _check_run_payload(name: str, head: str) -> dict:
+def _check_run_payload(name: str, head: str) -> dict[str, Any]:
     payload = fixture_payload("check_run", name)
     payload["installation"] = {"id": INSTALLATION}
     payload["repository"]["full_name"] = REPO
@@ -213,7 +215,7 @@ async def test_routing_of_real_payloads(harness: Harness) -> None:
         answer = await h.post(event, payload)
         assert answer.status_code == 202, (event, answer.text)
         assert answer.json()["status"] == expected, (event, payload.get("action"), answer.json())
-    note = await h.redis.hgetall(Keys(h.settings.redis_prefix).installation(957387))
+    note = await h.redis.hgetall(Keys(h.settings.redis_prefix).installation(957387))  # type: ignore[misc]
     assert note[b"account"] == b"Codertocat"
 
 
@@ -304,7 +306,7 @@ async def test_a_review_waits_for_the_per_pr_lock_with_its_run_in_progress(harne
     assert int(await h.redis.get("arq:retry:lock-test") or 0) == 0  # waiting spent no try
 
 
-async def test_an_invalid_base_config_completes_the_run_with_the_reason(harness: Harness, tmp_path) -> None:
+async def test_an_invalid_base_config_completes_the_run_with_the_reason(harness: Harness, tmp_path: Path) -> None:
     h = harness
     work = tmp_path / "badconf"
     work.mkdir()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -17,7 +18,7 @@ from checks.render import MARKER
 from tests.app.conftest import PR, REPO, Harness, pr_payload, verdict_title
 
 
-def _post_sync(h: Harness, payload: dict, delivery: str) -> None:
+def _post_sync(h: Harness, payload: dict[str, Any], delivery: str) -> None:
     """A webhook GitHub sends from its own thread (here: while the git server is busy with the first clone)."""
     body = json.dumps(payload).encode()
     answer = httpx.post(f"{h.url}/webhook", content=body, headers={
@@ -84,7 +85,7 @@ async def test_a_late_event_never_moves_the_review_back_to_an_older_head(harness
 
 @pytest.mark.parametrize("author", [{"login": "mallory", "type": "User"},
                                     {"login": "other-app[bot]", "type": "Bot"}], ids=["a person", "another app"])
-async def test_a_comment_with_our_marker_by_anyone_else_is_left_alone(harness: Harness, author: dict) -> None:
+async def test_a_comment_with_our_marker_by_anyone_else_is_left_alone(harness: Harness, author: dict[str, str]) -> None:
     h = harness
     h.github.comments[1] = {"id": 1, "repo": REPO, "issue_number": PR, "body": f"copied: {MARKER}",
                             "user": author, "edits": 0}
@@ -188,7 +189,7 @@ async def test_a_worker_is_ready_only_when_its_start_up_is_done(harness: Harness
         starting = await client.get("/readyz")
         assert starting.status_code == 503 and "loading the model" in starting.text
         options = worker_options(harness.settings.model_copy(update={"metrics_port": 0}))
-        ctx: dict = {}
+        ctx: dict[str, Any] = {}
         await options["on_startup"](ctx)
         assert (await client.get("/readyz")).status_code == 200
         assert "logomesh_jobs" in (await client.get("/metrics")).text

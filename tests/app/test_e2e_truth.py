@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import docker
 import pytest
 
+from app.settings import Settings
 from app.web import create_app
-from tests.app.conftest import REDIS_URL, REPO, Harness, ServerThread, pr_payload
+from tests.app.conftest import REDIS_URL, REPO, Harness, ServerThread, ShopRepo, pr_payload
+from tests.app.fakegithub import FakeGitHub
 from tests.app.sqlite_dbom import SqliteDbom
 from tests.sandbox.conftest import docker_engine  # noqa: F401 - the real engine and image, or a skip saying why
 
@@ -16,14 +20,16 @@ FAILING_PR = 8
 
 
 @pytest.fixture
-async def docker_harness(settings, github, repo, tmp_path: Path, docker_engine):  # noqa: F811
+async def docker_harness(
+        settings: Settings, github: FakeGitHub, repo: ShopRepo, tmp_path: Path,
+        docker_engine: docker.DockerClient) -> AsyncIterator[Harness]:  # noqa: F811
     import redis.asyncio as aioredis
 
     settings = settings.model_copy(update={"sandbox": "docker", "job_timeout_seconds": 600})
     github.add_pull(REPO, FAILING_PR, head=repo.failing, base=repo.base, title="Add percentage discounts",
                     body="apply_discount(total, percent) takes a percentage off the cart total.")
     dbom = await SqliteDbom.open(tmp_path / "dbom.db")
-    redis = aioredis.from_url(REDIS_URL)
+    redis = aioredis.from_url(REDIS_URL)  # type: ignore[no-untyped-call]
     try:
         with ServerThread(create_app(settings, env_path=tmp_path / ".env")) as url:
             yield Harness(settings, url, github, repo, dbom, redis)

@@ -27,7 +27,7 @@ def load(name: str) -> Evaluation:
     return e.model_copy(update={"inputs": e.inputs.model_copy(update={"repo": REPO, "pr_number": PR})})
 
 
-def test_a_failing_test_is_annotated_where_it_failed_with_its_message_in_words():
+def test_a_failing_test_is_annotated_where_it_failed_with_its_message_in_words() -> None:
     notes = check_annotations(load("fail"), {"shop/cart.py": {5}})
     test_notes = [n for n in notes if n["path"] == "tests/test_cart.py"]
     assert len(test_notes) == 1  # the run and the comparison with the base name it: one annotation
@@ -40,7 +40,7 @@ def test_a_failing_test_is_annotated_where_it_failed_with_its_message_in_words()
     assert mutant and mutant[0]["annotation_level"] == "notice" and "surviving" not in mutant[0]["title"].lower()
 
 
-def test_two_findings_on_one_line_are_one_annotation_led_by_the_worst():
+def test_two_findings_on_one_line_are_one_annotation_led_by_the_worst() -> None:
     e = load("pass")
     where = Location(path="shop/discounts.py", line=12)
     both = (Evidence(id="a", detective="repo", kind="constraint-violation", severity="high", location=where,
@@ -59,11 +59,11 @@ def test_two_findings_on_one_line_are_one_annotation_led_by_the_worst():
     ("always", "pass", "post"), ("on-change", "fail", "post"), ("on-change", "neutral", "post"),
     ("on-change", "pass", "update"), ("never", "fail", "skip"),
 ])
-def test_comment_modes(mode, verdict, action):
+def test_comment_modes(mode: str, verdict: str, action: str) -> None:
     assert comment_wanted(mode, verdict) == action
 
 
-def test_the_repository_chooses_its_comment_mode_and_a_bad_one_is_named():
+def test_the_repository_chooses_its_comment_mode_and_a_bad_one_is_named() -> None:
     assert parse_repo_config("comment: never\n").comment == "never"
     assert parse_repo_config(None).comment is None  # the App's setting then
     with pytest.raises(ConfigError, match="comment"):

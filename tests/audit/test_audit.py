@@ -11,6 +11,8 @@ import pytest
 
 from app.audit import audit_repository, load_audit_rubric
 from app.settings import load_settings
+from checks.models import Brief, JudicialOpinion
+from rubric import Rubric
 from tests.audit.fixtures import (
     FALSE_FEATURES,
     FALSE_PATHS,
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = load_settings(llm_provider="offline")
 
 
-async def test_false_claims_are_flagged_and_true_ones_are_not(repo: Path, report: Path):
+async def test_false_claims_are_flagged_and_true_ones_are_not(repo: Path, report: Path) -> None:
     outcome = await audit_repository(str(repo), settings=SETTINGS, report_path=report)
     status = {c.claim.value: c.status for c in outcome.result.claims}
     for value in FALSE_PATHS + FALSE_FEATURES:
@@ -38,7 +40,7 @@ async def test_false_claims_are_flagged_and_true_ones_are_not(repo: Path, report
     assert flagged == set(FALSE_PATHS + FALSE_FEATURES)
 
 
-async def test_the_ruling_follows_the_facts(repo: Path, report: Path):
+async def test_the_ruling_follows_the_facts(repo: Path, report: Path) -> None:
     result = (await audit_repository(str(repo), settings=SETTINGS, report_path=report)).result
     rulings = {r.criterion_id: r for r in result.rulings}
     assert len(rulings) == 10
@@ -52,7 +54,7 @@ async def test_the_ruling_follows_the_facts(repo: Path, report: Path):
     assert str(unsafe.location) == "src/tools.py:6" and unsafe.cwe == "CWE-78"
 
 
-async def test_without_a_report_the_report_criteria_say_so(repo: Path):
+async def test_without_a_report_the_report_criteria_say_so(repo: Path) -> None:
     result = (await audit_repository(str(repo), settings=SETTINGS)).result
     assert result.report is None and result.claims == ()
     assert any(e.kind == "report-missing" for e in result.evidence)
@@ -60,7 +62,7 @@ async def test_without_a_report_the_report_criteria_say_so(repo: Path):
     assert rulings["report_depth"] <= 2 and rulings["report_accuracy"] <= 2
 
 
-async def test_the_rubric_not_the_code_defines_what_is_judged(repo: Path, report: Path, tmp_path: Path):
+async def test_the_rubric_not_the_code_defines_what_is_judged(repo: Path, report: Path, tmp_path: Path) -> None:
     document = json.loads((ROOT / "rubric" / "auditor.json").read_text())
     document["name"] = "two-questions"
     document["criteria"] = [
@@ -79,7 +81,7 @@ async def test_the_rubric_not_the_code_defines_what_is_judged(repo: Path, report
     assert outcome.result.rubric.name == "two-questions"
 
 
-def test_the_auditor_rubric_has_ten_criteria_with_levels_and_evidence():
+def test_the_auditor_rubric_has_ten_criteria_with_levels_and_evidence() -> None:
     rubric = load_audit_rubric(None)
     assert rubric.name == "logomesh-auditor" and len(rubric.criteria) == 10
     for criterion in rubric.criteria:
@@ -88,7 +90,7 @@ def test_the_auditor_rubric_has_ten_criteria_with_levels_and_evidence():
     assert [c.id for c in rubric.criteria if c.security] == ["safe_tool_engineering"]
 
 
-async def test_the_markdown_is_deterministic_and_matches_the_golden_snapshot(tmp_path: Path):
+async def test_the_markdown_is_deterministic_and_matches_the_golden_snapshot(tmp_path: Path) -> None:
     from tests.audit.fixtures import build_repo, build_report
 
     first = await audit_repository(str(build_repo(tmp_path / "a" / "courtroom")), settings=SETTINGS,
@@ -105,7 +107,7 @@ async def test_the_markdown_is_deterministic_and_matches_the_golden_snapshot(tmp
     assert first.markdown == GOLDEN.read_text(encoding="utf-8")
 
 
-async def test_report_text_cannot_inject_markdown(repo: Path, tmp_path: Path):
+async def test_report_text_cannot_inject_markdown(repo: Path, tmp_path: Path) -> None:
     from tests.audit.fixtures import build_report
 
     hostile = build_report(tmp_path / "hostile.pdf", pages=(
@@ -117,7 +119,7 @@ async def test_report_text_cannot_inject_markdown(repo: Path, tmp_path: Path):
     assert "@\u200boctocat" in markdown  # the hostile sentence did reach the report, inert
 
 
-def test_the_schema_extension_rejects_bad_levels_and_audit_settings(tmp_path: Path):
+def test_the_schema_extension_rejects_bad_levels_and_audit_settings(tmp_path: Path) -> None:
     from rubric import RubricError, load_rubric
 
     document = json.loads((ROOT / "rubric" / "auditor.json").read_text())
@@ -134,7 +136,7 @@ def test_the_schema_extension_rejects_bad_levels_and_audit_settings(tmp_path: Pa
     load_rubric()  # the default PR rubric, without levels or an audit section, still loads
 
 
-async def test_the_settings_choose_the_bench_and_the_vision_provider_or_say_why_there_is_none():
+async def test_the_settings_choose_the_bench_and_the_vision_provider_or_say_why_there_is_none() -> None:
     import contextlib
 
     from app.audit import audit_parts, load_audit_rubric
@@ -156,7 +158,7 @@ async def test_the_settings_choose_the_bench_and_the_vision_provider_or_say_why_
         assert all(isinstance(j, LLMJudge) for j in keyed.judges)
 
 
-async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: Path):
+async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: Path) -> None:
     from app.audit import open_snapshot
     from checks.audit import AuditParts, run_audit
     from checks.errors import JudgeError
@@ -165,7 +167,7 @@ async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: 
     class Absent:
         persona = "prosecutor"
 
-        async def deliberate(self, brief, rubric):
+        async def deliberate(self, brief: Brief, rubric: Rubric) -> list[JudicialOpinion]:
             raise JudgeError("prosecutor", "no answer")
 
     rubric = load_audit_rubric(None)
@@ -177,7 +179,7 @@ async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: 
     assert all(r.opinions_considered == 2 for r in result.rulings)
 
 
-async def test_repository_content_cannot_inject_markdown(tmp_path: Path):
+async def test_repository_content_cannot_inject_markdown(tmp_path: Path) -> None:
     from tests.audit.fixtures import git
 
     hostile = tmp_path / "hostile"

@@ -17,7 +17,7 @@ def doc(*pages: str) -> ReportDocument:
                           pages=tuple(ReportPage(number=i, text=t) for i, t in enumerate(pages, start=1)))
 
 
-def test_extracts_paths_components_and_features_with_their_page():
+def test_extracts_paths_components_and_features_with_their_page() -> None:
     claims = extract_claims(doc("Intro only.", "The ChiefJustice lives in src/justice.py and runs in parallel. "
                                 "Call build_graph() to start."))
     found = {(c.kind, c.value, c.page) for c in claims}
@@ -30,12 +30,12 @@ def test_extracts_paths_components_and_features_with_their_page():
     assert quote.startswith("The ChiefJustice lives in")
 
 
-def test_repeated_claims_count_once_at_first_mention():
+def test_repeated_claims_count_once_at_first_mention() -> None:
     claims = extract_claims(doc("See src/a.py.", "Again src/a.py."))
     assert [(c.value, c.page) for c in claims] == [("src/a.py", 1)]
 
 
-def test_true_claims_verify_and_false_ones_are_hallucinations():
+def test_true_claims_verify_and_false_ones_are_hallucinations() -> None:
     sources = {"src/graph.py": GRAPH, "src/state.py": STATE, "src/judges.py": JUDGES}
     facts = collect(sources)
     evidence = [*architecture_evidence(facts), *safety_evidence(sources, load_rubric())]
@@ -52,7 +52,7 @@ def test_true_claims_verify_and_false_ones_are_hallucinations():
     assert checks["chief-justice"].status == "hallucination"
 
 
-def test_a_linear_graph_contradicts_a_parallel_claim():
+def test_a_linear_graph_contradicts_a_parallel_claim() -> None:
     linear = ("from langgraph.graph import StateGraph\n"
               "g = StateGraph(dict)\ng.add_edge('a', 'b')\ng.add_edge('b', 'c')\n")
     facts = collect({"g.py": linear})
@@ -64,7 +64,7 @@ def test_a_linear_graph_contradicts_a_parallel_claim():
     assert "linear" in checks[0].detail
 
 
-def test_negations_claim_an_absence_only_within_their_own_clause():
+def test_negations_claim_an_absence_only_within_their_own_clause() -> None:
     claims = extract_claims(doc(
         "The detectives do not run in parallel. We never shipped src/legacy.py. "
         "There is no os.system anywhere, and the judges run in parallel. "
@@ -77,7 +77,7 @@ def test_negations_claim_an_absence_only_within_their_own_clause():
     assert ("component", "StateGraph", False) in found  # "Nothing is cached" sits in the clause before "but"
 
 
-def test_a_negated_claim_is_checked_the_other_way_round():
+def test_a_negated_claim_is_checked_the_other_way_round() -> None:
     sources = {"src/graph.py": GRAPH, "src/state.py": STATE, "src/judges.py": JUDGES}
     facts = collect(sources)
     evidence = [*architecture_evidence(facts), *safety_evidence(sources, load_rubric())]
@@ -94,7 +94,7 @@ def test_a_negated_claim_is_checked_the_other_way_round():
     assert checks[("chief-justice", True)].status == "verified"  # no synthesis engine in these sources
 
 
-def test_document_index_chunks_pages_and_ranks_by_terms():
+def test_document_index_chunks_pages_and_ranks_by_terms() -> None:
     long_page = " ".join(f"word{i}" for i in range(300)) + " reducer merges parallel writes"
     index = DocumentIndex(doc("The dialectic of three personas.", long_page), chunk_words=100, overlap_words=10)
     assert len(index.chunks) == 1 + 4
@@ -105,7 +105,7 @@ def test_document_index_chunks_pages_and_ranks_by_terms():
     assert index.contains("DIALECTIC of")[0].page == 1
 
 
-def test_a_passage_is_the_sentence_that_speaks_to_the_question():
+def test_a_passage_is_the_sentence_that_speaks_to_the_question() -> None:
     index = DocumentIndex(doc("Architecture. The graph fans out to three judges. Unrelated words here today.",
                               "Nothing about it."))
     assert index.passage("How does the graph fan out to judges?") == (1, "The graph fans out to three judges.")

@@ -21,7 +21,7 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           cwd=cwd, env=env, timeout=300)
 
 
-def test_two_runs_write_identical_bytes_and_exit_0(repo: Path, report: Path, tmp_path: Path):
+def test_two_runs_write_identical_bytes_and_exit_0(repo: Path, report: Path, tmp_path: Path) -> None:
     first = run(str(repo), "--report", str(report), "--out", str(tmp_path / "one.md"), cwd=tmp_path)
     second = run(str(repo), "--report", str(report), "--out", str(tmp_path / "two.md"), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
@@ -31,7 +31,7 @@ def test_two_runs_write_identical_bytes_and_exit_0(repo: Path, report: Path, tmp
     assert "audit pass" in first.stderr
 
 
-def test_markdown_on_stdout_and_json_format(repo: Path, report: Path, tmp_path: Path):
+def test_markdown_on_stdout_and_json_format(repo: Path, report: Path, tmp_path: Path) -> None:
     markdown = run(str(repo), "--report", str(report), "-q", cwd=tmp_path)
     assert markdown.returncode == 0, markdown.stderr
     assert markdown.stdout.startswith("<!-- logomesh:audit -->")
@@ -41,7 +41,7 @@ def test_markdown_on_stdout_and_json_format(repo: Path, report: Path, tmp_path: 
     assert data["rubric"]["name"] == "logomesh-auditor" and len(data["rulings"]) == 10
 
 
-def test_a_failing_audit_exits_1(tmp_path: Path):
+def test_a_failing_audit_exits_1(tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     bad.mkdir()
     git(bad, "init", "-q", "-b", "main")
@@ -53,7 +53,7 @@ def test_a_failing_audit_exits_1(tmp_path: Path):
     assert "CWE-78" in result.stdout and "run.py:4" in result.stdout
 
 
-def test_input_errors_exit_2_with_a_clear_message(repo: Path, tmp_path: Path):
+def test_input_errors_exit_2_with_a_clear_message(repo: Path, tmp_path: Path) -> None:
     missing = run(str(tmp_path / "nope"), cwd=tmp_path)
     assert missing.returncode == 2 and "no such directory" in missing.stderr
     not_pdf = tmp_path / "r.pdf"
@@ -68,7 +68,8 @@ def test_input_errors_exit_2_with_a_clear_message(repo: Path, tmp_path: Path):
     assert usage.returncode == 2
 
 
-def test_the_report_names_its_dbom_and_the_ledger_vouches_for_the_file(repo: Path, report: Path, tmp_path: Path):
+def test_the_report_names_its_dbom_and_the_ledger_vouches_for_the_file(
+        repo: Path, report: Path, tmp_path: Path) -> None:
     out = tmp_path / "audit.md"
     first = run(str(repo), "--report", str(report), "--out", str(out), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
@@ -90,7 +91,7 @@ def test_the_report_names_its_dbom_and_the_ledger_vouches_for_the_file(repo: Pat
     assert shown["dbom"]["schema"] == "logomesh.audit-dbom/v1" and shown["evaluation"]["repo"] == "courtroom"
 
 
-def test_an_unreachable_ledger_loses_no_report(repo: Path, tmp_path: Path):
+def test_an_unreachable_ledger_loses_no_report(repo: Path, tmp_path: Path) -> None:
     env_db = {"LOGOMESH_DATABASE_URL": "postgresql+asyncpg://nobody:x@127.0.0.1:1/none"}
     result = subprocess.run([sys.executable, "-m", "app.cli", "audit", str(repo), "--out", str(tmp_path / "a.md")],
                             capture_output=True, text=True, cwd=tmp_path, timeout=300,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from checks.audit.architecture import architecture_evidence, safety_evidence
 from checks.audit.ast_facts import collect
 from checks.audit.history import investigate_history
 from checks.audit.models import HistoryCommit, ReportDocument, ReportImage, ReportPage, RepoSnapshot
 from checks.audit.vision import DiagramAssessment, StructureSummary, VisionInspector
+from checks.models import Evidence
 from rubric import load_rubric
 from tests.audit.fixtures import GRAPH, JUDGES, JUSTICE, STATE, TOOLS
 
@@ -22,11 +25,11 @@ def snapshot(*commits: HistoryCommit) -> RepoSnapshot:
     return RepoSnapshot(name="r", head_sha="f" * 40, paths=(), commits=commits)
 
 
-def kinds(items) -> dict[str, object]:
+def kinds(items: Iterable[Evidence]) -> dict[str, Evidence]:
     return {e.kind: e for e in items}
 
 
-def test_a_single_bulk_upload_is_a_finding_and_steady_work_is_not():
+def test_a_single_bulk_upload_is_a_finding_and_steady_work_is_not() -> None:
     bulk = kinds(investigate_history(snapshot(*(commit(i, i, f"Add part {i} of it") for i in range(6))), RUBRIC))
     assert bulk["bulk-history"].severity == "low"
     assert "commit-cadence" not in bulk
@@ -38,7 +41,7 @@ def test_a_single_bulk_upload_is_a_finding_and_steady_work_is_not():
     assert one["bulk-history"].severity == "medium"
 
 
-def test_terse_messages_and_authorship():
+def test_terse_messages_and_authorship() -> None:
     items = kinds(investigate_history(snapshot(commit(0, 0, "wip", "A"), commit(1, 300, "fix", "B"),
                                                commit(2, 600, "Explain the reducer", "B")), RUBRIC))
     assert items["terse-commit-message"].severity == "medium"
@@ -46,7 +49,7 @@ def test_terse_messages_and_authorship():
     assert "descriptive-messages" not in items
 
 
-def test_architecture_facts_of_the_fixture():
+def test_architecture_facts_of_the_fixture() -> None:
     sources = {"src/state.py": STATE, "src/graph.py": GRAPH, "src/judges.py": JUDGES, "src/justice.py": JUSTICE}
     facts = collect(sources)
     assert {f.name for f in facts.typed_state} == {"Evidence", "AgentState", "JudicialOpinion"}
@@ -57,23 +60,24 @@ def test_architecture_facts_of_the_fixture():
     assert sorted(facts.personas) == ["defense", "prosecutor", "tech_lead"]
     items = kinds(architecture_evidence(facts))
     assert items["synthesis-engine"].facts["rules"] == ["rule_of_evidence", "rule_of_security"]
-    assert items["structured-output"].location.path == "src/judges.py"
+    structured = items["structured-output"].location
+    assert structured is not None and structured.path == "src/judges.py"
     assert not [e for e in items.values() if e.severity != "info"]
 
 
-def test_missing_architecture_is_reported_not_guessed():
+def test_missing_architecture_is_reported_not_guessed() -> None:
     items = kinds(architecture_evidence(collect({"main.py": "print('hello')\n"})))
     for kind in ("typed-state-missing", "graph-missing", "structured-output-missing", "judge-personas-missing",
                  "synthesis-engine-missing"):
         assert items[kind].severity == "medium"
 
 
-def test_unsafe_calls_anywhere_in_the_repository_are_found_with_file_and_line():
+def test_unsafe_calls_anywhere_in_the_repository_are_found_with_file_and_line() -> None:
     items = safety_evidence({"src/tools.py": TOOLS, "src/ok.py": "import subprocess\nsubprocess.run(['ls'])\n",
                              "src/bad.py": "def f(:\n"}, RUBRIC)
     violations = [e for e in items if e.kind == "constraint-violation"]
     assert [(str(e.location), e.cwe, e.severity) for e in violations] == [("src/tools.py:6", "CWE-78", "high")]
-    assert any(e.kind == "syntax-error" and e.location.path == "src/bad.py" for e in items)
+    assert any(e.kind == "syntax-error" and e.location is not None and e.location.path == "src/bad.py" for e in items)
     clean = safety_evidence({"src/ok.py": "import subprocess\nsubprocess.run(['ls'])\n"}, RUBRIC)
     assert [e.kind for e in clean] == ["tools-clean"]
 
@@ -85,7 +89,7 @@ def report_with_image() -> ReportDocument:
                                                               ReportPage(number=2, text="")), images=(image,))
 
 
-async def test_offline_vision_lists_images_and_says_they_were_not_analysed():
+async def test_offline_vision_lists_images_and_says_they_were_not_analysed() -> None:
     items = kinds(await VisionInspector().inspect(report_with_image(), collect({})))
     assert items["report-images"].facts["images"][0]["page"] == 2
     assert items["diagram-not-analysed"].facts["unmeasured"] is True
@@ -110,7 +114,7 @@ class Classifier:
         return self.answer
 
 
-async def test_a_classified_diagram_that_contradicts_the_code_is_a_finding():
+async def test_a_classified_diagram_that_contradicts_the_code_is_a_finding() -> None:
     facts = collect({"src/graph.py": GRAPH})
     mismatch = Classifier(DiagramAssessment(kind="architecture_diagram", matches_code=False,
                                             description="shows a linear pipeline"))

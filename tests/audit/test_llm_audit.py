@@ -11,7 +11,7 @@ import pytest
 from app.audit import audit_repository
 from app.ledger.local import audit_entanglement
 from app.settings import Settings, load_settings
-from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer, Step
+from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer, Recorded, Step
 
 MODEL = "claude-sonnet-4-6"
 
@@ -23,11 +23,12 @@ def settings(anthropic_server: FakeAnthropicServer, fake: FakeAnthropic, tmp_pat
                          llm_timeout_seconds=10)
 
 
-def judge_requests(fake: FakeAnthropic) -> list:
+def judge_requests(fake: FakeAnthropic) -> list[Recorded]:
     return [r for r in fake.requests if r.body["tools"][0]["name"] == "submit_opinions"]
 
 
-async def test_each_persona_reads_the_audit_digest_and_its_opinions_are_ruled_on(fake, settings, repo, report):
+async def test_each_persona_reads_the_audit_digest_and_its_opinions_are_ruled_on(
+        fake: FakeAnthropic, settings: Settings, repo: Path, report: Path) -> None:
     fake.default_score = lambda cid, rec: 2 if cid == "report_accuracy" else 4
     outcome = await audit_repository(str(repo), settings=settings, report_path=report)
     result = outcome.result
@@ -52,7 +53,8 @@ async def test_each_persona_reads_the_audit_digest_and_its_opinions_are_ruled_on
     assert ent.model_ids["judges"] == MODEL and ent.model_ids["vision"] == MODEL
 
 
-async def test_an_outage_leaves_the_offline_auditor_to_rule_and_says_so(fake, settings, repo, report):
+async def test_an_outage_leaves_the_offline_auditor_to_rule_and_says_so(
+        fake: FakeAnthropic, settings: Settings, repo: Path, report: Path) -> None:
     fake.script("Prosecutor", Step(kind="error", status=529, error_type="overloaded_error"))
     outcome = await audit_repository(str(repo), settings=settings, report_path=report)
     result = outcome.result
@@ -69,7 +71,7 @@ async def test_an_outage_leaves_the_offline_auditor_to_rule_and_says_so(fake, se
 
 
 async def test_an_injection_in_the_report_reaches_the_model_only_as_data_and_cannot_take_the_bench(
-        fake, settings, repo, tmp_path):
+        fake: FakeAnthropic, settings: Settings, repo: Path, tmp_path: Path) -> None:
     from tests.audit.fixtures import PAGE_ONE, PAGE_TWO, build_report
 
     fake.gullible = True  # plays a model that obeys whatever the data tells it

@@ -12,7 +12,7 @@ from app.audit import ReportError, SourceError, display_name, is_remote, open_sn
 from tests.audit.fixtures import PAGE_ONE, build_report, git
 
 
-def test_clone_a_file_url_reads_head_and_history_without_running_hooks(repo: Path, tmp_path: Path):
+def test_clone_a_file_url_reads_head_and_history_without_running_hooks(repo: Path, tmp_path: Path) -> None:
     marker = tmp_path / "hook-ran"
     hook = repo / ".git" / "hooks" / "post-checkout"
     hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
@@ -26,7 +26,7 @@ def test_clone_a_file_url_reads_head_and_history_without_running_hooks(repo: Pat
     assert not marker.exists()
 
 
-def test_the_ext_transport_is_refused(tmp_path: Path):
+def test_the_ext_transport_is_refused(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     with pytest.raises(SourceError):
         from app.audit import clone
@@ -35,7 +35,7 @@ def test_the_ext_transport_is_refused(tmp_path: Path):
     assert not marker.exists()
 
 
-def test_the_clone_ignores_inherited_git_variables(repo: Path, tmp_path: Path, monkeypatch):
+def test_the_clone_ignores_inherited_git_variables(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit's clone uses the App's hardened recipe: an inherited GIT_* variable (here one that would turn
     the file transport off and one that points git at another directory) changes nothing."""
     elsewhere = tmp_path / "elsewhere.git"
@@ -46,7 +46,7 @@ def test_the_clone_ignores_inherited_git_variables(repo: Path, tmp_path: Path, m
     assert not elsewhere.exists()
 
 
-def test_a_symlink_in_the_repository_is_listed_never_followed(repo: Path, tmp_path: Path):
+def test_a_symlink_in_the_repository_is_listed_never_followed(repo: Path, tmp_path: Path) -> None:
     secret = tmp_path / "secret.py"
     secret.write_text("TOKEN = 'do-not-read'\n")
     os.symlink(secret, repo / "src" / "leak.py")
@@ -58,7 +58,7 @@ def test_a_symlink_in_the_repository_is_listed_never_followed(repo: Path, tmp_pa
         assert any(s.startswith("src/leak.py (symlink") for s in snap.skipped)
 
 
-def test_a_plain_directory_is_walked_without_following_symlinks(tmp_path: Path):
+def test_a_plain_directory_is_walked_without_following_symlinks(tmp_path: Path) -> None:
     root = tmp_path / "plain"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "a.py").write_text("import os\nos.system('ls')\n")
@@ -74,7 +74,7 @@ def test_a_plain_directory_is_walked_without_following_symlinks(tmp_path: Path):
         assert any(s.startswith("b.py (symlink") for s in snap.skipped)
 
 
-def test_bad_sources_are_clear_errors(tmp_path: Path):
+def test_bad_sources_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="no such directory"), open_snapshot(str(tmp_path / "nope"), 10):
         pass
     with pytest.raises(SourceError, match="git clone failed"), open_snapshot((tmp_path / "nope").as_uri(), 10):
@@ -86,14 +86,14 @@ def test_bad_sources_are_clear_errors(tmp_path: Path):
         pass
 
 
-def test_url_detection_and_names_carry_no_credentials():
+def test_url_detection_and_names_carry_no_credentials() -> None:
     assert is_remote("https://example.com/org/repo.git") and is_remote("git@example.com:org/repo.git")
     assert not is_remote("ext::sh -c touch% /tmp/x") and not is_remote("./repo")
     assert display_name("https://user:token@example.com/org/repo.git") == "repo"
     assert display_name("git@example.com:org/tool.git") == "tool"
 
 
-def test_read_report_extracts_text_per_page_and_the_embedded_image(report: Path):
+def test_read_report_extracts_text_per_page_and_the_embedded_image(report: Path) -> None:
     doc = read_report(report)
     assert doc.name == "report.pdf" and len(doc.pages) == 2
     assert "src/memory/vector_store.py" in " ".join(doc.pages[0].text.split())
@@ -104,7 +104,7 @@ def test_read_report_extracts_text_per_page_and_the_embedded_image(report: Path)
     assert image.data and image.size == len(image.data)
 
 
-def test_the_outline_is_the_reports_structure_and_a_report_without_one_says_so(report: Path, tmp_path: Path):
+def test_the_outline_is_the_reports_structure_and_a_report_without_one_says_so(report: Path, tmp_path: Path) -> None:
     from checks.audit.render import render_outline
     from tests.audit.fixtures import build_report
 
@@ -120,7 +120,7 @@ def test_the_outline_is_the_reports_structure_and_a_report_without_one_says_so(r
     assert flat.sections == () and render_outline(flat.sections) == "The PDF has no outline (no bookmarked sections)."
 
 
-def test_unreadable_reports_are_clear_errors(tmp_path: Path):
+def test_unreadable_reports_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="cannot read"):
         read_report(tmp_path / "missing.pdf")
     fake = tmp_path / "fake.pdf"
@@ -136,7 +136,7 @@ def test_unreadable_reports_are_clear_errors(tmp_path: Path):
         read_report(big, max_bytes=100)
 
 
-def test_a_directory_inside_a_repository_is_audited_alone(repo: Path):
+def test_a_directory_inside_a_repository_is_audited_alone(repo: Path) -> None:
     with open_snapshot(str(repo / "src"), max_commits=250) as snap:
         assert snap.name == "src" and snap.commits == ()
         assert "graph.py" in snap.paths and "README.md" not in snap.paths
@@ -146,7 +146,7 @@ def test_a_directory_inside_a_repository_is_audited_alone(repo: Path):
         assert len(snap.commits) == 5 and "src/graph.py" in snap.paths
 
 
-def test_clone_errors_never_show_the_token(tmp_path: Path):
+def test_clone_errors_never_show_the_token(tmp_path: Path) -> None:
     from app.audit import clone
 
     with pytest.raises(SourceError) as caught:

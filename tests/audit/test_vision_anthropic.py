@@ -23,7 +23,7 @@ def classifier(url: str) -> AnthropicDiagramClassifier:
     return AnthropicDiagramClassifier(client, "claude-sonnet-4-6")
 
 
-async def test_the_image_and_the_code_structure_go_to_the_model_and_the_answer_is_schema_bound(report: Path):
+async def test_the_image_and_the_code_structure_go_to_the_model_and_the_answer_is_schema_bound(report: Path) -> None:
     image = read_report(report).images[0]
     with serve() as fake:
         fake.answer_tool({"kind": "architecture_diagram", "matches_code": False, "description": "linear " * 200})
@@ -35,7 +35,7 @@ async def test_the_image_and_the_code_structure_go_to_the_model_and_the_answer_i
     assert '"fan_out": {"a": ["b", "c"]}' in sent[1]["text"]
 
 
-async def test_provider_failures_and_bad_answers_become_detective_errors(report: Path):
+async def test_provider_failures_and_bad_answers_become_detective_errors(report: Path) -> None:
     image = read_report(report).images[0]
     with serve() as fake:
         fake.answer_error(529)
@@ -46,7 +46,7 @@ async def test_provider_failures_and_bad_answers_become_detective_errors(report:
             await classifier(fake.url).classify(image, STRUCTURE)
 
 
-async def test_a_full_audit_with_vision_measures_the_diagram_criterion(repo: Path, report: Path):
+async def test_a_full_audit_with_vision_measures_the_diagram_criterion(repo: Path, report: Path) -> None:
     settings = load_settings(llm_provider="offline")
     with serve() as fake:
         fake.answer_tool({"kind": "architecture_diagram", "matches_code": True, "description": "the courtroom"})
@@ -61,7 +61,7 @@ async def test_a_full_audit_with_vision_measures_the_diagram_criterion(repo: Pat
     assert any(e.kind == "diagram-not-analysed" and "not analysed" in e.summary for e in failed.result.evidence)
 
 
-async def test_the_anthropic_settings_wire_the_classifier(repo: Path, report: Path):
+async def test_the_anthropic_settings_wire_the_classifier(repo: Path, report: Path) -> None:
     from app.settings import Settings
 
     if "llm_api_key" not in Settings.model_fields:

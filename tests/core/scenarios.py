@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 from tests.gitfixture import RepoBuilder
 
@@ -12,7 +13,15 @@ BASE = {
     "tests/test_ops.py": "from calc.ops import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
 }
 
-SCENARIOS = {
+
+
+class Scenario(TypedDict):
+    title: str
+    body: str
+    commits: list[tuple[str, dict[str, str]]]
+
+
+SCENARIOS: dict[str, Scenario] = {
     "clean": {
         "title": "Add subtraction to calc.ops",
         "body": "Adds `sub` to calc/ops.py with tests in tests/test_ops.py.",

@@ -11,12 +11,12 @@ def item(i: int, severity: str) -> Evidence:
                     severity=severity)
 
 
-def test_a_few_items_are_stored_as_they_are():
+def test_a_few_items_are_stored_as_they_are() -> None:
     items = [item(i, "low") for i in range(10)]
     assert bounded_evidence(items) == tuple(items)
 
 
-def test_many_items_keep_the_most_severe_in_order_and_name_the_rest():
+def test_many_items_keep_the_most_severe_in_order_and_name_the_rest() -> None:
     items = [item(i, "info") for i in range(1000)] + [item(1000, "critical")] + [item(i, "info") for i in
                                                                                    range(1001, 2000)]
     kept = bounded_evidence(items)
@@ -27,7 +27,7 @@ def test_many_items_keep_the_most_severe_in_order_and_name_the_rest():
     assert kept[-1].facts["omitted_by_kind"] == {"flag": 2000 - (MAX_EVIDENCE - 1)}
 
 
-def test_an_opinion_citing_thousands_is_cut_and_says_so():
+def test_an_opinion_citing_thousands_is_cut_and_says_so() -> None:
     opinion = JudicialOpinion(judge="j", criterion_id="c", score=1, argument="x" * 10_000,
                               cited_evidence=tuple(f"e{i}" for i in range(5000)))
     short = bounded_opinion(opinion)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 import pytest
 
 from checks.chief_justice import dissent_for, judge_case, rule_of_evidence, rule_of_functionality, rule_of_security
@@ -33,7 +36,9 @@ def op(judge: str, score: int, criterion: str = "architecture", verdict: str = "
 PY_FILE = ChangedFile(path="calc/ops.py", status="modified", added_lines=(1,), content="x = 1\n")
 
 
-def brief(evidence=(), red=None, components=None, files=(PY_FILE,), diff=None, tests=None) -> Brief:
+def brief(evidence: Iterable[Evidence] = (), red: RedAnalysis | None = None,
+          components: Mapping[str, float | None] | None = None, files: Iterable[ChangedFile] = (PY_FILE,),
+          diff: TestDiff | None = None, tests: TestRunResult | None = None) -> Brief:
     case = Case(base_sha="a" * 40, head_sha="b" * 40, diff="", files=tuple(files))
     return Brief(case=case, evidence=tuple(evidence), tests=tests, semantic=None, red=red or RedAnalysis(),
                  differential=diff,
@@ -46,11 +51,11 @@ FAILING = TestChange(name="tests/test_ops.py::test_add", base="passed", head="fa
                      message="tests/test_ops.py:5: assert 6 == 5", location="tests/test_ops.py:5")
 
 
-def measured(**fields) -> TestDiff:
+def measured(**fields: Any) -> TestDiff:
     return TestDiff(status="measured", unchanged_passing=10, **fields)
 
 
-def killed(status="killed") -> MutantResult:
+def killed(status: str = "killed") -> MutantResult:
     return MutantResult(id="m1", path="calc/ops.py", line=1, description="changing `+` to `-`", status=status)
 
 
@@ -67,21 +72,21 @@ def killed(status="killed") -> MutantResult:
     # the base could not run: nothing is charged to the change
     (TestDiff(status="env_error", reason="no module named freezegun", regressed=(FAILING,)), "pass", None),
 ])
-def test_the_verdict_follows_the_test_facts(diff, verdict, rule):
+def test_the_verdict_follows_the_test_facts(diff: TestDiff, verdict: str, rule: str | None) -> None:
     j = judge_case(RUBRIC, brief(diff=diff), GOOD)
     assert j.verdict == verdict
     applied = [r for r in j.verdict_reasons if r.startswith("Rule of")]
     assert applied == ([] if rule is None else [applied[0]]) and (rule is None or applied[0].startswith(rule))
 
 
-def test_a_head_run_that_did_not_complete_is_not_a_pass():
+def test_a_head_run_that_did_not_complete_is_not_a_pass() -> None:
     tests = TestRunResult(status="error", reason="pytest ended (exit code 5) before LogoMesh's collector reported")
     j = judge_case(RUBRIC, brief(diff=measured(), tests=tests), GOOD)
     assert j.verdict == "neutral"
     assert any(r.startswith("Rule of Completion") for r in j.verdict_reasons)
 
 
-def test_an_empty_change_is_nothing_to_review_and_other_languages_are_not_analysed():
+def test_an_empty_change_is_nothing_to_review_and_other_languages_are_not_analysed() -> None:
     empty = judge_case(RUBRIC, brief(files=()), GOOD)
     assert empty.verdict == "neutral"
     assert "Rule of Measurement: nothing to review (the change is empty)" in empty.verdict_reasons
@@ -95,7 +100,7 @@ def test_an_empty_change_is_nothing_to_review_and_other_languages_are_not_analys
     assert broke.verdict == "fail"
 
 
-def test_rule_of_evidence_pulls_contradicting_opinions_into_the_band():
+def test_rule_of_evidence_pulls_contradicting_opinions_into_the_band() -> None:
     scores, overruled = rule_of_evidence([op("prosecutor", 1), op("defense", 5), op("tech_lead", 4)], 4.2, 1)
     assert scores == {"prosecutor": 3.2, "defense": 5.0, "tech_lead": 4.0}
     assert overruled == ["prosecutor"]
@@ -103,13 +108,13 @@ def test_rule_of_evidence_pulls_contradicting_opinions_into_the_band():
     assert unmeasured == {"prosecutor": 1.0} and none == []
 
 
-def test_rule_of_functionality_weighs_the_tech_lead_most_on_architecture():
+def test_rule_of_functionality_weighs_the_tech_lead_most_on_architecture() -> None:
     scores = {"prosecutor": 2.0, "defense": 2.0, "tech_lead": 5.0}
     assert rule_of_functionality(RUBRIC, ARCH, scores) == pytest.approx((2 + 2 + 10) / 4)
     assert rule_of_functionality(RUBRIC, RUBRIC.criterion("testing"), scores) == pytest.approx(3.0)
 
 
-def test_rule_of_security_caps_only_with_serious_security_facts():
+def test_rule_of_security_caps_only_with_serious_security_facts() -> None:
     serious = Evidence(id="x", detective="repo", kind="constraint-violation", summary="eval", severity="high",
                        cwe="CWE-95")
     assert rule_of_security(RUBRIC, SECURITY, brief([serious]), 4.5) == (2.0, True)
@@ -117,7 +122,7 @@ def test_rule_of_security_caps_only_with_serious_security_facts():
     assert rule_of_security(RUBRIC, ARCH, brief([serious]), 4.5) == (4.5, False)
 
 
-def test_dissent_only_above_the_spread():
+def test_dissent_only_above_the_spread() -> None:
     assert dissent_for(RUBRIC, ARCH, [op("prosecutor", 2), op("defense", 4)]) is None
     text = dissent_for(RUBRIC, ARCH, [op("prosecutor", 1), op("defense", 4), op("tech_lead", 3)])
     assert text and "defense scored 4/5" in text and "prosecutor scored 1/5" in text
@@ -127,7 +132,7 @@ def _all(score: int, verdict: str = "PASS") -> list[JudicialOpinion]:
     return [op(j, score, c.id, verdict) for j in ("prosecutor", "defense", "tech_lead") for c in RUBRIC.criteria]
 
 
-def test_logic_cannot_leave_its_bound_either_way():
+def test_logic_cannot_leave_its_bound_either_way() -> None:
     facts = {"rationale": 0.9, "architecture": 0.8, "testing": 0.85}
     anchor = (0.8 + 0.85) / 2
     low = judge_case(RUBRIC, brief(components=facts), _all(1))
@@ -136,7 +141,7 @@ def test_logic_cannot_leave_its_bound_either_way():
     assert high.logic_score == pytest.approx(anchor + 0.10)
 
 
-def test_cis_follows_the_design_formula():
+def test_cis_follows_the_design_formula() -> None:
     facts = {"rationale": 0.9, "architecture": 0.8, "testing": 0.85}
     j = judge_case(RUBRIC, brief(components=facts), _all(4))
     raw = 0.25 * (0.9 + 0.8 + 0.85 + j.logic_score)
@@ -145,7 +150,7 @@ def test_cis_follows_the_design_formula():
     assert j.verdict == "pass"
 
 
-def test_red_findings_and_confirmed_flaws():
+def test_red_findings_and_confirmed_flaws() -> None:
     finding = RedFinding(id="f", title="cmd injection", severity="critical", confirmed=True, confidence=0.95,
                          cwe="CWE-78")
     red = RedAnalysis(attack_successful=True, vulnerability_count=1, max_severity="critical", findings=(finding,),
@@ -157,14 +162,14 @@ def test_red_findings_and_confirmed_flaws():
     assert j.verdict == "fail"
 
 
-def test_unmeasured_tests_cannot_pass():
+def test_unmeasured_tests_cannot_pass() -> None:
     facts = {"rationale": 1.0, "architecture": 0.8, "testing": None}
     j = judge_case(RUBRIC, brief(components=facts), _all(5))
     assert j.verdict == "neutral"
     assert any("not measured" in r for r in j.verdict_reasons)
 
 
-def test_rejection_first_turns_any_kill_into_fail():
+def test_rejection_first_turns_any_kill_into_fail() -> None:
     facts = {"rationale": 0.9, "architecture": 0.8, "testing": 0.85}
     opinions = _all(5)
     opinions[0] = op("prosecutor", 5, opinions[0].criterion_id, "KILL")
@@ -172,7 +177,7 @@ def test_rejection_first_turns_any_kill_into_fail():
     assert judge_case(RUBRIC, brief(components=facts), opinions, rejection_first=True).verdict == "fail"
 
 
-def test_rules_with_fewer_judges_and_none():
+def test_rules_with_fewer_judges_and_none() -> None:
     facts = {"rationale": 0.9, "architecture": 0.8, "testing": 0.85}
     one = [o for o in _all(4) if o.judge == "tech_lead"]
     assert judge_case(RUBRIC, brief(components=facts), one).verdict == "pass"
@@ -181,7 +186,7 @@ def test_rules_with_fewer_judges_and_none():
     assert nobody.logic_score == pytest.approx((0.8 + 0.85) / 2)
 
 
-def test_a_confirmed_medium_finding_is_penalised_but_does_not_cap():
+def test_a_confirmed_medium_finding_is_penalised_but_does_not_cap() -> None:
     finding = RedFinding(id="r", title="unbounded recursion", severity="medium", confirmed=True, confidence=0.9,
                          cwe="CWE-674")
     red = RedAnalysis(attack_successful=True, vulnerability_count=1, max_severity="medium", findings=(finding,),

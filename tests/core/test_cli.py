@@ -30,7 +30,7 @@ def review(path: Path, name: str, *extra: str, home: Path) -> subprocess.Complet
                spec["body"], *extra, env={"LOGOMESH_HOME": str(home)})
 
 
-def test_json_is_the_only_thing_on_stdout_and_is_deterministic(tmp_path):
+def test_json_is_the_only_thing_on_stdout_and_is_deterministic(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     first = review(repo, "clean", "--format", "json", home=tmp_path / "h1")
     second = review(repo, "clean", "--format", "json", home=tmp_path / "h2")
@@ -45,13 +45,13 @@ def test_json_is_the_only_thing_on_stdout_and_is_deterministic(tmp_path):
     assert "logomesh:" in first.stderr  # progress goes to stderr
 
 
-def test_a_failing_verdict_exits_1(tmp_path):
+def test_a_failing_verdict_exits_1(tmp_path: Path) -> None:
     result = review(build(tmp_path, "shell"), "shell", "--format", "text", home=tmp_path / "h")
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith("LogoMesh verdict: FAIL")
 
 
-def test_markdown_report_has_the_comment_sections(tmp_path):
+def test_markdown_report_has_the_comment_sections(tmp_path: Path) -> None:
     result = review(build(tmp_path, "eval"), "eval", "--format", "markdown", home=tmp_path / "h")
     assert result.returncode == 0, result.stderr
     for section in ("<!-- logomesh:review -->", "**What to fix**", "| R intent", "<details>", "| Criterion | Ruling",
@@ -60,7 +60,7 @@ def test_markdown_report_has_the_comment_sections(tmp_path):
     assert "https://github.com/" not in result.stdout.replace(DOCS_URL, "")  # a local review links nowhere
 
 
-def test_body_file_and_config_file(tmp_path):
+def test_body_file_and_config_file(tmp_path: Path) -> None:
     repo = build(tmp_path, "eval")
     body = tmp_path / "body.md"
     body.write_text(SCENARIOS["eval"]["body"])
@@ -72,7 +72,7 @@ def test_body_file_and_config_file(tmp_path):
     assert json.loads(result.stdout)["verdict"] == "fail"
 
 
-def test_base_branch_config_is_used_not_the_heads(tmp_path):
+def test_base_branch_config_is_used_not_the_heads(tmp_path: Path) -> None:
     from tests.gitfixture import RepoBuilder
 
     repo = RepoBuilder(tmp_path / "cfg")
@@ -96,7 +96,7 @@ def test_base_branch_config_is_used_not_the_heads(tmp_path):
         (["--base", "main", "--head", "pr", "--body-file", "/nonexistent/body.md"], "cannot read"),
     ],
 )
-def test_usage_and_input_errors_exit_2(tmp_path, args, message):
+def test_usage_and_input_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     repo = build(tmp_path, "clean")
     result = run("review", str(repo), *args, env={"LOGOMESH_HOME": str(tmp_path / "h")})
     assert result.returncode == 2
@@ -104,7 +104,7 @@ def test_usage_and_input_errors_exit_2(tmp_path, args, message):
     assert result.stdout == ""
 
 
-def test_not_a_repository_and_bad_config_exit_2(tmp_path):
+def test_not_a_repository_and_bad_config_exit_2(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     result = run("review", str(tmp_path / "plain"), "--base", "main", "--head", "HEAD")
     assert result.returncode == 2 and "not a git repository" in result.stderr
@@ -117,7 +117,7 @@ def test_not_a_repository_and_bad_config_exit_2(tmp_path):
     assert result.returncode == 2
 
 
-def test_the_working_tree_is_never_modified(tmp_path):
+def test_the_working_tree_is_never_modified(tmp_path: Path) -> None:
     repo = build(tmp_path, "eval")
     subprocess.run(["git", "-C", str(repo), "checkout", "-q", "main"], check=True)
     (repo / "scratch.txt").write_text("uncommitted work")
@@ -131,7 +131,7 @@ def test_the_working_tree_is_never_modified(tmp_path):
     assert (repo / "scratch.txt").read_text() == "uncommitted work"
 
 
-def test_a_required_sandbox_that_is_missing_is_an_input_error(tmp_path):
+def test_a_required_sandbox_that_is_missing_is_an_input_error(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     result = run("review", str(repo), "--base", "main", "--head", "pr",
                  env={"LOGOMESH_HOME": str(tmp_path / "h"), "LOGOMESH_SANDBOX": "docker",
@@ -146,7 +146,7 @@ def without_home(home: Path, **extra: str) -> dict[str, str]:
     return {**env, **FAST, "PYTHONPATH": str(ROOT), "HOME": str(home), **extra}
 
 
-def test_the_home_defaults_to_the_users_data_directory(monkeypatch, tmp_path):
+def test_the_home_defaults_to_the_users_data_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from app.settings import load_settings
 
     monkeypatch.chdir(tmp_path)  # no .env here
@@ -171,7 +171,7 @@ def test_the_home_defaults_to_the_users_data_directory(monkeypatch, tmp_path):
     assert load_settings(home=tmp_path / "passed").home == tmp_path / "passed"
 
 
-def test_a_review_run_inside_the_repository_leaves_nothing_in_it(tmp_path):
+def test_a_review_run_inside_the_repository_leaves_nothing_in_it(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     spec = SCENARIOS["clean"]
 
@@ -192,7 +192,7 @@ def test_a_review_run_inside_the_repository_leaves_nothing_in_it(tmp_path):
     assert (data_home / "battles.db").is_file() and (data_home / "keys").is_dir()
 
 
-def test_a_ledger_left_in_the_old_default_place_is_named_not_moved(tmp_path):
+def test_a_ledger_left_in_the_old_default_place_is_named_not_moved(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     spec = SCENARIOS["clean"]
     args = [sys.executable, "-m", "app.cli", "review", ".", "--base", "main", "--head", "pr", "--title",

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pytest
 import typer
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from app.cli import ENVIRONMENT, cli, package_version
 from app.cli_console import Progress
@@ -33,7 +33,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
                           env=full_env, timeout=300)
 
 
-def invoke(*args: str, **env: str) -> click.testing.Result:
+def invoke(*args: str, **env: str) -> Result:
     return CliRunner().invoke(cli, list(args), env={**FAST, **env}, prog_name="logomesh")
 
 
@@ -45,7 +45,7 @@ def review_args(repo: Path, name: str = "clean") -> list[str]:
 # --- help and version -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args", [["--help"], ["review", "--help"], ["-h"]])
-def test_help_lists_exit_codes_environment_and_an_example(args):
+def test_help_lists_exit_codes_environment_and_an_example(args: list[str]) -> None:
     result = invoke(*args)
     assert result.exit_code == 0, result.output
     text = result.output
@@ -58,14 +58,14 @@ def test_help_lists_exit_codes_environment_and_an_example(args):
     assert re.search(r"^ +logomesh review \S", text, re.M)
 
 
-def test_review_help_renders_flags_as_flags():
+def test_review_help_renders_flags_as_flags() -> None:
     text = invoke("review", "--help").output
     assert re.search(r"^ +-q, --quiet +\S", text, re.M)
     assert re.search(r"^ +--base REF +The base ref", text, re.M)
     assert re.search(r"^ +--format FORMAT +text, markdown or json", text, re.M)
 
 
-def _commands(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+def _commands(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = [path]
     if isinstance(command, click.Group):
         for name, sub in command.commands.items():
@@ -73,7 +73,7 @@ def _commands(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[
     return found
 
 
-def test_no_help_page_shows_a_type_after_a_flag():
+def test_no_help_page_shows_a_type_after_a_flag() -> None:
     for path in _commands(typer.main.get_command(cli)):
         result = invoke(*path, "--help")
         assert result.exit_code == 0, (path, result.output)
@@ -81,12 +81,12 @@ def test_no_help_page_shows_a_type_after_a_flag():
         assert "-h, --help  " in result.output or "-h, --help " in result.output, path
 
 
-def test_the_environment_in_the_help_names_real_settings():
+def test_the_environment_in_the_help_names_real_settings() -> None:
     fields = {"LOGOMESH_" + name.upper() for name in Settings.model_fields}
     assert {name for name, _ in ENVIRONMENT} <= fields
 
 
-def test_version_option_and_command():
+def test_version_option_and_command() -> None:
     result = invoke("--version")
     assert result.exit_code == 0 and result.stdout == f"logomesh {package_version()}\n"
     assert re.fullmatch(r"logomesh \d+\.\d+\S*\n", result.stdout)
@@ -95,7 +95,7 @@ def test_version_option_and_command():
     assert invoke("version").stdout == f"{package_version()}\n"
 
 
-def test_the_command_line_loads_nothing_heavy_for_help_and_version():
+def test_the_command_line_loads_nothing_heavy_for_help_and_version() -> None:
     code = ("import sys\nfrom app.cli import cli\n"
             "for args in (['--help'], ['--version'], ['review', '--help']):\n"
             "    try:\n        cli(args, prog_name='logomesh')\n    except SystemExit:\n        pass\n"
@@ -112,7 +112,7 @@ def test_the_command_line_loads_nothing_heavy_for_help_and_version():
 
 # --- progress and --quiet -------------------------------------------------------------------------------------
 
-def test_progress_lines_carry_the_seconds_since_the_start(capsys):
+def test_progress_lines_carry_the_seconds_since_the_start(capsys: pytest.CaptureFixture[str]) -> None:
     now = [100.0]
     say = Progress(clock=lambda: now[0])
     now[0] = 103.24
@@ -124,7 +124,7 @@ def test_progress_lines_carry_the_seconds_since_the_start(capsys):
                                        "logomesh: [1134.5s] judges: [bold]not markup[/bold]\n")
 
 
-def test_a_review_says_where_it_is_at_once_and_times_every_step(tmp_path):
+def test_a_review_says_where_it_is_at_once_and_times_every_step(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     result = run(*review_args(repo), "--format", "json", env={"LOGOMESH_HOME": str(tmp_path / "h")})
     assert result.returncode == 0, result.stderr
@@ -137,7 +137,7 @@ def test_a_review_says_where_it_is_at_once_and_times_every_step(tmp_path):
     assert all(PROGRESS.match(line) for line in lines[:-1]), result.stderr
 
 
-def test_quiet_json_is_only_json_and_the_dbom_is_still_recorded(tmp_path):
+def test_quiet_json_is_only_json_and_the_dbom_is_still_recorded(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     home = tmp_path / "h"
     result = run(*review_args(repo), "--format", "json", "-q", env={"LOGOMESH_HOME": str(home)})
@@ -148,21 +148,21 @@ def test_quiet_json_is_only_json_and_the_dbom_is_still_recorded(tmp_path):
     assert verified.exit_code == 0 and verified.stdout.startswith("OK: 1 record(s)"), verified.output
 
 
-def test_quiet_still_prints_errors(tmp_path):
+def test_quiet_still_prints_errors(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     result = run("review", str(repo), "--head", "nope", "-q", env={"LOGOMESH_HOME": str(tmp_path / "h")})
     assert result.returncode == 2
     assert result.stderr.startswith("error: unknown revision 'nope'") and len(result.stderr.splitlines()) == 1
 
 
-def test_errors_are_printed_as_written_never_as_markup(tmp_path):
+def test_errors_are_printed_as_written_never_as_markup(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     result = invoke("review", str(repo), "--head", "[red]nope[/red]", "-q", LOGOMESH_HOME=str(tmp_path / "h"))
     assert result.exit_code == 2
     assert "'[red]nope[/red]'" in result.stderr
 
 
-def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     env = {**os.environ, **FAST, "PYTHONPATH": str(ROOT), "LOGOMESH_HOME": str(tmp_path / "h")}
     for _attempt in range(5):
@@ -194,7 +194,7 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
         ("thresholds: [\n", "not valid YAML"),
     ],
 )
-def test_a_bad_config_file_is_named_in_the_error(tmp_path, text, expected):
+def test_a_bad_config_file_is_named_in_the_error(tmp_path: Path, text: str, expected: str) -> None:
     repo = build(tmp_path, "clean")
     bad = tmp_path / "bad.yml"
     bad.write_text(text)
@@ -206,7 +206,7 @@ def test_a_bad_config_file_is_named_in_the_error(tmp_path, text, expected):
     assert ".logomesh.yml" not in result.stderr
 
 
-def test_a_bad_config_on_the_base_branch_is_named_as_logomesh_yml(tmp_path):
+def test_a_bad_config_on_the_base_branch_is_named_as_logomesh_yml(tmp_path: Path) -> None:
     from tests.gitfixture import RepoBuilder
 
     repo = RepoBuilder(tmp_path / "cfg")
@@ -219,7 +219,8 @@ def test_a_bad_config_on_the_base_branch_is_named_as_logomesh_yml(tmp_path):
 
 
 @pytest.mark.parametrize(("content", "why"), [(b"\xff\xfe\x00binary", "not UTF-8 text"), (None, "No such file")])
-def test_an_unreadable_config_or_body_file_is_an_input_error(tmp_path, content, why):
+def test_an_unreadable_config_or_body_file_is_an_input_error(
+        tmp_path: Path, content: bytes | None, why: str) -> None:
     repo = build(tmp_path, "clean")
     target = tmp_path / "file.yml"
     if content is not None:
@@ -235,7 +236,7 @@ def test_an_unreadable_config_or_body_file_is_an_input_error(tmp_path, content, 
 # --- settings errors name the variable ----------------------------------------------------------------------
 
 @pytest.fixture
-def clean_env(monkeypatch, tmp_path):
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
     monkeypatch.chdir(tmp_path)  # no .env
     for name in list(os.environ):
         if name.startswith("LOGOMESH_"):
@@ -261,7 +262,8 @@ def clean_env(monkeypatch, tmp_path):
         ("LOGOMESH_REDIS_URL", "http://user:hunter2@redis", "LOGOMESH_REDIS_URL: must be a redis:// or rediss://"),
     ],
 )
-def test_a_bad_setting_names_its_variable(clean_env, name, value, message):
+def test_a_bad_setting_names_its_variable(
+        clean_env: pytest.MonkeyPatch, name: str, value: str, message: str) -> None:
     clean_env.setenv(name, value)
     with pytest.raises(SettingsError) as err:
         load_settings()
@@ -270,7 +272,7 @@ def test_a_bad_setting_names_its_variable(clean_env, name, value, message):
     assert "hunter2" not in str(err.value)  # a string setting's value is never echoed: it may hold a password
 
 
-def test_the_command_line_prints_the_settings_error(tmp_path):
+def test_the_command_line_prints_the_settings_error(tmp_path: Path) -> None:
     result = invoke("review", str(tmp_path), LOGOMESH_PUBLIC_URL="example.com")
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
@@ -279,7 +281,7 @@ def test_the_command_line_prints_the_settings_error(tmp_path):
     assert served.exit_code == 2 and "LOGOMESH_PUBLIC_URL: must be an absolute" in served.stderr
 
 
-def test_an_empty_variable_means_unset(clean_env, tmp_path):
+def test_an_empty_variable_means_unset(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     clean_env.setenv("HOME", str(tmp_path / "user"))
     clean_env.delenv("XDG_DATA_HOME", raising=False)
     for name in ("LOGOMESH_HOME", "LOGOMESH_PUBLIC_URL", "LOGOMESH_SANDBOX", "LOGOMESH_PORT",
@@ -291,14 +293,14 @@ def test_an_empty_variable_means_unset(clean_env, tmp_path):
     assert settings.sandbox_index_hosts == ()
 
 
-def test_index_hosts_take_commas_or_json(clean_env):
+def test_index_hosts_take_commas_or_json(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("LOGOMESH_SANDBOX_INDEX_HOSTS", "pypi.internal, files.internal:8443")
     assert load_settings().sandbox_index_hosts == ("pypi.internal", "files.internal:8443")
     clean_env.setenv("LOGOMESH_SANDBOX_INDEX_HOSTS", '["pypi.internal"]')
     assert load_settings().sandbox_index_hosts == ("pypi.internal",)
 
 
-def test_base_urls_keep_one_spelling(clean_env):
+def test_base_urls_keep_one_spelling(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("LOGOMESH_PUBLIC_URL", "https://logomesh.example.com/")
     clean_env.setenv("LOGOMESH_GITHUB_API_URL", "https://github.example.com/api/v3/")
     settings = load_settings()

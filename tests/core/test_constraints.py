@@ -3,40 +3,40 @@
 from __future__ import annotations
 
 from checks.constraints import check_source
-from rubric import load_rubric
+from rubric import Rubric, load_rubric
 
 RUBRIC = load_rubric()
 
 
-def rules(source: str, path: str = "mod.py", rubric=RUBRIC) -> list[tuple[str, int | None, str]]:
+def rules(source: str, path: str = "mod.py", rubric: Rubric = RUBRIC) -> list[tuple[str, int | None, str]]:
     report = check_source(path, source, rubric)
     return [(v.rule, v.line, v.severity) for v in report.violations]
 
 
-def test_banned_builtins_with_lines():
+def test_banned_builtins_with_lines() -> None:
     src = "x = 1\ny = eval('1+1')\nexec('pass')\n"
     assert rules(src) == [("call:eval", 2, "high"), ("call:exec", 3, "high")]
 
 
-def test_calls_are_resolved_through_import_aliases():
+def test_calls_are_resolved_through_import_aliases() -> None:
     src = "import pickle as pk\nfrom os import system as run\nimport subprocess as sp\n" \
           "pk.loads(b'')\nrun('ls')\nsp.run('ls', shell=True)\nsp.run(['ls'])\n"
     assert rules(src) == [("call:pickle.loads", 4, "high"), ("call:os.system", 5, "high"),
                           ("call:subprocess.*", 6, "critical")]
 
 
-def test_shell_false_and_safe_yaml_loader_are_allowed():
+def test_shell_false_and_safe_yaml_loader_are_allowed() -> None:
     src = "import subprocess, yaml\nsubprocess.check_output(['ls'], shell=False)\n" \
           "yaml.load(s, Loader=yaml.SafeLoader)\nyaml.load(s)\n"
     assert rules(src) == [("call:yaml.load", 4, "high")]
 
 
-def test_method_named_like_a_builtin_is_not_flagged():
+def test_method_named_like_a_builtin_is_not_flagged() -> None:
     src = "class Calc:\n    def eval(self, x):\n        return x\n\nCalc().eval(1)\nmodel.eval()\n"
     assert rules(src) == []
 
 
-def test_network_modules_only_when_prohibited():
+def test_network_modules_only_when_prohibited() -> None:
     src = "import requests\nfrom socket import socket\n"
     assert rules(src) == []
     strict = load_rubric(None, {"constraints": {"network": {"prohibited": True}}})
@@ -45,7 +45,7 @@ def test_network_modules_only_when_prohibited():
     assert ("network:socket", 2, "high") in found
 
 
-def test_boundary_rules_apply_to_matching_paths_only():
+def test_boundary_rules_apply_to_matching_paths_only() -> None:
     strict = load_rubric(None, {"constraints": {"boundaries": [
         {"id": "court-is-pure", "source": "checks/**", "forbidden_imports": ["docker", "redis"],
          "severity": "medium", "message": "the court does no I/O"}]}})
@@ -55,7 +55,7 @@ def test_boundary_rules_apply_to_matching_paths_only():
     assert rules(src, "app/x.py", strict) == []
 
 
-def test_required_patterns():
+def test_required_patterns() -> None:
     strict = load_rubric(None, {"constraints": {"required_patterns": [
         {"id": "module-docstring", "paths": ["src/**"], "kind": "docstring", "severity": "low",
          "message": "modules need a docstring"},
@@ -67,7 +67,7 @@ def test_required_patterns():
     assert rules("x = 1\n", "other/a.py", strict) == []
 
 
-def test_syntax_errors_are_reported_not_raised():
+def test_syntax_errors_are_reported_not_raised() -> None:
     report = check_source("bad.py", "def f(:\n    pass\n", RUBRIC)
     assert report.syntax_error is not None
     assert report.syntax_error[0] == 1
@@ -75,7 +75,7 @@ def test_syntax_errors_are_reported_not_raised():
     assert nul.syntax_error is not None
 
 
-def test_a_constant_command_in_a_test_file_is_noted_not_a_flaw():
+def test_a_constant_command_in_a_test_file_is_noted_not_a_flaw() -> None:
     from checks.constraints import check_source
     from rubric import load_rubric
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from app.gitrepo import GitRepo, read_case
 from checks.config import parse_repo_config
@@ -15,21 +18,22 @@ from rubric import Rubric, load_rubric
 from tests.core.scenarios import SCENARIOS, build
 
 
-def test_the_parsing_detectives_declare_themselves_cpu_bound():
+def test_the_parsing_detectives_declare_themselves_cpu_bound() -> None:
     assert all(d.cpu_bound for d in (RepoInvestigator(), HarnessInspector(), DocAnalyst()))
 
 
-async def test_cpu_bound_detectives_run_off_the_loop_after_the_waiting_ones_started(tmp_path: Path,
-                                                                                   monkeypatch) -> None:
+async def test_cpu_bound_detectives_run_off_the_loop_after_the_waiting_ones_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     loop_thread = threading.get_ident()
     started: list[tuple[str, int]] = []
 
-    def spy(cls: type) -> None:
+    def spy(cls: type[Any]) -> None:
         original = cls.investigate
 
-        async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport:
+        async def investigate(self: Any, case: Case, rubric: Rubric) -> DetectiveReport:
             started.append((self.id, threading.get_ident()))
-            return await original(self, case, rubric)
+            report: DetectiveReport = await original(self, case, rubric)
+            return report
 
         monkeypatch.setattr(cls, "investigate", investigate)
 

@@ -1,4 +1,4 @@
-"""Gates: lint over the tree and strict types over app/, checks/, rubric/ and sandbox/."""
+"""Gates: lint over the tree and strict types over app/, checks/, rubric/, sandbox/, tests/ and bench/."""
 
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ def _tool(name: str) -> str:
     return found
 
 
-def test_ruff_is_clean():
+def test_ruff_is_clean() -> None:
     result = subprocess.run([_tool("ruff"), "check", "--output-format", "concise", "."], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_code_type_checks_strictly():
-    result = subprocess.run([_tool("mypy"), "--no-incremental", "app", "checks", "rubric", "sandbox"], cwd=ROOT,
-                            capture_output=True, text=True)
+def test_the_code_type_checks_strictly() -> None:
+    result = subprocess.run([_tool("mypy"), "--no-incremental", "app", "checks", "rubric", "sandbox", "tests", "bench"],
+                            cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

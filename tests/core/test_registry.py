@@ -4,12 +4,15 @@ kinds it declares."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import checks.detectives as package
 from checks.court import CourtParts, review
 from checks.detectives import registry
+from checks.models import Evaluation
 from rubric import load_rubric
 from tests.rationale.cases import case_from_files
 
@@ -40,7 +43,7 @@ def build(resources):
 
 
 @pytest.fixture
-def todo_module(tmp_path, monkeypatch):
+def todo_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     (tmp_path / "todo_counter.py").write_text(MODULE, encoding="utf-8")
     monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
     yield
@@ -50,11 +53,11 @@ def todo_module(tmp_path, monkeypatch):
     registry.registrations()  # the package's own path again
 
 
-def cited_on_testing(evaluation) -> set[str]:
+def cited_on_testing(evaluation: Evaluation) -> set[str]:
     return {c for o in evaluation.opinions if o.criterion_id == "testing" for c in o.cited_evidence}
 
 
-async def test_a_new_detective_module_joins_the_bench_report_and_dockets(todo_module):
+async def test_a_new_detective_module_joins_the_bench_report_and_dockets(todo_module: None) -> None:
     rubric = load_rubric()
     case = case_from_files({"shop.py": "def total(items):\n    # TODO: apply discounts\n    return sum(items)\n"})
     assert [d.id for d in CourtParts().detectives()] == ["repo", "harness", "doc", "tests", "todo", "semantic", "red"]
@@ -71,7 +74,7 @@ async def test_a_new_detective_module_joins_the_bench_report_and_dockets(todo_mo
     assert not any(c.startswith("todo.") for c in cited_on_testing(without))
 
 
-def test_the_built_in_bench_and_what_its_evidence_bears_on():
+def test_the_built_in_bench_and_what_its_evidence_bears_on() -> None:
     assert [r.id for r in registry.registrations()] == ["repo", "harness", "doc", "tests", "semantic", "red"]
     kinds = registry.component_kinds()
     assert kinds["architecture"] == {"constraint-violation", "syntax-error"}
@@ -98,7 +101,7 @@ class Auditor(OfflineJudge):
 
 
 @pytest.fixture
-def auditor_module(tmp_path, monkeypatch):
+def auditor_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     import checks.judges as judges_package
     from checks.judges import base
 
@@ -111,7 +114,7 @@ def auditor_module(tmp_path, monkeypatch):
     base.registered_personas()
 
 
-async def test_a_new_persona_is_one_module_and_a_rubric_entry_in_both_courts(auditor_module):
+async def test_a_new_persona_is_one_module_and_a_rubric_entry_in_both_courts(auditor_module: None) -> None:
     from checks.audit import AuditParts, run_audit
     from checks.audit.models import RepoSnapshot
     from checks.judges import offline_judges
@@ -132,7 +135,7 @@ async def test_a_new_persona_is_one_module_and_a_rubric_entry_in_both_courts(aud
     assert "auditor" in {o.judge for o in audit.opinions}
 
 
-async def test_offline_the_bench_is_the_rubric_s_judges_and_a_persona_without_a_module_is_said(tmp_path):
+async def test_offline_the_bench_is_the_rubric_s_judges_and_a_persona_without_a_module_is_said(tmp_path: Path) -> None:
     import contextlib
 
     from app import engine
@@ -145,7 +148,8 @@ async def test_offline_the_bench_is_the_rubric_s_judges_and_a_persona_without_a_
                                                                              instructions="Foresee.")}
     prepared = engine.PreparedReview(case=case_from_files({"a.py": "x = 1\n"}),
                                      rubric=rubric.model_copy(update={"judges": judges}), config=RepoConfig())
-    parts, said = CourtParts(), []
+    parts = CourtParts()
+    said: list[str] = []
     async with contextlib.AsyncExitStack() as stack:
         await engine.attach_judges(stack, None, prepared, Settings(home=tmp_path, llm_provider="offline"),  # type: ignore[arg-type]
                                    parts, said.append)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from checks.render import escape_md
 
 
-def test_escape_md_neutralises_links_images_mentions_html_and_tables():
+def test_escape_md_neutralises_links_images_mentions_html_and_tables() -> None:
     hostile = "![x](https://evil.example/p.png) [click](javascript:alert(1)) @octocat <img src=x> | col\nnew"
     out = escape_md(hostile)
     assert "](" not in out.replace("\\](", "")
@@ -17,5 +17,5 @@ def test_escape_md_neutralises_links_images_mentions_html_and_tables():
     assert "\\|" in out
 
 
-def test_escape_md_caps_length():
+def test_escape_md_caps_length() -> None:
     assert len(escape_md("a" * 5000, 100)) == 100

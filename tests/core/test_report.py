@@ -32,7 +32,7 @@ def html_of(e: Evaluation, place: str = "comment", links: Links | None = LINKS) 
     return gfm_to_html(render_markdown(e, links=links, place=place))  # type: ignore[arg-type]
 
 
-def test_a_failing_comment_leads_with_the_failing_test_its_location_and_message():
+def test_a_failing_comment_leads_with_the_failing_test_its_location_and_message() -> None:
     dom = parse_html(html_of(load("fail")))
     heading = dom.find_all("h3")[0].text()
     assert "Fail" in heading and "CIS 0.49" in heading
@@ -47,7 +47,7 @@ def test_a_failing_comment_leads_with_the_failing_test_its_location_and_message(
     assert "Fix the code" in text  # the hint
 
 
-def test_details_are_collapsed_and_the_comment_has_no_escapes_in_code_and_no_empty_table():
+def test_details_are_collapsed_and_the_comment_has_no_escapes_in_code_and_no_empty_table() -> None:
     for name in ("pass", "fail"):
         dom = parse_html(html_of(load(name)))
         details = dom.find_all("details")
@@ -61,7 +61,7 @@ def test_details_are_collapsed_and_the_comment_has_no_escapes_in_code_and_no_emp
         assert "PASS" not in dom.text()  # a judge's PASS means "no veto": never shown as a verdict
 
 
-def test_a_clean_pass_says_nothing_blocks_it_and_has_no_evidence_table_when_nothing_is_notable():
+def test_a_clean_pass_says_nothing_blocks_it_and_has_no_evidence_table_when_nothing_is_notable() -> None:
     e = load("pass")
     quiet = e.model_copy(update={"evidence": tuple(ev for ev in e.evidence if ev.severity == "info")})
     dom = parse_html(html_of(quiet))
@@ -70,7 +70,7 @@ def test_a_clean_pass_says_nothing_blocks_it_and_has_no_evidence_table_when_noth
     assert "Evidence" not in dom.text()
 
 
-def test_evidence_is_sorted_worst_first_and_locations_of_added_lines_link_into_the_diff():
+def test_evidence_is_sorted_worst_first_and_locations_of_added_lines_link_into_the_diff() -> None:
     dom = parse_html(html_of(load("fail"), place="check"))
     table = next(t for t in dom.find_all("table") if "Severity" in t.text())
     assert "details" not in table.ancestors()  # the check run carries the evidence open
@@ -82,7 +82,7 @@ def test_evidence_is_sorted_worst_first_and_locations_of_added_lines_link_into_t
     assert f"https://github.com/acme/shop/pull/7/files#diff-{anchor}R5" in hrefs
 
 
-def test_without_a_repository_nothing_is_linked():
+def test_without_a_repository_nothing_is_linked() -> None:
     e = load("fail")
     local = e.model_copy(update={"inputs": e.inputs.model_copy(update={"repo": "local", "pr_number": None})})
     dom = parse_html(html_of(local, links=None))
@@ -90,13 +90,13 @@ def test_without_a_repository_nothing_is_linked():
                 and "logomesh/logomesh" not in (a.attrs.get("href") or "")]
 
 
-def test_the_check_title_names_the_first_fix():
+def test_the_check_title_names_the_first_fix() -> None:
     assert render_title(load("fail")) == ("Fail · CIS 0.49 · A test that passed before this change fails now "
                                           "(+1 more)")
     assert render_title(load("pass")) == "Pass · CIS 0.88"
 
 
-def test_heights_as_a_pr_author_sees_them():
+def test_heights_as_a_pr_author_sees_them() -> None:
     """Rendered at GitHub's comment width in a 1280 px wide window: a pass under 600 px, a failure under 900."""
     pages = {name: github_page(html_of(load(name))) for name in ("pass", "fail")}
     pages["shell"] = github_page(html_of(load("shell", GOLDEN)))
@@ -119,7 +119,7 @@ def _hostile() -> Evaluation:
 
 
 @pytest.mark.parametrize("place", ["comment", "check"])
-def test_pr_text_in_code_spans_and_tables_stays_inert(place):
+def test_pr_text_in_code_spans_and_tables_stays_inert(place: str) -> None:
     html = html_of(_hostile(), place=place)
     dom = parse_html(html)
     assert not dom.find_all("img") and not dom.find_all("script")
@@ -132,14 +132,14 @@ def test_pr_text_in_code_spans_and_tables_stays_inert(place):
     assert "@octocat" not in re.sub(r"<code>.*?</code>", "", html)  # no live mention outside code
 
 
-def test_code_spans_fence_backticks_and_never_escape():
+def test_code_spans_fence_backticks_and_never_escape() -> None:
     assert code("a_b") == "`a_b`"
     assert code("x`y") == "``x`y``"
     assert code("`z`") == "`` `z` ``"
     assert code("a|b", in_table=True) == "`a\\|b`"
 
 
-def test_fixes_say_a_failing_test_once_and_a_veto_when_it_decided():
+def test_fixes_say_a_failing_test_once_and_a_veto_when_it_decided() -> None:
     e = load("fail")
     fixes = what_to_fix(e)
     assert [f.kind for f in fixes].count("test-regressed") == 1
@@ -149,13 +149,13 @@ def test_fixes_say_a_failing_test_once_and_a_veto_when_it_decided():
     assert what_to_fix(vetoed)[0].kind == "veto"
 
 
-def test_a_neutral_verdict_always_says_why():
+def test_a_neutral_verdict_always_says_why() -> None:
     e = load("pass").model_copy(update={"verdict": "neutral", "evidence": (), "opinions": ()})
     fixes = what_to_fix(e)
     assert fixes and fixes[0].kind == "low-score"
     assert "What to fix" in render_markdown(e)
 
 
-def test_text_output_lists_what_to_fix():
+def test_text_output_lists_what_to_fix() -> None:
     text = render_text(load("fail"))
     assert "What to fix:" in text and "tests/test_cart.py:8" in text and "assert 3.75 == 3.6" in text

@@ -32,7 +32,7 @@ async def evaluate(root: Path, name: str) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-async def test_golden(tmp_path, name):
+async def test_golden(tmp_path: Path, name: str) -> None:
     got = await evaluate(tmp_path, name)
     golden = GOLDEN / f"{name}.json"
     if os.environ.get("LOGOMESH_UPDATE_GOLDEN"):
@@ -40,7 +40,7 @@ async def test_golden(tmp_path, name):
     assert got == golden.read_text(encoding="utf-8")
 
 
-async def test_clean_change_scores_as_worked_by_hand(tmp_path):
+async def test_clean_change_scores_as_worked_by_hand(tmp_path: Path) -> None:
     data = json.loads(await evaluate(tmp_path, "clean"))
     assert data["architecture_score"] == 0.8
     assert data["testing_score"] == 0.5 and data["measured"]["testing"] is False
@@ -57,7 +57,7 @@ async def test_clean_change_scores_as_worked_by_hand(tmp_path):
     assert set(data["red_analysis"]) >= {"attack_successful", "vulnerability_count", "max_severity"}
 
 
-async def test_eval_is_located_and_costs_architecture(tmp_path):
+async def test_eval_is_located_and_costs_architecture(tmp_path: Path) -> None:
     data = json.loads(await evaluate(tmp_path, "eval"))
     violations = [e for e in data["evidence"] if e["kind"] == "constraint-violation"]
     assert [(v["location"]["path"], v["location"]["line"], v["cwe"]) for v in violations] == \
@@ -67,14 +67,14 @@ async def test_eval_is_located_and_costs_architecture(tmp_path):
     assert security["score"] <= 2
 
 
-async def test_shell_true_is_a_confirmed_flaw_that_fails(tmp_path):
+async def test_shell_true_is_a_confirmed_flaw_that_fails(tmp_path: Path) -> None:
     data = json.loads(await evaluate(tmp_path, "shell"))
     assert data["verdict"] == "fail"
     assert data["cis_score"] <= 0.49
     assert any(o["verdict"] == "KILL" for o in data["opinions"])
 
 
-async def test_claims_without_changes_are_flagged(tmp_path):
+async def test_claims_without_changes_are_flagged(tmp_path: Path) -> None:
     data = json.loads(await evaluate(tmp_path, "claims"))
     unsupported = {e["id"] for e in data["evidence"] if e["kind"] == "claim-unsupported"}
     assert {"doc.path:calc/parser.py", "doc.path:calc/lexer.py", "doc.tests", "doc.fixes:41"} <= unsupported
@@ -84,7 +84,7 @@ async def test_claims_without_changes_are_flagged(tmp_path):
     assert intent["score"] < clean_intent["score"]
 
 
-async def test_same_inputs_give_identical_bytes(tmp_path):
+async def test_same_inputs_give_identical_bytes(tmp_path: Path) -> None:
     first = await evaluate(tmp_path / "one", "eval")
     second = await evaluate(tmp_path / "two", "eval")
     assert first == second

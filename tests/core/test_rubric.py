@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +15,7 @@ from rubric import RubricError, load_rubric, read_document
 from rubric.loader import build_rubric
 
 
-def test_default_rubric_holds_the_seed_constants():
+def test_default_rubric_holds_the_seed_constants() -> None:
     r = load_rubric()
     assert (r.weights.rationale, r.weights.architecture, r.weights.testing, r.weights.logic) == (0.25,) * 4
     assert (r.testing.at_zero, r.testing.at_full) == (0.20, 0.85)
@@ -26,7 +29,7 @@ def test_default_rubric_holds_the_seed_constants():
     assert len(r.sha256) == 64
 
 
-def test_hash_is_independent_of_key_order_and_changes_with_content():
+def test_hash_is_independent_of_key_order_and_changes_with_content() -> None:
     doc = read_document()
     reordered = json.loads(json.dumps(doc, sort_keys=True))
     assert build_rubric(reordered).sha256 == load_rubric().sha256
@@ -47,7 +50,7 @@ def test_hash_is_independent_of_key_order_and_changes_with_content():
         (lambda d: d["verdict"].__setitem__("fail", 0.9), "verdict.fail"),
     ],
 )
-def test_invalid_rubric_names_the_bad_field(mutate, field):
+def test_invalid_rubric_names_the_bad_field(mutate: Callable[[dict[str, Any]], object], field: str) -> None:
     doc = read_document()
     mutate(doc)
     with pytest.raises(RubricError) as info:
@@ -56,7 +59,7 @@ def test_invalid_rubric_names_the_bad_field(mutate, field):
     assert field in str(info.value)
 
 
-def test_unreadable_and_non_json_rubrics_are_clear(tmp_path):
+def test_unreadable_and_non_json_rubrics_are_clear(tmp_path: Path) -> None:
     with pytest.raises(RubricError, match="cannot read"):
         load_rubric(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
@@ -65,7 +68,7 @@ def test_unreadable_and_non_json_rubrics_are_clear(tmp_path):
         load_rubric(bad)
 
 
-def test_repo_config_overrides_are_merged_validated_and_hashed():
+def test_repo_config_overrides_are_merged_validated_and_hashed() -> None:
     config = parse_repo_config(
         "thresholds: {pass: 0.8}\nrubric:\n  constraints:\n    network: {prohibited: true}\n"
     )
@@ -90,13 +93,13 @@ def test_repo_config_overrides_are_merged_validated_and_hashed():
         ("sandbox: {image: 'evil; rm -rf /'}", "sandbox.image"),
     ],
 )
-def test_invalid_repo_config_names_the_field(text, field):
+def test_invalid_repo_config_names_the_field(text: str, field: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_repo_config(text)
     assert info.value.field == field
 
 
-def test_repo_config_parses_commands_and_hash():
+def test_repo_config_parses_commands_and_hash() -> None:
     config = parse_repo_config("test:\n  command: python -m pytest -q\n  setup: [pip, install, -e, .]\n")
     assert config.test.command == ("python", "-m", "pytest", "-q")
     assert config.test.setup == ("pip", "install", "-e", ".")

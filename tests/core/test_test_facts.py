@@ -16,7 +16,8 @@ from rubric import load_rubric
 RUBRIC = load_rubric()
 
 
-def run(*cases: tuple[str, str], errors: tuple[str, ...] = (), status: str = "ran", rewritten=()) -> TestRunResult:
+def run(*cases: tuple[str, str], errors: tuple[str, ...] = (), status: str = "ran",
+        rewritten: tuple[str, ...] = ()) -> TestRunResult:
     tests = tuple(TestCaseResult(name=n, outcome=o, rewritten=n in rewritten) for n, o in cases)
     return TestRunResult(status=status, tests=tests, passed=sum(o == "passed" for _, o in cases),
                          collection_errors=tuple(TestCaseResult(name=e, outcome="error", message="ImportError")
@@ -26,7 +27,7 @@ def run(*cases: tuple[str, str], errors: tuple[str, ...] = (), status: str = "ra
 BASE = run(("t.py::a", "passed"), ("t.py::b", "passed"), ("t.py::c", "failed"), ("t.py::d", "passed"))
 
 
-def test_classify_keys_every_test_by_node_id():
+def test_classify_keys_every_test_by_node_id() -> None:
     head = run(("t.py::a", "passed"), ("t.py::b", "failed"), ("t.py::c", "failed"), ("t.py::e", "passed"),
                ("t.py::f", "failed"))
     # the change touched no test: its head run is the base's oracle, and a base test gone from it regressed
@@ -44,7 +45,7 @@ def test_classify_keys_every_test_by_node_id():
     assert diff.unchanged_passing == 1
 
 
-def test_the_base_oracle_catches_a_harness_that_forces_passes():
+def test_the_base_oracle_catches_a_harness_that_forces_passes() -> None:
     forged_head = run(("t.py::a", "passed"), ("t.py::b", "passed"), ("t.py::c", "passed"), ("t.py::d", "passed"))
     guard = run(("t.py::a", "passed"), ("t.py::b", "failed"), ("t.py::c", "failed"), ("t.py::d", "passed"))
     diff = classify(BASE, forged_head, guard, changed_tests={"conftest.py"})
@@ -55,7 +56,7 @@ def test_the_base_oracle_catches_a_harness_that_forces_passes():
     assert honest.expectation_changed == ("t.py::b",) and not honest.tampered
 
 
-def test_a_rewritten_outcome_is_tampering_and_a_deleted_test_still_counts_under_the_base_oracle():
+def test_a_rewritten_outcome_is_tampering_and_a_deleted_test_still_counts_under_the_base_oracle() -> None:
     head = run(("t.py::a", "passed"), ("t.py::b", "passed"), rewritten=("t.py::b",))
     diff = classify(BASE, head, run(("t.py::a", "passed"), ("t.py::b", "failed"), ("t.py::d", "failed")),
                     changed_tests={"t.py"})
@@ -63,7 +64,7 @@ def test_a_rewritten_outcome_is_tampering_and_a_deleted_test_still_counts_under_
     assert [c.name for c in diff.regressed] == ["t.py::d"]  # deleted at head, failing under the base's file
 
 
-def test_a_base_that_cannot_import_its_tests_is_an_environment_error():
+def test_a_base_that_cannot_import_its_tests_is_an_environment_error() -> None:
     base = run(errors=("tests/test_x.py",), status="env_error")
     diff = classify(base, run(("t.py::a", "failed")), None, changed_tests=())
     assert diff.status == "env_error" and not diff.regressed
@@ -75,11 +76,11 @@ def test_a_base_that_cannot_import_its_tests_is_an_environment_error():
         MutantResult(id="1", path="p.py", line=1, description="d", status="survived"),)), 0.85 - 0.65 * 0.3),
     (TestDiff(status="measured"), 0.2),  # no tests: never above an all-failing suite
 ])
-def test_t_v2(diff, expected):
+def test_t_v2(diff: TestDiff, expected: float) -> None:
     assert cis.testing_from_diff(RUBRIC, diff, None) == pytest.approx(expected)
 
 
-def test_t_v2_regression_and_no_tests_never_beat_failing_tests():
+def test_t_v2_regression_and_no_tests_never_beat_failing_tests() -> None:
     failing = TestDiff(status="measured", new_failing=tuple(classify(BASE, run(("t.py::z", "failed")), None,
                                                                      ()).new_failing))
     assert cis.testing_from_diff(RUBRIC, TestDiff(status="measured"), None) <= cis.testing_from_diff(
@@ -102,7 +103,7 @@ def case_with(source: str, added: tuple[int, ...], path: str = "shop/price.py") 
         ChangedFile(path=path, status="modified", added_lines=added, content=source),))
 
 
-def test_mutants_are_deterministic_valid_python_on_added_lines_only():
+def test_mutants_are_deterministic_valid_python_on_added_lines_only() -> None:
     first = mutants_for(case_with(SOURCE, (3, 4, 5)), 50)
     assert first == mutants_for(case_with(SOURCE, (3, 4, 5)), 50)
     assert {m.line for m in first} == {3, 4, 5}
@@ -119,7 +120,7 @@ def test_mutants_are_deterministic_valid_python_on_added_lines_only():
     assert len({m.id for m in first}) == len(first)
 
 
-def test_the_mutant_budget_spreads_over_lines_and_skips_tests():
+def test_the_mutant_budget_spreads_over_lines_and_skips_tests() -> None:
     picked = mutants_for(case_with(SOURCE, (3, 4, 5)), 3)
     assert sorted(m.line for m in picked) == [3, 4, 5]
     assert mutants_for(case_with(SOURCE, (3, 4), path="tests/test_price.py"), 10) == ()
@@ -129,7 +130,7 @@ def _harness_case(*files: ChangedFile) -> Case:
     return Case(base_sha="a" * 40, head_sha="b" * 40, diff="", files=files)
 
 
-def test_harness_changes_are_located_evidence():
+def test_harness_changes_are_located_evidence() -> None:
     conftest = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
                 "def pytest_runtest_makereport(item, call):\n    yield\n")
     compat = "def pytest_pyfunc_call(pyfuncitem):\n    return True\n"
@@ -155,7 +156,7 @@ def test_harness_changes_are_located_evidence():
     assert ("conftest", "conftest.py", "medium") in found
 
 
-def test_an_ordinary_change_has_no_harness_evidence():
+def test_an_ordinary_change_has_no_harness_evidence() -> None:
     code = "def add(a, b):\n    return a + b\n"
     test = "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
     assert inspect(_harness_case(
@@ -163,7 +164,7 @@ def test_an_ordinary_change_has_no_harness_evidence():
         ChangedFile(path="tests/test_calc.py", status="added", added_lines=(1, 2, 3, 4), content=test))) == []
 
 
-def test_a_rewritten_parametrised_expectation_is_not_a_regression_but_a_deleted_test_is():
+def test_a_rewritten_parametrised_expectation_is_not_a_regression_but_a_deleted_test_is() -> None:
     base = run(("t.py::test_x[1-one]", "passed"), ("t.py::test_y", "passed"))
     guard = run(("t.py::test_x[1-one]", "failed"), ("t.py::test_y", "failed"))
     # the change updated the expected value, which is part of the id; it deleted test_y outright

@@ -56,7 +56,7 @@ GOLDEN_BODY = (
 )
 
 
-def test_golden_audit_body_bytes_and_hash():
+def test_golden_audit_body_bytes_and_hash() -> None:
     ent = AuditEntanglement(tree_sha256="7" * 64, markdown_sha256="8" * 64)
     body = build_audit_body(GOLDEN_PAYLOAD, installation_id=None, entanglement=ent)
     assert body.canonical().decode() == GOLDEN_BODY
@@ -65,7 +65,7 @@ def test_golden_audit_body_bytes_and_hash():
     assert body.leaf_hash().hex() == "ed4547e0acc60d6c8542ea4b47a2ffa37931af81070fa68dee8a9db75a78fbdf"
 
 
-def test_the_two_kinds_parse_apart_and_sign_under_their_own_domain_tag():
+def test_the_two_kinds_parse_apart_and_sign_under_their_own_domain_tag() -> None:
     ent = AuditEntanglement(tree_sha256="7" * 64)
     audit = build_audit_body(GOLDEN_PAYLOAD, installation_id=3, entanglement=ent)
     ev = evaluation(1)
@@ -80,7 +80,7 @@ def test_the_two_kinds_parse_apart_and_sign_under_their_own_domain_tag():
         build_audit_body({"repo": "x"}, installation_id=None, entanglement=ent)
 
 
-def test_the_footer_names_the_record_and_the_report_above_it_is_what_was_hashed():
+def test_the_footer_names_the_record_and_the_report_above_it_is_what_was_hashed() -> None:
     text = with_dbom_footer("# report\n\nbody\n", "abc123", "https://logomesh.example/dbom/abc123.html")
     report, named = split_dbom_footer(text)
     assert report == "# report\n\nbody\n" and named == "abc123"
@@ -95,7 +95,7 @@ async def audited(tmp_path: Path) -> AuditOutcome:
     return await audit_repository(str(repo), settings=load_settings(home=tmp_path / "h"), report_path=report)
 
 
-async def test_a_real_audit_is_appended_verified_and_idempotent(ledger: Ledger, audited: AuditOutcome):
+async def test_a_real_audit_is_appended_verified_and_idempotent(ledger: Ledger, audited: AuditOutcome) -> None:
     ent = audit_entanglement(audited.tree_sha256, audited.markdown, audited.model_ids)
     for n in range(2):  # a review before and after: one log holds both kinds
         ev = evaluation(n)
@@ -109,6 +109,7 @@ async def test_a_real_audit_is_appended_verified_and_idempotent(ledger: Ledger, 
     assert body.verdict == result.verdict and body.score == result.score and body.unit_score == result.unit_score
     assert body.criteria == {r.criterion_id: r.score for r in result.rulings} and len(body.criteria) == 10
     assert body.claims.hallucination == sum(c.status == "hallucination" for c in result.claims) > 0
+    assert result.report is not None
     assert body.head_sha == result.head_sha and body.report_sha256 == result.report.sha256
     assert body.entanglement.model_ids == {"judges": "offline"}
     assert len(body.entanglement.tree_sha256) == 64
@@ -126,7 +127,7 @@ async def test_a_real_audit_is_appended_verified_and_idempotent(ledger: Ledger, 
 
 
 @pytest.mark.parametrize("edit", ["ruling", "verdict-column", "claims"])
-async def test_tampering_with_an_audit_record_is_caught(ledger: Ledger, audited: AuditOutcome, edit: str):
+async def test_tampering_with_an_audit_record_is_caught(ledger: Ledger, audited: AuditOutcome, edit: str) -> None:
     ent = audit_entanglement(audited.tree_sha256, audited.markdown, audited.model_ids)
     record = await ledger.append_audit(audited.result, installation_id=None, entanglement=ent)
     raw = dict(record.raw_result)
@@ -148,7 +149,7 @@ async def test_tampering_with_an_audit_record_is_caught(ledger: Ledger, audited:
     assert all(p.record_id in (record.id, None) for p in report.problems)
 
 
-async def test_export_render_and_document_check(ledger: Ledger, audited: AuditOutcome):
+async def test_export_render_and_document_check(ledger: Ledger, audited: AuditOutcome) -> None:
     ent = audit_entanglement(audited.tree_sha256, audited.markdown, audited.model_ids)
     record = await ledger.append_audit(audited.result, installation_id=None, entanglement=ent)
 
@@ -178,7 +179,7 @@ async def test_export_render_and_document_check(ledger: Ledger, audited: AuditOu
     assert "not an audit" in check_document(review, document)[0].message
 
 
-async def test_a_directory_audit_is_subject_to_its_tree_hash(ledger: Ledger, tmp_path: Path):
+async def test_a_directory_audit_is_subject_to_its_tree_hash(ledger: Ledger, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "main.py").write_text("def main() -> int:\n    return 0\n")

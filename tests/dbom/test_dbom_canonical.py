@@ -60,29 +60,29 @@ RFC_NUMBERS = [
 ]
 
 
-def test_rfc8785_primitive_example():
+def test_rfc8785_primitive_example() -> None:
     assert canonical_json(json.loads(RFC_INPUT)) == RFC_OUTPUT.encode("utf-8")
 
 
-def test_rfc8785_sorting_example():
+def test_rfc8785_sorting_example() -> None:
     out = canonical_json(json.loads(RFC_SORT_INPUT)).decode("utf-8")
     assert list(json.loads(out)) == RFC_SORT_ORDER
     assert out.startswith('{"\\r":"Carriage Return","1":"One","\u0080":"Control"')
 
 
 @pytest.mark.parametrize(("bits", "expected"), RFC_NUMBERS)
-def test_rfc8785_number_formatting(bits, expected):
+def test_rfc8785_number_formatting(bits: str, expected: str) -> None:
     value = struct.unpack(">d", bytes.fromhex(bits))[0]
     assert canonical_json(value) == expected.encode()
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), 2**53 + 1, {1: "x"}, "\ud800"])
-def test_values_outside_json_are_refused(bad):
+def test_values_outside_json_are_refused(bad: object) -> None:
     with pytest.raises(DbomError):
         canonical_json(bad)
 
 
-def test_key_order_and_float_spelling_do_not_change_the_hash():
+def test_key_order_and_float_spelling_do_not_change_the_hash() -> None:
     a = json.loads('{"cis_score": 0.50, "scores": {"b": 1E0, "a": 2.50e-1}, "verdict": "pass"}')
     b = json.loads('{"verdict": "pass", "scores": {"a": 0.25, "b": 1}, "cis_score": 5e-1}')
     assert json.dumps(a) != json.dumps(b)

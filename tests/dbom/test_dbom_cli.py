@@ -53,7 +53,7 @@ def seed(home: Path, count: int) -> list[str]:
     return asyncio.run(work())
 
 
-def test_verify_show_export_on_a_good_ledger(tmp_path):
+def test_verify_show_export_on_a_good_ledger(tmp_path: Path) -> None:
     home = tmp_path / "home"
     ids = seed(home, 4)
     ok = invoke(home, "dbom", "verify", "--all")
@@ -75,7 +75,7 @@ def test_verify_show_export_on_a_good_ledger(tmp_path):
     assert statement["predicate"]["id"] == ids[2]
 
 
-def test_verify_exits_1_and_says_what_broke(tmp_path):
+def test_verify_exits_1_and_says_what_broke(tmp_path: Path) -> None:
     home = tmp_path / "home"
     ids = seed(home, 4)
     db = sqlite3.connect(home / "battles.db")
@@ -91,7 +91,7 @@ def test_verify_exits_1_and_says_what_broke(tmp_path):
     assert invoke(home, "dbom", "verify", ids[1]).exit_code == 1
 
 
-def test_usage_errors_exit_2(tmp_path):
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
     home = tmp_path / "home"
     ids = seed(home, 1)
     assert invoke(home, "dbom", "verify").exit_code == 2
@@ -113,7 +113,7 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
 
 
-def test_review_writes_its_dbom_and_prints_the_id(tmp_path):
+def test_review_writes_its_dbom_and_prints_the_id(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")

@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from sqlalchemy import text
@@ -16,6 +17,7 @@ from sqlalchemy import text
 from app.ledger import Ledger, RecordNotFound, open_ledger, render_dbom_html, render_dbom_json
 from app.ledger.keys import load_public_pem, verify_signature
 from checks.dbom import (
+    DbomRecord,
     b64decode,
     evaluation_payload,
     tree_head_payload,
@@ -23,6 +25,7 @@ from checks.dbom import (
     verify_inclusion,
 )
 from checks.models import Evaluation
+from tests.dbom.conftest import Backend
 from tests.dbom.factory import entanglement, evaluation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,12 +49,13 @@ def public_keys(ledger: Ledger) -> dict[str, Any]:
     return {k["key_id"]: load_public_pem(k["public_key"]) for k in ledger.public_keys()}
 
 
-async def test_append_get_and_an_independently_checked_proof(ledger):
+async def test_append_get_and_an_independently_checked_proof(ledger: Ledger) -> None:
     records = await fill(ledger, 6)
     assert [r.leaf_index for r in records] == list(range(6))
     assert len({r.id for r in records}) == 6
     got = await ledger.get(records[3].id)
     assert got == records[3]
+    assert got is not None
     assert got.raw_result == evaluation_payload(evaluation(3))
     assert await ledger.get("0" * 32) is None
 
@@ -82,7 +86,7 @@ async def test_append_get_and_an_independently_checked_proof(ledger):
     await ledger.ping()
 
 
-async def test_append_is_idempotent_and_logs_are_per_installation(ledger):
+async def test_append_is_idempotent_and_logs_are_per_installation(ledger: Ledger) -> None:
     first = await fill(ledger, 2, installation_id=1)
     again = await fill(ledger, 2, installation_id=1)
     assert again == first
@@ -94,7 +98,7 @@ async def test_append_is_idempotent_and_logs_are_per_installation(ledger):
     assert (await ledger.verify()).ok
 
 
-async def test_the_same_decision_is_one_record_and_a_different_one_is_another(ledger):
+async def test_the_same_decision_is_one_record_and_a_different_one_is_another(ledger: Ledger) -> None:
     ev = evaluation(3)
     first = await ledger.append(ev, installation_id=7, entanglement=entanglement(ev))
     # a redelivered job: the same evaluation (same H(Δ)) with the same entangled inputs, signed again
@@ -119,7 +123,7 @@ async def test_the_same_decision_is_one_record_and_a_different_one_is_another(le
     assert (await ledger.verify()).ok
 
 
-async def test_rendered_pages_escape_pr_content(ledger):
+async def test_rendered_pages_escape_pr_content(ledger: Ledger) -> None:
     ev = evaluation(1)
     hostile = ev.model_copy(update={"verdict_reasons": ("<script>alert(1)</script>",)})
     record = await ledger.append(hostile, installation_id=None, entanglement=entanglement(hostile))
@@ -132,7 +136,7 @@ async def test_rendered_pages_escape_pr_content(ledger):
     assert json.loads(json.dumps(doc))["proof"]["leaf_index"] == record.leaf_index
 
 
-async def test_rotation_keeps_old_records_verifiable(backend, ledger):
+async def test_rotation_keeps_old_records_verifiable(backend: Backend, ledger: Ledger) -> None:
     await fill(ledger, 2)
     old = ledger.keyring.active.key_id
     new = await ledger.rotate_key()
@@ -150,59 +154,59 @@ async def test_rotation_keeps_old_records_verifiable(backend, ledger):
 # --- tampering ------------------------------------------------------------------------------------------------
 
 
-async def _edit_raw(ledger, rid, change):
+async def _edit_raw(ledger: Ledger, rid: str, change: Callable[[dict[str, Any]], object]) -> None:
     row = (await sql(ledger, "SELECT raw_result FROM dbom_records WHERE id = :id", id=rid))[0]
     raw = json.loads(row["raw_result"])
     change(raw)
     await sql(ledger, "UPDATE dbom_records SET raw_result = :raw WHERE id = :id", raw=json.dumps(raw), id=rid)
 
 
-async def tamper_raw_result(ledger, records):
+async def tamper_raw_result(ledger: Ledger, records: list[DbomRecord]) -> None:
     await _edit_raw(ledger, records[2].id, lambda raw: raw.update(verdict_reasons=["all good, trust me"]))
 
 
-async def tamper_raw_score(ledger, records):
+async def tamper_raw_score(ledger: Ledger, records: list[DbomRecord]) -> None:
     await _edit_raw(ledger, records[2].id, lambda raw: raw.update(cis_score=0.99))
 
 
-async def tamper_score_column(ledger, records):
+async def tamper_score_column(ledger: Ledger, records: list[DbomRecord]) -> None:
     await sql(ledger, "UPDATE dbom_records SET cis_score = 0.99, verdict = 'pass' WHERE id = :id", id=records[2].id)
 
 
-async def tamper_body_score(ledger, records):
+async def tamper_body_score(ledger: Ledger, records: list[DbomRecord]) -> None:
     row = (await sql(ledger, "SELECT body FROM dbom_records WHERE id = :id", id=records[2].id))[0]
     body = json.loads(row["body"])
     body["cis_score"] = 0.99
     await sql(ledger, "UPDATE dbom_records SET body = :b WHERE id = :id", b=json.dumps(body), id=records[2].id)
 
 
-async def tamper_delete_middle(ledger, records):
+async def tamper_delete_middle(ledger: Ledger, records: list[DbomRecord]) -> None:
     await sql(ledger, "DELETE FROM dbom_records WHERE id = :id", id=records[2].id)
 
 
-async def tamper_delete_middle_and_reindex(ledger, records):
+async def tamper_delete_middle_and_reindex(ledger: Ledger, records: list[DbomRecord]) -> None:
     await sql(ledger, "DELETE FROM dbom_records WHERE id = :id", id=records[2].id)
     for i in range(3, len(records)):
         await sql(ledger, "UPDATE dbom_records SET leaf_index = :new WHERE id = :id", new=i - 1, id=records[i].id)
 
 
-async def tamper_reorder(ledger, records):
+async def tamper_reorder(ledger: Ledger, records: list[DbomRecord]) -> None:
     a, b = records[1], records[3]
     await sql(ledger, "UPDATE dbom_records SET leaf_index = -1 WHERE id = :id", id=a.id)
     await sql(ledger, "UPDATE dbom_records SET leaf_index = 1 WHERE id = :id", id=b.id)
     await sql(ledger, "UPDATE dbom_records SET leaf_index = 3 WHERE id = :id", id=a.id)
 
 
-async def tamper_swap_signature(ledger, records):
+async def tamper_swap_signature(ledger: Ledger, records: list[DbomRecord]) -> None:
     await sql(ledger, "UPDATE dbom_records SET signature = :s WHERE id = :id", s=records[0].signature,
               id=records[2].id)
 
 
-async def tamper_delete_last(ledger, records):
+async def tamper_delete_last(ledger: Ledger, records: list[DbomRecord]) -> None:
     await sql(ledger, "DELETE FROM dbom_records WHERE id = :id", id=records[-1].id)
 
 
-async def tamper_rewrite_history(ledger, records):
+async def tamper_rewrite_history(ledger: Ledger, records: list[DbomRecord]) -> None:
     # replace a record wholesale by a validly signed one for another evaluation, at the same position
     forged = evaluation(77)
     other = await ledger.append(forged, installation_id=5, entanglement=entanglement(forged))
@@ -226,7 +230,7 @@ TAMPERING = {  # how, what verify must report, which record then fails on its ow
 
 
 @pytest.mark.parametrize("case", list(TAMPERING))
-async def test_tampering_is_caught(ledger, case):
+async def test_tampering_is_caught(ledger: Ledger, case: str) -> None:
     tamper, expected, single = TAMPERING[case]
     records = await fill(ledger, 5)
     assert (await ledger.verify()).ok
@@ -242,7 +246,7 @@ async def test_tampering_is_caught(ledger, case):
 # --- concurrency ----------------------------------------------------------------------------------------------
 
 
-def append_together(backend, starts: list[int], per_process: int) -> list[str]:
+def append_together(backend: Backend, starts: list[int], per_process: int) -> list[str]:
     """Run one ``append_worker`` per START (its first evaluation's number: equal starts append the same
     decisions), release them at the same moment, return their outputs."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -273,7 +277,7 @@ def append_together(backend, starts: list[int], per_process: int) -> list[str]:
 
 
 @pytest.mark.slow
-async def test_concurrent_appends_from_several_processes(backend):
+async def test_concurrent_appends_from_several_processes(backend: Backend) -> None:
     processes, per_process = 4, 5
     outputs = append_together(backend, [100 * (p + 1) for p in range(processes)], per_process)
     lines = [line.split() for out in outputs for line in out.splitlines()]
@@ -295,7 +299,7 @@ async def test_concurrent_appends_from_several_processes(backend):
 
 
 @pytest.mark.slow
-async def test_the_same_decision_from_several_workers_at_once_is_one_record(backend):
+async def test_the_same_decision_from_several_workers_at_once_is_one_record(backend: Backend) -> None:
     """At-least-once delivery across workers: each process appends the same decisions, released together."""
     processes, per_process = 4, 3
     outputs = append_together(backend, [500] * processes, per_process)
@@ -316,7 +320,7 @@ async def test_the_same_decision_from_several_workers_at_once_is_one_record(back
 # --- migrations -----------------------------------------------------------------------------------------------
 
 
-async def test_migrations_create_exactly_the_declared_schema(backend, ledger):
+async def test_migrations_create_exactly_the_declared_schema(backend: Backend, ledger: Ledger) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
@@ -333,7 +337,8 @@ async def test_migrations_create_exactly_the_declared_schema(backend, ledger):
     assert [v["version_num"] for v in version] == ["0001"]
 
 
-async def test_a_ledger_at_the_newest_migration_opens_without_alembic(backend, ledger, monkeypatch):
+async def test_a_ledger_at_the_newest_migration_opens_without_alembic(
+        backend: Backend, ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     from alembic import command
     from alembic.config import Config
     from alembic.script import ScriptDirectory
@@ -344,7 +349,7 @@ async def test_a_ledger_at_the_newest_migration_opens_without_alembic(backend, l
     config.set_main_option("script_location", str(ledger_module.MIGRATIONS))
     assert ScriptDirectory.from_config(config).get_current_head() == ledger_module.HEAD_REVISION
 
-    def refuse(*args, **kwargs):
+    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
         raise AssertionError("alembic ran on a ledger already at the newest migration")
 
     monkeypatch.setattr(command, "upgrade", refuse)
@@ -356,7 +361,7 @@ async def test_a_ledger_at_the_newest_migration_opens_without_alembic(backend, l
         await open_ledger(backend.settings(), schema_name=backend.schema)
 
 
-async def test_an_unreachable_database_is_a_clear_error(tmp_path):
+async def test_an_unreachable_database_is_a_clear_error(tmp_path: Path) -> None:
     from app.ledger import LedgerUnavailable
     from app.settings import load_settings
 

@@ -39,14 +39,14 @@ CT_ROOTS = [
 
 # --- the naive model: RFC 6962 §2.1 written as literally as possible ----------------------------------------
 
-def naive_k(n):
+def naive_k(n: int) -> int:
     k = 1
     while k * 2 < n:
         k *= 2
     return k
 
 
-def naive_mth(d):
+def naive_mth(d: list[bytes]) -> bytes:
     if not d:
         return hashlib.sha256(b"").digest()
     if len(d) == 1:
@@ -55,7 +55,7 @@ def naive_mth(d):
     return hashlib.sha256(b"\x01" + naive_mth(d[:k]) + naive_mth(d[k:])).digest()
 
 
-def naive_path(m, d):
+def naive_path(m: int, d: list[bytes]) -> list[bytes]:
     if len(d) == 1:
         return []
     k = naive_k(len(d))
@@ -64,7 +64,7 @@ def naive_path(m, d):
     return [*naive_path(m - k, d[k:]), naive_mth(d[:k])]
 
 
-def naive_subproof(m, d, b):
+def naive_subproof(m: int, d: list[bytes], b: bool) -> list[bytes]:
     n = len(d)
     if m == n:
         return [] if b else [naive_mth(d)]
@@ -74,13 +74,13 @@ def naive_subproof(m, d, b):
     return [*naive_subproof(m - k, d[k:], False), naive_mth(d[:k])]
 
 
-def naive_proof(m, d):
+def naive_proof(m: int, d: list[bytes]) -> list[bytes]:
     return [] if m in (0, len(d)) else naive_subproof(m, d, True)
 
 
 # --- vectors --------------------------------------------------------------------------------------------------
 
-def test_domain_separation():
+def test_domain_separation() -> None:
     assert leaf_hash(b"x") == hashlib.sha256(b"\x00x").digest()
     assert node_hash(b"a", b"b") == hashlib.sha256(b"\x01ab").digest()
     assert merkle_root([]) == EMPTY_ROOT == hashlib.sha256(b"").digest()
@@ -90,7 +90,7 @@ def test_domain_separation():
 
 
 @pytest.mark.parametrize("size", range(1, 9))
-def test_certificate_transparency_roots(size):
+def test_certificate_transparency_roots(size: int) -> None:
     leaves = [leaf_hash(d) for d in CT_LEAVES[:size]]
     assert merkle_root(leaves).hex() == CT_ROOTS[size - 1]
 
@@ -102,7 +102,7 @@ data_lists = st.lists(st.binary(max_size=8), min_size=1, max_size=70)
 
 @settings(max_examples=120, deadline=None)
 @given(data=data_lists)
-def test_root_frontier_and_every_inclusion_proof(data):
+def test_root_frontier_and_every_inclusion_proof(data: list[bytes]) -> None:
     leaves = [leaf_hash(d) for d in data]
     root = merkle_root(leaves)
     assert root == naive_mth(data)
@@ -126,7 +126,7 @@ def test_root_frontier_and_every_inclusion_proof(data):
 
 @settings(max_examples=120, deadline=None)
 @given(data=data_lists)
-def test_every_consistency_proof(data):
+def test_every_consistency_proof(data: list[bytes]) -> None:
     leaves = [leaf_hash(d) for d in data]
     n = len(leaves)
     root = merkle_root(leaves)
@@ -145,7 +145,7 @@ def test_every_consistency_proof(data):
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 33, 100, 257])
-def test_many_sizes_deterministic(size):
+def test_many_sizes_deterministic(size: int) -> None:
     leaves = [leaf_hash(str(i).encode()) for i in range(size)]
     root = merkle_root(leaves)
     for i in {0, size // 3, size // 2, size - 1}:
@@ -154,7 +154,7 @@ def test_many_sizes_deterministic(size):
         assert verify_consistency(m, size, merkle_root(leaves[:m]), root, consistency_proof(m, leaves))
 
 
-def test_out_of_range_requests_are_errors():
+def test_out_of_range_requests_are_errors() -> None:
     leaves = [leaf_hash(b"a")]
     with pytest.raises(DbomError):
         inclusion_proof(1, leaves)
@@ -166,7 +166,7 @@ def test_out_of_range_requests_are_errors():
     assert not verify_consistency(2, 1, leaves[0], leaves[0], [])
 
 
-def test_every_size_up_to_80_against_the_naive_model():
+def test_every_size_up_to_80_against_the_naive_model() -> None:
     data = [i.to_bytes(2, "big") for i in range(80)]
     for n in range(1, 81):
         d = data[:n]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -52,7 +53,7 @@ GOLDEN_BODY = (
 )
 
 
-def test_golden_body_bytes_and_hash():
+def test_golden_body_bytes_and_hash() -> None:
     body = build_body(GOLDEN_PAYLOAD, installation_id=None, entanglement=GOLDEN_ENTANGLEMENT)
     assert body.canonical().decode() == GOLDEN_BODY
     # both hashes checked with `sha256sum` outside Python
@@ -61,7 +62,7 @@ def test_golden_body_bytes_and_hash():
     assert body.record_id() == body.leaf_hash().hex()[:32]
 
 
-def test_reordered_keys_and_respelled_floats_give_the_same_record():
+def test_reordered_keys_and_respelled_floats_give_the_same_record() -> None:
     ev = evaluation()
     payload = evaluation_payload(ev)
     respelled = json.loads(json.dumps(payload, sort_keys=True).replace("0.5,", "5e-1,").replace(": 1.0,", ": 1,"))
@@ -71,7 +72,7 @@ def test_reordered_keys_and_respelled_floats_give_the_same_record():
     assert one.leaf_hash() == two.leaf_hash()
 
 
-def test_every_entangled_input_changes_the_hash():
+def test_every_entangled_input_changes_the_hash() -> None:
     ev = evaluation()
     base = entanglement(ev)
     body = build_body(evaluation_payload(ev), installation_id=None, entanglement=base)
@@ -87,12 +88,12 @@ def test_every_entangled_input_changes_the_hash():
     assert build_body(evaluation_payload(ev), installation_id=1, entanglement=base).leaf_hash() != body.leaf_hash()
 
 
-def test_not_an_evaluation_is_a_clear_error():
+def test_not_an_evaluation_is_a_clear_error() -> None:
     with pytest.raises(DbomError, match="missing"):
         build_body({"verdict": "pass"}, installation_id=None, entanglement=GOLDEN_ENTANGLEMENT)
 
 
-def test_signature_round_trip_and_a_flipped_byte_fails():
+def test_signature_round_trip_and_a_flipped_byte_fails() -> None:
     key = SigningKey.from_private(Ed25519PrivateKey.generate())
     body = build_body(GOLDEN_PAYLOAD, installation_id=None, entanglement=GOLDEN_ENTANGLEMENT)
     message = record_signing_payload(body)
@@ -109,7 +110,7 @@ def test_signature_round_trip_and_a_flipped_byte_fails():
     assert not verify_signature(other.public, signature, message)
 
 
-def test_key_is_created_0600_reused_and_rotated_with_old_keys_listed(tmp_path):
+def test_key_is_created_0600_reused_and_rotated_with_old_keys_listed(tmp_path: Path) -> None:
     directory = tmp_path / "keys"
     ring = KeyRing.load(directory)
     key_file = directory / "signing.pem"
@@ -127,7 +128,7 @@ def test_key_is_created_0600_reused_and_rotated_with_old_keys_listed(tmp_path):
     assert "PUBLIC KEY" in reloaded.listing()[0]["public_key"]
 
 
-def test_a_key_readable_by_others_is_refused(tmp_path):
+def test_a_key_readable_by_others_is_refused(tmp_path: Path) -> None:
     directory = tmp_path / "keys"
     KeyRing.load(directory)
     os.chmod(directory / "signing.pem", 0o644)
@@ -135,7 +136,7 @@ def test_a_key_readable_by_others_is_refused(tmp_path):
         KeyRing.load(directory)
 
 
-def test_a_key_supplied_as_pem_wins(tmp_path):
+def test_a_key_supplied_as_pem_wins(tmp_path: Path) -> None:
     private = Ed25519PrivateKey.generate()
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption()).decode()
@@ -146,7 +147,7 @@ def test_a_key_supplied_as_pem_wins(tmp_path):
         KeyRing.load(None, "not a key")
 
 
-def test_dsse_envelope_round_trip_and_tamper(tmp_path):
+def test_dsse_envelope_round_trip_and_tamper(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
     ev = evaluation()

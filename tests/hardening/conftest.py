@@ -58,7 +58,7 @@ def settings(github: FakeGitHub, app_key: tuple[str, str], tmp_path: Path) -> Se
     """tests/app's settings, under this suite's own App id."""
     prefix = f"logomesh-hard:{uuid.uuid4().hex[:12]}:"
     return Settings(
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
         app_id=APP_ID, private_key=app_key[0], webhook_secret=SECRET,
         github_api_url=github.url, github_web_url=github.url,  # type: ignore[attr-defined]
         public_url="https://logomesh.test", redis_url=REDIS_URL, redis_prefix=prefix, queue_name=prefix + "queue",

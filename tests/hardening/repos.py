@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from tests.app.conftest import PR, Harness, git, pr_payload
 
@@ -15,10 +16,10 @@ DEFAULT_BASE = {
 }
 
 
-def publish_repo(h: Harness, tmp: Path, name: str, head_files: dict[str, str | bytes], *,
-                 base_files: dict[str, str | bytes] | None = None,
+def publish_repo(h: Harness, tmp: Path, name: str, head_files: Mapping[str, str | bytes], *,
+                 base_files: Mapping[str, str | bytes] | None = None,
                  tweak_head: Callable[[Path], None] | None = None,
-                 title: str = "Add a helper", body: str | None = "Adds a helper to the package.") -> dict:
+                 title: str = "Add a helper", body: str | None = "Adds a helper to the package.") -> dict[str, Any]:
     """``octo/<name>`` with a base commit and a head commit; answers the signed-ready ``opened`` payload."""
     work = tmp / name
     work.mkdir(parents=True)

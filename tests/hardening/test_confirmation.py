@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
 import pytest
 
 from app.engine import review_repository
@@ -113,7 +114,8 @@ async def test_code_that_runs_at_import_is_confirmed_where_it_runs(tmp_path: Pat
     hostile = await review(tmp_path / "hostile", {"app/boot.py": source, "app/op.txt": "system\n"})
     assert confirmed(hostile, "command-injection") == [("critical", "app/boot.py")], hostile.red_analysis.findings
     finding = next(f for f in hostile.red_analysis.findings if f.confirmed)
-    assert finding.location is not None and finding.location.line == 4 and "imported" in finding.effect
+    assert finding.location is not None and finding.location.line == 4
+    assert finding.effect is not None and "imported" in finding.effect
     assert hostile.verdict == "fail"
     honest_source = ("from collections import namedtuple\nfrom dataclasses import dataclass\n\n"
                      "Point = namedtuple('Point', 'x y')\n\n\n@dataclass\nclass Box:\n    width: int = 1\n")
@@ -134,7 +136,8 @@ def fingerprint():
 """
 
 
-async def test_a_probe_runs_as_the_projects_tests_run(tmp_path: Path, docker_engine) -> None:  # noqa: F811
+async def test_a_probe_runs_as_the_projects_tests_run(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:  # noqa: F811
     """Variables, working directory, interpreter, arguments, user and flags: all the same (pytest aside)."""
     root = tmp_path / "app"
     test = ("from app.probe import fingerprint\n\n\ndef test_fingerprint():\n"

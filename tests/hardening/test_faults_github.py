@@ -8,6 +8,7 @@ import structlog.testing
 
 from tests.app.conftest import PR, REPO, Harness, pr_payload, verdict_title
 from tests.hardening.conftest import Tally
+from tests.hardening.injector import Injector
 
 pytestmark = pytest.mark.hardening("fault")
 RUNS = r"^/repos/octo/shop/check-runs$"
@@ -15,10 +16,16 @@ COMMENTS = rf"^/repos/octo/shop/issues/{PR}/comments$"
 PULL = rf"^/repos/octo/shop/pulls/{PR}$"
 
 
+def _injector(h: Harness) -> Injector:
+    """The :class:`Injector` tests/hardening/conftest.py put in front of the fake GitHub."""
+    injector: Injector = h.github.inject  # type: ignore[attr-defined]
+    return injector
+
+
 def _first_success_after(h: Harness, method: str, pattern: str, fired_at: float) -> float:
     import re
 
-    later = [t for t, m, p in h.github.inject.passed if m == method and re.search(pattern, p) and t > fired_at]
+    later = [t for t, m, p in _injector(h).passed if m == method and re.search(pattern, p) and t > fired_at]
     assert later, f"{method} {pattern} never succeeded after its failure"
     return later[0] - fired_at
 
@@ -26,7 +33,7 @@ def _first_success_after(h: Harness, method: str, pattern: str, fired_at: float)
 async def test_5xx_and_rate_limits_are_backed_off_then_the_review_lands_once(harness: Harness,
                                                                              tally: Tally) -> None:
     h = harness
-    inject = h.github.inject
+    inject = _injector(h)
     for name in ("GitHub 500 on creating the check run", "GitHub 502 on creating the check run",
                  "secondary rate limit (403 + retry-after: 2) on posting the comment, twice",
                  "primary rate limit (403, x-ratelimit-remaining: 0, reset in 3 s) on reading the PR"):
@@ -69,7 +76,7 @@ async def test_past_the_outage_budget_the_check_run_completes_with_the_reason(ha
     h = harness
     tally("GitHub 502 on every read of the PR once the review started (outage budget exhausted)")
     # the run exists, the clone starts; from then on GitHub answers nothing but 502 for the PR
-    h.github.on_first_git_request = lambda: h.github.inject.fail("GET", PULL, 502, times=1000)
+    h.github.on_first_git_request = lambda: _injector(h).fail("GET", PULL, 502, times=1000)
     assert (await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head,
                                                     base=h.repo.base))).status_code == 202
     worker = await h.run_worker()
@@ -85,7 +92,7 @@ async def test_past_the_outage_budget_the_check_run_completes_with_the_reason(ha
 async def test_past_the_outage_budget_a_verdict_on_the_check_run_stays(harness: Harness, tally: Tally) -> None:
     h = harness
     tally("GitHub 502 on every comment request after the verdict reached the check run")
-    h.github.inject.fail("GET", COMMENTS, 502, times=1000)
+    _injector(h).fail("GET", COMMENTS, 502, times=1000)
     assert (await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head,
                                                     base=h.repo.base))).status_code == 202
     await h.run_worker()

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -139,7 +140,7 @@ async def test_redis_restarted_while_a_job_runs_and_webhooks_arrive(harness: Har
                       body="Use float instead of eval.")
     during: list[int] = []
 
-    def post(url: str, event: str, payload: dict, delivery: str) -> httpx.Response:
+    def post(url: str, event: str, payload: dict[str, Any], delivery: str) -> httpx.Response:
         body = __import__("json").dumps(payload).encode()
         return httpx.post(f"{url}/webhook", content=body, timeout=10, headers={
             "X-GitHub-Event": event, "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": h.sign(body),

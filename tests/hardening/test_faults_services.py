@@ -7,6 +7,7 @@ import socket
 import sqlite3
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -18,9 +19,11 @@ from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer, Step
 pytestmark = pytest.mark.hardening("fault")
 
 
-def _last_evaluation(tmp_path: Path) -> dict:
+def _last_evaluation(tmp_path: Path) -> dict[str, Any]:
     with sqlite3.connect(tmp_path / "dbom.db") as db:
-        return json.loads(db.execute("SELECT evaluation FROM dbom ORDER BY seq DESC LIMIT 1").fetchone()[0])
+        evaluation: dict[str, Any] = json.loads(
+            db.execute("SELECT evaluation FROM dbom ORDER BY seq DESC LIMIT 1").fetchone()[0])
+        return evaluation
 
 
 def _dead_port() -> int:

@@ -8,6 +8,8 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -62,7 +64,7 @@ async def test_a_10_mb_body_is_refused_before_it_is_read_whole(harness: Harness,
     answer = await h.post("pull_request", huge)
     assert answer.status_code == 413 and "larger than" in answer.json()["error"]
 
-    async def chunks():  # no Content-Length: the cap must hold while streaming
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: the cap must hold while streaming
         for _ in range(40):
             yield b"x" * (256 * 1024)
 
@@ -117,7 +119,7 @@ async def test_payloads_that_lack_what_a_route_needs_are_ignored_with_a_reason(h
         answer = await h.post(event, payload)
         assert answer.status_code == 202, (name, answer.text)
         assert answer.json()["status"] == "ignored" and reason in answer.json()["reason"], (name, answer.json())
-    assert await h.redis.llen(h.settings.queue_name) == 0 and await h.redis.zcard(h.settings.queue_name) == 0
+    assert await h.redis.llen(h.settings.queue_name) == 0 and await h.redis.zcard(h.settings.queue_name) == 0  # type: ignore[misc]
 
 
 async def test_null_and_huge_bodies_and_bidi_titles_are_reviewed_into_inert_reports(harness: Harness,
@@ -147,7 +149,7 @@ async def test_null_and_huge_bodies_and_bidi_titles_are_reviewed_into_inert_repo
 
 
 async def test_bidi_controls_in_file_names_and_code_never_reach_github_live(harness: Harness, tally: Tally,
-                                                                            tmp_path) -> None:
+                                                                            tmp_path: Path) -> None:
     from tests.hardening.repos import publish_repo
 
     h = harness

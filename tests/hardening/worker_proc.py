@@ -15,7 +15,7 @@ from tests.app.sqlite_dbom import SqliteDbom
 
 
 async def main(dbom_path: Path) -> None:
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
 
     async def factory(_settings: Settings) -> SqliteDbom:
         return await SqliteDbom.open(dbom_path)

@@ -193,7 +193,7 @@ class FakeAnthropic:
             "usage": {"input_tokens": len(json.dumps(rec.body)) // 4, "output_tokens": len(out) // 4},
         }
 
-    async def messages(self, request: Request) -> JSONResponse:
+    async def messages(self, request: Request) -> Response:
         if not self._authenticate(request):
             return self.error(401, "authentication_error", "invalid x-api-key")
         if not request.headers.get("anthropic-version"):

@@ -10,13 +10,14 @@ import pytest
 from app.llm.anthropic_client import ReviewBudget
 from checks.errors import LLMBudgetExceeded, LLMUnavailable
 from checks.llm_types import LLMRequest, LLMTurn
+from checks.models import Evaluation, Evidence
 from tests.judges.conftest import MODEL, Sleeps, llm_judges, make_client, prepared_for, run_review
 from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer, Step
 
 PERSONAS = ("prosecutor", "defense", "tech_lead")
 
 
-def llm_records(evaluation):  # type: ignore[no-untyped-def]
+def llm_records(evaluation: Evaluation) -> dict[str, Evidence]:
     return {e.id.split(".")[1]: e for e in evaluation.evidence if e.kind == "llm-exchange"}
 
 

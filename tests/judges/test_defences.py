@@ -13,7 +13,7 @@ from checks import cis
 from checks.chief_justice import judge_case
 from checks.judges.llm import WITHHELD
 from checks.judges.prompt import system_prompt
-from checks.models import Brief, Deliberation, RedAnalysis
+from checks.models import Brief, Deliberation, Evaluation, JudicialOpinion, RedAnalysis
 from checks.models import TestRunResult as RunResult
 from checks.render import DOCS_URL, render_markdown
 from rubric import load_rubric
@@ -95,7 +95,7 @@ async def test_injection_canaries_move_neither_the_bound_nor_the_report_shape(
 
 
 async def _opinions_from(fake: FakeAnthropic, server: FakeAnthropicServer, brief: Brief, score: int,
-                         repo: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+                         repo: Path, tmp_path: Path) -> list[JudicialOpinion]:
     prepared = prepared_for(repo, tmp_path)
     fake.default_score = score
     client = make_client(server)
@@ -165,7 +165,7 @@ async def test_same_inputs_give_the_same_prompts_and_scores(
     second = await run_review(prepared, llm_judges(client, prepared))
     await client.aclose()
 
-    def hashes(e):  # type: ignore[no-untyped-def]
+    def hashes(e: Evaluation) -> list[str]:
         return sorted(x.facts["prompt_sha256"] for x in e.evidence if x.kind == "llm-exchange")
 
     assert hashes(first) == hashes(second)

@@ -33,7 +33,7 @@ def prefix() -> str:
 
 @pytest.fixture
 async def redis(prefix: str) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.from_url(REDIS_URL)
+    client = aioredis.from_url(REDIS_URL)  # type: ignore[no-untyped-call]
     try:
         yield client
     finally:

@@ -88,7 +88,7 @@ async def test_sigterm_mid_job_requeues_it_and_the_next_worker_completes_it_once
             proc.kill()
     assert code == 0, log.read_text()[-3000:]
     assert "cancelled, will be run again" in log.read_text()
-    job = Job(delivery, harness.redis, _queue_name=harness.settings.queue_name)  # type: ignore[arg-type]
+    job = Job(delivery, harness.redis, _queue_name=harness.settings.queue_name)
     assert await job.status() == JobStatus.queued  # not lost
     runs = harness.github.check_runs_for(harness.repo.head)
     assert [r["status"] for r in runs] == ["in_progress"]
@@ -119,7 +119,7 @@ async def test_sigterm_with_a_drain_window_lets_the_running_job_finish(harness: 
         if proc.poll() is None:
             proc.kill()
     assert code == 0, log.read_text()[-3000:]
-    job = Job(delivery, harness.redis, _queue_name=harness.settings.queue_name)  # type: ignore[arg-type]
+    job = Job(delivery, harness.redis, _queue_name=harness.settings.queue_name)
     info = await job.result_info()
     assert info is not None and info.success and info.job_try == 1, log.read_text()[-3000:]
     runs = harness.github.check_runs_for(harness.repo.head)

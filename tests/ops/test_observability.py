@@ -42,7 +42,7 @@ async def test_metrics_count_webhooks_queue_depth_stages_and_github_calls(harnes
     queue = queue_label(harness.settings.queue_name)
     before = await scrape(harness.url)
 
-    def delta(after: dict, name: str, **labels: str) -> float:  # type: ignore[type-arg]
+    def delta(after: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
         key = (name, tuple(sorted(labels.items())))
         return after.get(key, 0.0) - before.get(key, 0.0)
 

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -24,10 +25,10 @@ IMAGE = "logomesh-sandbox:latest"
 
 
 def _settings(prefix: str, **overrides: object) -> Settings:
-    values: dict[str, object] = {"redis_url": REDIS_URL, "redis_prefix": prefix, "queue_name": prefix + "queue",
+    values: dict[str, Any] = {"redis_url": REDIS_URL, "redis_prefix": prefix, "queue_name": prefix + "queue",
                                  "sandbox": "auto", "embedding": "off", "job_timeout_seconds": 60}
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 @pytest.fixture

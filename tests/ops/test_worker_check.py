@@ -22,7 +22,7 @@ async def test_check_fails_without_a_worker_and_passes_while_one_runs(prefix: st
     down = await asyncio.to_thread(cli, "worker", "--check", env=_env(prefix))
     assert down.returncode == 1, down.stderr
 
-    settings = Settings(_env_file=None, redis_url=REDIS_URL, redis_prefix=prefix,  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, redis_url=REDIS_URL, redis_prefix=prefix,
                         queue_name=prefix + "queue", sandbox="off", embedding="off")
     options = worker_options(settings)
     options["on_startup"] = options["on_shutdown"] = None

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from app import engine
+from app.gitrepo import GitRepo
 from app.settings import Settings
 from checks.config import RepoConfig
 from checks.court import CourtParts
@@ -38,21 +39,24 @@ class Overlap:
         self.model_started = asyncio.Event()
         self.closed: list[str] = []
 
-    async def sandbox(self, stack, repo, prep, sets, parts, say) -> None:
+    async def sandbox(self, stack: contextlib.AsyncExitStack, repo: GitRepo | None, prep: engine.PreparedReview,
+                      sets: Settings, parts: CourtParts, say: engine.ProgressFn) -> None:
         stack.callback(self.closed.append, "docker client")
         self.sandbox_started.set()
         await asyncio.wait_for(self.model_started.wait(), 10)
         say("sandbox: ready")
         parts.sandbox_missing = "stand-in sandbox"
 
-    async def model(self, stack, repo, prep, sets, parts, say) -> None:
+    async def model(self, stack: contextlib.AsyncExitStack, repo: GitRepo | None, prep: engine.PreparedReview,
+                    sets: Settings, parts: CourtParts, say: engine.ProgressFn) -> None:
         self.model_started.set()
         say("model: loading")  # said first in time, but said after the sandbox's messages
         await asyncio.wait_for(self.sandbox_started.wait(), 10)
         parts.embedder_missing = "stand-in model"
 
 
-async def test_sandbox_and_model_attach_concurrently_with_messages_in_order(tmp_path, monkeypatch):
+async def test_sandbox_and_model_attach_concurrently_with_messages_in_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     overlap = Overlap()
     monkeypatch.setattr(engine, "CONCURRENT_ATTACHERS", (overlap.sandbox, overlap.model))
     said: list[str] = []
@@ -64,15 +68,18 @@ async def test_sandbox_and_model_attach_concurrently_with_messages_in_order(tmp_
     assert said[:2] == ["sandbox: ready", "model: loading"]
 
 
-async def test_a_failing_attacher_does_not_leak_what_the_other_opened(tmp_path, monkeypatch):
+async def test_a_failing_attacher_does_not_leak_what_the_other_opened(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     closed: list[str] = []
     finished: list[str] = []
 
-    async def sandbox(stack, repo, prep, sets, parts, say) -> None:
+    async def sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo | None, prep: engine.PreparedReview,
+                      sets: Settings, parts: CourtParts, say: engine.ProgressFn) -> None:
         say("notice: sandbox needed")
         raise RuntimeError("LOGOMESH_SANDBOX=docker but no engine")
 
-    async def model(stack, repo, prep, sets, parts, say) -> None:
+    async def model(stack: contextlib.AsyncExitStack, repo: GitRepo | None, prep: engine.PreparedReview,
+                    sets: Settings, parts: CourtParts, say: engine.ProgressFn) -> None:
         await asyncio.sleep(0.05)  # still working when the sandbox fails: it is not cancelled
         stack.callback(closed.append, "model resource")
         finished.append("model")
@@ -87,12 +94,14 @@ async def test_a_failing_attacher_does_not_leak_what_the_other_opened(tmp_path, 
     assert said == ["notice: sandbox needed", "model: loaded"]  # nothing lost, in the attachers' order
 
 
-async def test_two_failures_raise_the_first_and_note_the_second(tmp_path):
-    async def first(stack, repo, prep, sets, parts, say) -> None:
+async def test_two_failures_raise_the_first_and_note_the_second(tmp_path: Path) -> None:
+    async def first(stack: contextlib.AsyncExitStack, repo: GitRepo | None, prep: engine.PreparedReview,
+                    sets: Settings, parts: CourtParts, say: engine.ProgressFn) -> None:
         await asyncio.sleep(0.02)
         raise ValueError("first")
 
-    async def second(stack, repo, prep, sets, parts, say) -> None:
+    async def second(stack: contextlib.AsyncExitStack, repo: GitRepo | None, prep: engine.PreparedReview,
+                     sets: Settings, parts: CourtParts, say: engine.ProgressFn) -> None:
         raise KeyError("second")
 
     parts = CourtParts()
@@ -103,13 +112,13 @@ async def test_two_failures_raise_the_first_and_note_the_second(tmp_path):
     assert any("KeyError" in note and "second" in note for note in err.value.__notes__)
 
 
-async def test_the_real_attachers_are_split_as_documented():
+async def test_the_real_attachers_are_split_as_documented() -> None:
     assert (engine.attach_sandbox, engine.attach_embedder) == engine.CONCURRENT_ATTACHERS
     assert (engine.attach_red_team, engine.attach_judges) == engine.SEQUENTIAL_ATTACHERS
     assert engine.ATTACHERS == engine.CONCURRENT_ATTACHERS + engine.SEQUENTIAL_ATTACHERS
 
 
-async def test_court_parts_with_everything_off_says_the_same_as_before(tmp_path):
+async def test_court_parts_with_everything_off_says_the_same_as_before(tmp_path: Path) -> None:
     said: list[str] = []
     async with engine.court_parts(None, prepared(), settings(tmp_path), said.append) as parts:  # type: ignore[arg-type]
         assert parts.sandbox is None and parts.embedder is None and parts.red_team is None

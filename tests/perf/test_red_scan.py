@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from checks.red.hypotheses import Hypothesis
 from checks.red.taint import FunctionTaint, TaintPass
 from tests.red.fixtures import CLEAN, VULNERABLE
 
@@ -61,7 +62,7 @@ def module(rng: random.Random) -> str:
     return header + "\n\n\n".join(function(rng, i) for i in range(rng.randint(1, 12))) + "\n"
 
 
-def hypotheses(path: str, source: str, monkeypatch: pytest.MonkeyPatch, *, old: bool) -> list:
+def hypotheses(path: str, source: str, monkeypatch: pytest.MonkeyPatch, *, old: bool) -> list[Hypothesis]:
     if old:
         monkeypatch.setattr(FunctionTaint, "is_formatted", old_is_formatted)
     try:
@@ -71,14 +72,14 @@ def hypotheses(path: str, source: str, monkeypatch: pytest.MonkeyPatch, *, old: 
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_generated_functions_give_the_same_hypotheses(monkeypatch, seed):
+def test_generated_functions_give_the_same_hypotheses(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     source = module(random.Random(seed))
     new = hypotheses("shop/gen.py", source, monkeypatch, old=False)
     assert new == hypotheses("shop/gen.py", source, monkeypatch, old=True)
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_every_expression_is_judged_the_same(seed):
+def test_every_expression_is_judged_the_same(seed: int) -> None:
     """With the taint the pass computed, every expression of the module gets the same answer from both."""
     tree = ast.parse(module(random.Random(100 + seed)))
     from checks.red.taint import module_facts
@@ -91,7 +92,7 @@ def test_every_expression_is_judged_the_same(seed):
                 assert flow.is_formatted(node) == old_is_formatted(flow, node), ast.unparse(node)
 
 
-def test_the_red_fixtures_give_the_same_hypotheses(monkeypatch):
+def test_the_red_fixtures_give_the_same_hypotheses(monkeypatch: pytest.MonkeyPatch) -> None:
     for path, source in [*VULNERABLE.values(), *CLEAN.values()]:
         new = hypotheses(path, source, monkeypatch, old=False)
         assert new == hypotheses(path, source, monkeypatch, old=True)
@@ -102,7 +103,7 @@ def long_concatenation(pieces: int, tainted_at: int | None = None) -> str:
     return f"def build(name, conn):\n    query = {' + '.join(parts)}\n    conn.execute(query)\n"
 
 
-def count_sources_calls(source: str, monkeypatch: pytest.MonkeyPatch, *, old: bool) -> tuple[int, list]:
+def count_sources_calls(source: str, monkeypatch: pytest.MonkeyPatch, *, old: bool) -> tuple[int, list[Hypothesis]]:
     calls = 0
     original = FunctionTaint.sources
 
@@ -121,7 +122,7 @@ def count_sources_calls(source: str, monkeypatch: pytest.MonkeyPatch, *, old: bo
     return calls, found
 
 
-def test_a_long_concatenation_is_read_once_per_level_no_more(monkeypatch):
+def test_a_long_concatenation_is_read_once_per_level_no_more(monkeypatch: pytest.MonkeyPatch) -> None:
     """The old method called ``sources`` twice per piece of the chain (each call reading the whole prefix); the
     new one a fixed number of times, whatever the length."""
     short_calls, short = count_sources_calls(long_concatenation(50), monkeypatch, old=False)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from rubric import Rubric, load_rubric
 
+if TYPE_CHECKING:
+    from app.embeddings import SentenceEmbedder
+
 
 @pytest.fixture(scope="session")
-def embedder():
+def embedder() -> SentenceEmbedder:
     from app.embeddings import SentenceEmbedder, model_available
 
     missing = model_available(None)

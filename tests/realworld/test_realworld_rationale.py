@@ -12,7 +12,7 @@ from app.embeddings import SentenceEmbedder, load_model, model_available
 from app.engine import prepare
 from app.gitrepo import GitRepo
 from app.settings import load_settings
-from checks.models import Case
+from checks.models import Case, DetectiveReport
 from checks.rationale import measure_rationale
 from rubric import load_rubric
 
@@ -20,7 +20,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 PRS = json.loads((FIXTURES / "prs.json").read_text(encoding="utf-8"))
 
 
-def penalised(report) -> bool:
+def penalised(report: DetectiveReport) -> bool:
     return any(e.kind == "intent-mismatch" for e in report.evidence)
 
 
@@ -38,17 +38,21 @@ def embedder() -> SentenceEmbedder:
     return SentenceEmbedder(load_model())
 
 
-async def test_no_honest_description_of_a_real_merged_pr_is_penalised(cases, embedder) -> None:
+async def test_no_honest_description_of_a_real_merged_pr_is_penalised(
+        cases: dict[str, Case], embedder: SentenceEmbedder) -> None:
     rubric = load_rubric()
     flagged = {i: (await measure_rationale(case, rubric, embedder)) for i, case in cases.items()}
     assert [i for i, report in flagged.items() if penalised(report)] == []
+    ct1, ct5 = flagged["ct1"].semantic, flagged["ct5"].semantic
+    assert ct1 is not None and ct5 is not None
     # short ones are measured where they name the code they change ("Fix #387: … in _DescriptorBase")
-    assert flagged["ct1"].semantic.measured and flagged["ct1"].semantic.anchors_found == ("_descriptorbase",)
+    assert ct1.measured and ct1.anchors_found == ("_descriptorbase",)
     # a docs typo fix ("docs: fix typo in `index.rst`") is not measured rather than R = 0 for an accurate title
-    assert not flagged["ct5"].semantic.measured and "typo-sized" in (flagged["ct5"].semantic.reason or "")
+    assert not ct5.measured and "typo-sized" in (ct5.reason or "")
 
 
-async def test_descriptions_swapped_between_projects_are_penalised(cases, embedder) -> None:
+async def test_descriptions_swapped_between_projects_are_penalised(
+        cases: dict[str, Case], embedder: SentenceEmbedder) -> None:
     rubric = load_rubric()
     repo = {pr["id"]: pr["repo"] for pr in PRS}
     caught = measured = 0
@@ -59,12 +63,14 @@ async def test_descriptions_swapped_between_projects_are_penalised(cases, embedd
             case, other = cases[i], cases[j]
             report = await measure_rationale(case.model_copy(update={"title": other.title, "body": other.body}),
                                              rubric, embedder)
+            assert report.semantic is not None
             measured += report.semantic.measured
             caught += penalised(report)
     assert measured >= 40 and caught / measured >= 0.90, (caught, measured)
 
 
-async def test_same_project_swaps_caught_by_what_the_change_is_in(cases, embedder) -> None:
+async def test_same_project_swaps_caught_by_what_the_change_is_in(
+        cases: dict[str, Case], embedder: SentenceEmbedder) -> None:
     """A name in a hunk header's parameters or return type (``def loads(..., parse_float)``, ``-> TOMLDecodeError``)
     is not what the change is in, and ``index.rst`` is a file most docs changes touch: none of them anchors a
     description to a change that does not do what it says."""
@@ -76,10 +82,12 @@ async def test_same_project_swaps_caught_by_what_the_change_is_in(cases, embedde
         assert penalised(report), (code, words, report.semantic)
     # the honest ones keep their anchors: the change is in ``naturaldelta`` (header) and adds ``parse_float`` code
     hu5, tm5 = [await measure_rationale(cases[i], rubric, embedder) for i in ("hu5", "tm5")]
+    assert hu5.semantic is not None and tm5.semantic is not None
     assert hu5.semantic.anchors_found == ("naturaldelta",) and tm5.semantic.anchors_found == ("parse_float",)
 
 
-async def test_no_honest_title_is_called_a_mismatch_and_lying_ones_are(cases, embedder) -> None:
+async def test_no_honest_title_is_called_a_mismatch_and_lying_ones_are(
+        cases: dict[str, Case], embedder: SentenceEmbedder) -> None:
     rubric = load_rubric()
     for i, case in cases.items():
         report = await measure_rationale(case, rubric, embedder)

@@ -7,11 +7,13 @@ import pytest
 from app.red import BanditSource
 from checks import cis
 from checks.red import collect_hypotheses
+from rubric import Rubric
+from tests.red.conftest import Attack
 from tests.red.fixtures import CLEAN, EXPECTED, VULNERABLE, make_case
 
 
 @pytest.mark.parametrize("name", sorted(VULNERABLE))
-async def test_each_vulnerability_is_found_with_its_severity(attack, rubric, name):
+async def test_each_vulnerability_is_found_with_its_severity(attack: Attack, rubric: Rubric, name: str) -> None:
     path, source = VULNERABLE[name]
     kind, severity, confirmed, cwe = EXPECTED[name]
     analysis, _agent, sandbox = await attack({path: source}, sources=[BanditSource()])
@@ -32,7 +34,7 @@ async def test_each_vulnerability_is_found_with_its_severity(attack, rubric, nam
 
 
 @pytest.mark.parametrize("name", sorted(CLEAN))
-async def test_clean_code_of_the_same_shape_yields_no_finding(attack, name):
+async def test_clean_code_of_the_same_shape_yields_no_finding(attack: Attack, name: str) -> None:
     path, source = CLEAN[name]
     analysis, _agent, sandbox = await attack({path: source}, sources=[BanditSource()])
     assert analysis.findings == ()
@@ -40,7 +42,7 @@ async def test_clean_code_of_the_same_shape_yields_no_finding(attack, name):
     assert sandbox.probes == []
 
 
-async def test_all_six_in_one_change_within_the_default_budget(attack, rubric):
+async def test_all_six_in_one_change_within_the_default_budget(attack: Attack, rubric: Rubric) -> None:
     modules = dict(VULNERABLE.values())
     analysis, agent, sandbox = await attack(modules, sources=[BanditSource()])
     got = {f.id.split(":")[0]: (f.severity, f.confirmed) for f in analysis.findings}
@@ -50,27 +52,30 @@ async def test_all_six_in_one_change_within_the_default_budget(attack, rubric):
     assert analysis.max_severity == "critical"
 
 
-async def test_the_same_seed_gives_the_same_tree_probes_and_findings(attack):
+async def test_the_same_seed_gives_the_same_tree_probes_and_findings(attack: Attack) -> None:
     modules = dict(VULNERABLE.values())
     first, _a1, box1 = await attack(modules)
     second, _a2, box2 = await attack(modules)
     assert first.search == second.search
     assert first.findings == second.findings
     assert box1.probes == box2.probes
+    assert first.search is not None
     tree = first.search["tree"]
     assert tree and all({"path", "visits", "mean", "closed"} <= set(row) for row in tree)
 
 
-async def test_a_different_change_gets_a_different_seed(attack):
+async def test_a_different_change_gets_a_different_seed(attack: Attack) -> None:
     path, source = VULNERABLE["path"]
     one, _a, _b = await attack({path: source})
     two, _a, _b = await attack({path: source + "\n# touched\n"})
+    assert one.search is not None and two.search is not None
     assert one.search["seed"] != two.search["seed"]
 
 
-async def test_the_step_budget_is_respected(attack):
+async def test_the_step_budget_is_respected(attack: Attack) -> None:
     # Only one probe allowed: the agent confirms what it can and reports the rest unconfirmed.
     analysis, agent, sandbox = await attack(dict(VULNERABLE.values()), overrides={"red": {"max_steps": 1}})
+    assert agent.last_search is not None
     assert len(sandbox.probes) == 1 and agent.last_search.steps == 1
     assert agent.last_search.stop_reason == "steps"
     unconfirmed = [f for f in analysis.findings if not f.confirmed and f.id.split(":")[0] != "hardcoded-secret"]
@@ -79,15 +84,16 @@ async def test_the_step_budget_is_respected(attack):
     assert any("budget ran out" in (f.effect or "") for f in unconfirmed)
 
 
-async def test_the_time_budget_is_respected(attack):
+async def test_the_time_budget_is_respected(attack: Attack) -> None:
     ticks = iter(range(0, 10_000, 25))  # a fake clock: every reading advances 25 s
     analysis, agent, sandbox = await attack(dict(VULNERABLE.values()), clock=lambda: float(next(ticks)))
+    assert agent.last_search is not None
     assert agent.last_search.stop_reason == "time"
     assert agent.last_search.steps < 10 and len(sandbox.probes) == agent.last_search.steps
     assert analysis.runtime_seconds is not None and analysis.runtime_seconds > 60
 
 
-async def test_without_a_sandbox_it_analyses_statically_and_says_so(attack):
+async def test_without_a_sandbox_it_analyses_statically_and_says_so(attack: Attack) -> None:
     analysis, agent, _sandbox = await attack(dict(VULNERABLE.values()), sandboxed=False)
     assert agent.last_search is None
     assert analysis.ran and "no sandbox" in (analysis.reason or "")
@@ -95,10 +101,11 @@ async def test_without_a_sandbox_it_analyses_statically_and_says_so(attack):
     severities = {f.id.split(":")[0]: f.severity for f in analysis.findings}
     assert severities == {"command-injection": "high", "code-injection": "high", "deserialization": "high",
                           "sql-injection": "medium", "path-traversal": "medium", "hardcoded-secret": "high"}
+    assert analysis.search is not None
     assert analysis.search == {"seed": analysis.search["seed"], "hypotheses": 6, "probeable": 5, "ran": False}
 
 
-async def test_output_of_the_target_cannot_forge_a_confirmation(attack):
+async def test_output_of_the_target_cannot_forge_a_confirmation(attack: Attack) -> None:
     # The module prints a fake probe marker (without the nonce it cannot know) and does nothing dangerous.
     source = ('import subprocess\nimport sys\n\n\ndef run(cmd):\n'
               '    print("LOGOMESH-PROBE-0 {\\"phase\\": \\"attack\\", \\"canary\\": true}")\n'
@@ -108,7 +115,7 @@ async def test_output_of_the_target_cannot_forge_a_confirmation(attack):
     assert [(f.severity, f.confirmed) for f in analysis.findings] == [("high", False)]
 
 
-async def test_only_added_lines_are_attacked(rubric):
+async def test_only_added_lines_are_attacked(rubric: Rubric) -> None:
     path, source = VULNERABLE["command"]
     case = make_case({path: source})
     untouched = case.model_copy(update={"files": (case.files[0].model_copy(update={
@@ -117,7 +124,7 @@ async def test_only_added_lines_are_attacked(rubric):
     assert collect_hypotheses(untouched, rubric) == []
 
 
-async def test_bandit_seeds_are_merged_with_the_taint_pass(rubric):
+async def test_bandit_seeds_are_merged_with_the_taint_pass(rubric: Rubric) -> None:
     path, source = VULNERABLE["sql"]
     hypotheses = collect_hypotheses(make_case({path: source}), rubric, [BanditSource()])
     assert len(hypotheses) == 1
@@ -125,22 +132,24 @@ async def test_bandit_seeds_are_merged_with_the_taint_pass(rubric):
     assert hypotheses[0].tainted == ("name",)
 
 
-async def test_nosec_does_not_hide_a_sink_from_bandit():
+async def test_nosec_does_not_hide_a_sink_from_bandit() -> None:
     source = "def f(x):\n    return eval(x)  # nosec\n"
     assert [h.kind for h in BanditSource().candidates("m.py", source)] == ["code-injection"]
 
 
-async def test_the_analysis_is_canonical_json_for_the_dbom(attack):
+async def test_the_analysis_is_canonical_json_for_the_dbom(attack: Attack) -> None:
     rfc8785 = pytest.importorskip("rfc8785")
     analysis, _agent, _sandbox = await attack(dict(VULNERABLE.values()))
     payload = analysis.model_dump(mode="json", exclude={"runtime_seconds"})
     assert rfc8785.dumps(payload)  # raises on integers beyond 2**53, NaN, …
+    assert analysis.search is not None
     assert isinstance(analysis.search["seed"], str) and len(analysis.search["seed"]) == 16
     tree = analysis.search["tree"]
     assert all(row["closed"] for row in tree if row["path"].startswith("code-injection"))
 
 
-async def test_a_file_too_large_for_the_static_pass_is_named_not_silently_skipped(attack, rubric):
+async def test_a_file_too_large_for_the_static_pass_is_named_not_silently_skipped(
+        attack: Attack, rubric: Rubric) -> None:
     from checks.detectives import RedTeam
     from checks.red.agent import MAX_SOURCE_CHARS
 

@@ -52,7 +52,7 @@ def sarif_validator() -> jsonschema.Draft4Validator:
     return jsonschema.Draft4Validator(schema)
 
 
-def test_review_writes_valid_sarif_with_the_red_findings(tmp_path):
+def test_review_writes_valid_sarif_with_the_red_findings(tmp_path: Path) -> None:
     repo = build(tmp_path / "repo")
     out = tmp_path / "out.sarif"
     result = review(repo, tmp_path / "h", "--sarif", str(out))
@@ -74,7 +74,7 @@ def test_review_writes_valid_sarif_with_the_red_findings(tmp_path):
         == {"shop/shell.py", "shop/github.py"}
 
 
-def test_red_team_off_leaves_an_empty_sarif_and_no_penalty(tmp_path):
+def test_red_team_off_leaves_an_empty_sarif_and_no_penalty(tmp_path: Path) -> None:
     repo = build(tmp_path / "repo")
     out = tmp_path / "out.sarif"
     result = review(repo, tmp_path / "h", "--sarif", str(out), red="off")
@@ -86,7 +86,7 @@ def test_red_team_off_leaves_an_empty_sarif_and_no_penalty(tmp_path):
     assert log["runs"][0]["results"] == [] and list(sarif_validator().iter_errors(log)) == []
 
 
-def test_an_unwritable_sarif_path_is_a_usage_error(tmp_path):
+def test_an_unwritable_sarif_path_is_a_usage_error(tmp_path: Path) -> None:
     repo = build(tmp_path / "repo")
     result = review(repo, tmp_path / "h", "--sarif", str(tmp_path / "missing" / "dir" / "out.sarif"))
     assert result.returncode == 2

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +30,7 @@ def docker_answers() -> bool:
     return subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False).returncode == 0
 
 
-def test_probes_confirm_in_the_docker_sandbox(tmp_path):
+def test_probes_confirm_in_the_docker_sandbox(tmp_path: Path) -> None:
     if not docker_answers():
         pytest.skip("no Docker engine answers `docker info`")
     repo = build(tmp_path / "repo")

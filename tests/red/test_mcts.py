@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 
 import pytest
 
-from checks.red.mcts import MCTSPlanner, Node, Rollout, State
+from checks.red.mcts import MCTSPlanner, Node, Rollout, SearchResult, State
 
 
 @dataclass
@@ -43,7 +43,7 @@ def planner(space: ArmSpace, seed: int = 7, steps: int = 12, **kw: object) -> MC
                        branches=kw.pop("branches", 3), exploration_weight=1.414, **kw)  # type: ignore[arg-type]
 
 
-async def test_ucb1_is_reached_once_the_root_is_fully_widened():
+async def test_ucb1_is_reached_once_the_root_is_fully_widened() -> None:
     result = await planner(ArmSpace({"a": 0.5, "b": 0.5, "c": 0.5})).run()
     first_moves = [step.decisions[0].split(":")[0] for step in result.trace]
     assert first_moves[:3] == ["expand", "expand", "expand"]
@@ -51,7 +51,7 @@ async def test_ucb1_is_reached_once_the_root_is_fully_widened():
     assert all(child.visits >= 1 for child in result.root.children)
 
 
-async def test_rewards_change_the_next_choice():
+async def test_rewards_change_the_next_choice() -> None:
     good_a = await planner(ArmSpace({"a": 1.0, "b": 0.0, "c": 0.0}), steps=4).run()
     good_b = await planner(ArmSpace({"a": 0.0, "b": 1.0, "c": 0.0}), steps=4).run()
     # Same seed, same first three expansions; only the backpropagated rewards differ.
@@ -60,14 +60,14 @@ async def test_rewards_change_the_next_choice():
     assert good_b.trace[3].decisions[0] == "ucb1:b"
 
 
-async def test_the_rewarded_arm_gets_most_visits_but_the_others_are_still_explored():
+async def test_the_rewarded_arm_gets_most_visits_but_the_others_are_still_explored() -> None:
     result = await planner(ArmSpace({"a": 0.9, "b": 0.1, "c": 0.0}, leaves=40), steps=40).run()
     visits = {child.state[0]: child.visits for child in result.root.children}
     assert visits["a"] > visits["b"] >= visits["c"] >= 2
     assert sum(visits.values()) == 40 == result.root.visits
 
 
-def test_ucb1_formula_and_unvisited_guard():
+def test_ucb1_formula_and_unvisited_guard() -> None:
     root = Node(state=(), parent=None, visits=10)
     child = Node(state=("a",), parent=root, visits=4, total=2.0)
     assert child.ucb1(1.414) == pytest.approx(0.5 + 1.414 * math.sqrt(math.log(10) / 4))
@@ -75,8 +75,8 @@ def test_ucb1_formula_and_unvisited_guard():
         Node(state=("b",), parent=root).ucb1(1.414)
 
 
-async def test_the_same_seed_gives_the_same_tree_and_other_seeds_can_differ():
-    def run(seed: int):
+async def test_the_same_seed_gives_the_same_tree_and_other_seeds_can_differ() -> None:
+    def run(seed: int) -> Awaitable[SearchResult]:
         return planner(ArmSpace({"a": 0.3, "b": 0.3, "c": 0.3}), seed=seed).run()
 
     first, second = await run(11), await run(11)
@@ -86,7 +86,7 @@ async def test_the_same_seed_gives_the_same_tree_and_other_seeds_can_differ():
     assert len(others) > 1  # ties between equal priors are broken by the seeded RNG
 
 
-async def test_max_steps_is_respected_and_cached_rollouts_cost_no_step():
+async def test_max_steps_is_respected_and_cached_rollouts_cost_no_step() -> None:
     space = ArmSpace({"a": 0.2, "b": 0.2, "c": 0.2})
     space.cached = {("a",), ("b",)}
     result = await planner(space, steps=5).run()
@@ -94,7 +94,7 @@ async def test_max_steps_is_respected_and_cached_rollouts_cost_no_step():
     assert result.iterations == 5 + sum(1 for s in space.rollouts if s in space.cached)
 
 
-async def test_the_time_budget_stops_the_search():
+async def test_the_time_budget_stops_the_search() -> None:
     ticks = iter(range(0, 1000, 10))
     result = await planner(ArmSpace({"a": 0.2, "b": 0.2, "c": 0.2}), steps=100, time=35.0,
                            clock=lambda: float(next(ticks))).run()
@@ -102,7 +102,7 @@ async def test_the_time_budget_stops_the_search():
     assert result.steps == 3  # readings at 10, 20, 30 are inside the budget, 40 is not
 
 
-async def test_closed_subtrees_are_skipped_and_an_exhausted_tree_stops():
+async def test_closed_subtrees_are_skipped_and_an_exhausted_tree_stops() -> None:
     space = ArmSpace({"a": 1.0, "b": 0.0}, leaves=2)
     space.closed = {"a"}  # e.g. already confirmed: no more budget there
     result = await planner(space, steps=50).run()
@@ -111,7 +111,7 @@ async def test_closed_subtrees_are_skipped_and_an_exhausted_tree_stops():
     assert sum(1 for s in space.rollouts if s[0] == "a") == 1
 
 
-async def test_a_closed_child_frees_its_branch_slot():
+async def test_a_closed_child_frees_its_branch_slot() -> None:
     space = ArmSpace({f"arm{i}": 0.5 for i in range(5)}, leaves=1)
     result = await planner(space, steps=30, branches=2).run()
     assert {child.state[0] for child in result.root.children} == set(space.rewards)

@@ -5,20 +5,23 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from typing import Any
 
-from checks.models import ProbeResult
+from checks.models import ProbeResult, TestRunResult, TestSpec
 from checks.red.hypotheses import Attack, Hypothesis, Target
 from checks.red.probes import build_probe, judge_probe, probe_nonce
+from rubric import Rubric
+from tests.red.conftest import Attack as AttackRunner
 
 
-async def test_unbounded_recursion_is_confirmed_as_medium(attack):
+async def test_unbounded_recursion_is_confirmed_as_medium(attack: AttackRunner) -> None:
     source = '"""Trees."""\n\n\ndef depth(tree):\n    return 1 + max((depth(c) for c in tree), default=0)\n'
     analysis, _agent, _sandbox = await attack({"shop/tree.py": source})
     assert [(f.severity, f.confirmed, f.cwe) for f in analysis.findings] == [("medium", True, "CWE-674")]
     assert "RecursionError" in (analysis.findings[0].effect or "")
 
 
-async def test_yaml_deserialisation_in_a_method_is_confirmed(attack):
+async def test_yaml_deserialisation_in_a_method_is_confirmed(attack: AttackRunner) -> None:
     source = ('"""Config."""\nimport yaml\n\n\nclass Loader:\n    def parse(self, text):\n'
               '        return yaml.load(text, Loader=yaml.Loader)\n')
     analysis, _agent, _sandbox = await attack({"shop/conf.py": source})
@@ -26,35 +29,37 @@ async def test_yaml_deserialisation_in_a_method_is_confirmed(attack):
     assert "yaml-tag" in (analysis.findings[0].payload or "")
 
 
-async def test_async_targets_are_awaited(attack):
+async def test_async_targets_are_awaited(attack: AttackRunner) -> None:
     source = '"""Jobs."""\nimport os\n\n\nasync def run_job(command):\n    os.system(command)\n'
     analysis, _agent, _sandbox = await attack({"shop/jobs.py": source})
     assert [(f.severity, f.confirmed) for f in analysis.findings] == [("critical", True)]
 
 
-async def test_a_module_that_cannot_import_is_not_confirmed(attack):
+async def test_a_module_that_cannot_import_is_not_confirmed(attack: AttackRunner) -> None:
     source = '"""Broken."""\nimport not_a_module_anywhere\n\n\ndef f(x):\n    return eval(x)\n'
     analysis, agent, _sandbox = await attack({"shop/broken.py": source})
     assert [(f.severity, f.confirmed) for f in analysis.findings] == [("high", False)]
     assert "could not reach the target" in (analysis.findings[0].effect or "")
+    assert agent.last_search is not None
     assert all(step.reward == 0.0 for step in agent.last_search.trace)
 
 
 class FailingSandbox:
-    async def run_tests(self, spec):  # pragma: no cover - not used by the red agent
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:  # pragma: no cover - not used by the red agent
         raise NotImplementedError
 
     async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
         raise RuntimeError("docker daemon went away")
 
 
-async def test_a_sandbox_failure_is_recorded_not_fatal(rubric):
+async def test_a_sandbox_failure_is_recorded_not_fatal(rubric: Rubric) -> None:
     from checks.red import MCTSRedTeam
     from tests.red.fixtures import VULNERABLE, make_case
 
     path, source = VULNERABLE["eval"]
     analysis = await MCTSRedTeam().attack(make_case({path: source}), rubric, FailingSandbox())
     assert [(f.severity, f.confirmed) for f in analysis.findings] == [("high", False)]
+    assert analysis.search is not None
     assert "docker daemon went away" in analysis.search["sandbox_errors"][0]
 
 
@@ -63,11 +68,11 @@ ATTACK = Attack(Hypothesis(kind="sql-injection", path="m.py", line=3, sink=".exe
                 argument="name", family="quote")
 
 
-def lines(nonce: str, *phases: dict) -> str:
+def lines(nonce: str, *phases: dict[str, Any]) -> str:
     return "".join(f"LOGOMESH-PROBE-{nonce} {json.dumps(p)}\n" for p in phases)
 
 
-def test_the_probe_carries_its_data_as_a_literal_not_as_code():
+def test_the_probe_carries_its_data_as_a_literal_not_as_code() -> None:
     hostile_path = "x'); import os; os.system('boom');('.py"
     hostile = Attack(Hypothesis(kind="code-injection", path=hostile_path, line=1, sink="eval", detail="d",
                                 target=Target(path=hostile_path, qualname="f", params=("a",))),
@@ -77,12 +82,13 @@ def test_the_probe_carries_its_data_as_a_literal_not_as_code():
     config_line = next(n for n in tree.body
                        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "CONFIG_JSON")
     literal = config_line.value
-    assert isinstance(literal, ast.Constant) and json.loads(literal.value)["path"] == hostile_path
+    assert isinstance(literal, ast.Constant) and isinstance(literal.value, str)
+    assert json.loads(literal.value)["path"] == hostile_path
     assert sum(1 for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "CONFIG_JSON") == 1
     assert not any(isinstance(n, ast.Call) and ast.unparse(n.func) == "os.system" for n in ast.walk(tree))
 
 
-def test_sql_oracle_needs_a_syntax_error_that_a_benign_value_does_not_cause():
+def test_sql_oracle_needs_a_syntax_error_that_a_benign_value_does_not_cause() -> None:
     nonce = probe_nonce(1, ATTACK)
     base = {"phase": "baseline", "ok": False, "error_type": "OperationalError", "error": "no such table: users"}
     syntax = {"phase": "attack", "ok": False, "error_type": "OperationalError", "error": 'unrecognized token: "\'"'}
@@ -93,7 +99,7 @@ def test_sql_oracle_needs_a_syntax_error_that_a_benign_value_does_not_cause():
     assert not judge_probe(ATTACK, nonce, parameterised).confirmed
 
 
-def test_markers_without_the_nonce_are_ignored_and_first_phase_wins():
+def test_markers_without_the_nonce_are_ignored_and_first_phase_wins() -> None:
     nonce = probe_nonce(1, ATTACK)
     forged = lines("0" * 20, {"phase": "import", "ok": True}, {"phase": "baseline", "ok": True},
                    {"phase": "attack", "ok": False, "error": "syntax error"})
@@ -104,7 +110,7 @@ def test_markers_without_the_nonce_are_ignored_and_first_phase_wins():
     assert judge_probe(ATTACK, nonce, ProbeResult(exit_code=0, stdout=real_then_forged)).reward == 0.0
 
 
-def test_a_timeout_confirms_exhaustion_only_after_a_benign_call_completed():
+def test_a_timeout_confirms_exhaustion_only_after_a_benign_call_completed() -> None:
     exhaust = Attack(Hypothesis(kind="resource-exhaustion", path="m.py", line=1, sink="f", detail="d",
                                 target=Target(path="m.py", qualname="f", params=("a",)), tainted=("a",)),
                      argument="a", family="deep-list")
@@ -119,7 +125,7 @@ def test_a_timeout_confirms_exhaustion_only_after_a_benign_call_completed():
     assert not judge_probe(exhaust, nonce, ProbeResult(exit_code=None, stdout=only_import, timed_out=True)).confirmed
 
 
-async def test_a_sink_in_a_function_without_parameters_is_not_probed(attack):
+async def test_a_sink_in_a_function_without_parameters_is_not_probed(attack: AttackRunner) -> None:
     from app.red import BanditSource
 
     source = '"""Main."""\nimport sys\n\n\ndef main():\n    return eval(sys.argv[1])\n'
@@ -128,14 +134,14 @@ async def test_a_sink_in_a_function_without_parameters_is_not_probed(attack):
     assert sandbox.probes == [] and agent.last_search is None
 
 
-async def test_output_without_a_newline_does_not_hide_the_markers(attack):
+async def test_output_without_a_newline_does_not_hide_the_markers(attack: AttackRunner) -> None:
     source = ('"""Noisy."""\nimport os\nimport sys\n\n\ndef run(cmd):\n    sys.stdout.write("no newline")\n'
               '    os.system("echo " + cmd)\n')
     analysis, _agent, _sandbox = await attack({"shop/noisy.py": source})
     assert [(f.severity, f.confirmed) for f in analysis.findings] == [("critical", True)]
 
 
-def test_the_sql_oracle_reads_the_payload_as_syntax_or_as_a_value():
+def test_the_sql_oracle_reads_the_payload_as_syntax_or_as_a_value() -> None:
     from checks.red.probes import sql_injected
 
     tautology = "q1' OR 'q1'='q1"
@@ -149,7 +155,7 @@ def test_the_sql_oracle_reads_the_payload_as_syntax_or_as_a_value():
     assert sql_injected('SELECT * FROM "q1""', 'q1"')
 
 
-async def test_sql_injection_behind_a_swallowed_error_is_confirmed(attack):
+async def test_sql_injection_behind_a_swallowed_error_is_confirmed(attack: AttackRunner) -> None:
     source = ('"""Users."""\nimport sqlite3\n\n\ndef find(name):\n    conn = sqlite3.connect(":memory:")\n'
               '    try:\n        return conn.execute(f"SELECT id FROM users WHERE name = \'{name}\'").fetchall()\n'
               '    except sqlite3.Error:\n        return []\n')
@@ -158,7 +164,7 @@ async def test_sql_injection_behind_a_swallowed_error_is_confirmed(attack):
     assert "reached the SQL as syntax" in (analysis.findings[0].effect or "")
 
 
-def test_the_audit_hook_sees_string_built_code_but_not_the_standard_librarys_own(tmp_path):
+def test_the_audit_hook_sees_string_built_code_but_not_the_standard_librarys_own(tmp_path: Path) -> None:
     import subprocess
     import sys
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from typing import Any
 
 import jsonschema
 import pytest
 
 from checks.models import Location, RedFinding
 from checks.red.sarif import to_sarif
+from tests.red.conftest import Attack
 from tests.red.fixtures import VULNERABLE
 
 
@@ -20,11 +22,12 @@ def validator() -> jsonschema.Draft4Validator:
     return jsonschema.Draft4Validator(schema)
 
 
-def errors(validator: jsonschema.Draft4Validator, log: dict) -> list[str]:
+def errors(validator: jsonschema.Draft4Validator, log: dict[str, Any]) -> list[str]:
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(log)]
 
 
-async def test_findings_of_a_real_attack_export_to_valid_sarif(attack, validator):
+async def test_findings_of_a_real_attack_export_to_valid_sarif(
+        attack: Attack, validator: jsonschema.Draft4Validator) -> None:
     analysis, _agent, _sandbox = await attack(dict(VULNERABLE.values()))
     log = to_sarif(analysis.findings, tool_version="1.2.3")
     assert errors(validator, log) == []
@@ -44,12 +47,12 @@ async def test_findings_of_a_real_attack_export_to_valid_sarif(attack, validator
     assert float(command_rule["properties"]["security-severity"]) >= 9.0
 
 
-def test_an_empty_log_is_valid(validator):
+def test_an_empty_log_is_valid(validator: jsonschema.Draft4Validator) -> None:
     log = to_sarif([])
     assert errors(validator, log) == [] and log["runs"][0]["results"] == []
 
 
-def test_the_validator_does_reject_a_broken_log(validator):
+def test_the_validator_does_reject_a_broken_log(validator: jsonschema.Draft4Validator) -> None:
     finding = RedFinding(id="sql-injection:a.py:3:f", title="t", severity="medium", confirmed=False, confidence=0.5,
                          cwe="CWE-89", location=Location(path="a.py", line=3))
     log = to_sarif([finding])
@@ -58,7 +61,7 @@ def test_the_validator_does_reject_a_broken_log(validator):
     assert len(errors(validator, log)) == 2
 
 
-def test_fingerprints_are_stable_and_distinct():
+def test_fingerprints_are_stable_and_distinct() -> None:
     one = RedFinding(id="code-injection:a.py:3:f", title="t", severity="high", confirmed=False, confidence=0.6)
     two = one.model_copy(update={"id": "code-injection:a.py:9:g"})
     first = to_sarif([one, two])["runs"][0]["results"]

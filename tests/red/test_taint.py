@@ -31,7 +31,8 @@ def kinds(source: str, network: tuple[str, ...] = ()) -> list[tuple[str, str | N
      [("unlocked-shared-state", "hit", ())]),
     ("import sys\ndef main():\n    eval(sys.argv[1])\n", []),  # a source, but no parameter a probe can drive
 ])
-def test_sinks_reached_by_untrusted_input(source, expected):
+def test_sinks_reached_by_untrusted_input(
+        source: str, expected: list[tuple[str, str | None, tuple[str, ...]]]) -> None:
     assert kinds(source) == expected
 
 
@@ -50,29 +51,29 @@ def test_sinks_reached_by_untrusted_input(source, expected):
     "PASSWORD_FIELD = 'password'\nTOKEN_URL = 'https://example.com/token'\n",
     "import os\nAPI_KEY = os.environ['API_KEY']\n",
 ])
-def test_clean_look_alikes_are_left_alone(source):
+def test_clean_look_alikes_are_left_alone(source: str) -> None:
     assert kinds(source) == []
 
 
-def test_hard_coded_secrets_by_name_or_by_shape():
+def test_hard_coded_secrets_by_name_or_by_shape() -> None:
     found = TaintPass("m.py", "api_key = 'Zx81kq02mmNc'\nheaders = {'x': 'AKIAABCDEFGHIJKLMNOP'}\n").run()
     assert [(h.kind, h.line) for h in found] == [("hardcoded-secret", 1), ("hardcoded-secret", 2)]
 
 
-def test_network_use_only_when_the_rubric_forbids_it():
+def test_network_use_only_when_the_rubric_forbids_it() -> None:
     source = "import requests\ndef f(url):\n    return requests.get(url, timeout=5)\n"
     assert kinds(source) == []
     assert kinds(source, network=("requests",)) == [("network-use", "f", ())]
 
 
-def test_only_added_lines_and_syntax_errors():
+def test_only_added_lines_and_syntax_errors() -> None:
     source = "import os\ndef f(a):\n    os.system(a)\n"
     assert TaintPass("m.py", source, added_lines=[1, 2]).run() == []
     assert len(TaintPass("m.py", source, added_lines=[3]).run()) == 1
     assert TaintPass("m.py", "def f(:\n").run() == []
 
 
-def test_enclosing_target_for_a_scanner_line():
+def test_enclosing_target_for_a_scanner_line() -> None:
     source = "x = 1\nclass A:\n    def m(self, p, q=1):\n        return p\n"
     target = enclosing_target("m.py", source, 4)
     assert target is not None and (target.qualname, target.params, target.is_method) == ("A.m", ("p", "q"), True)

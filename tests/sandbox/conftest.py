@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -57,7 +58,7 @@ def sandboxes(docker_engine: docker.DockerClient) -> Iterator[Callable[..., Dock
     """Build sandboxes; afterwards, assert that none left a container or a volume behind."""
     made: list[DockerSandbox] = []
 
-    def make(root: Path, **limits: float) -> DockerSandbox:
+    def make(root: Path, **limits: Any) -> DockerSandbox:
         sandbox = DockerSandbox.for_tree(root, SandboxLimits(**{"timeout_seconds": 120, **limits}), IMAGE,
                                          client=docker_engine)
         made.append(sandbox)

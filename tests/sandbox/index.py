@@ -13,6 +13,7 @@ import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 def write_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
@@ -57,10 +58,10 @@ def serve_index(root: Path, wheels: dict[str, Path]) -> Iterator[str]:
     (simple / "index.html").write_text("".join(f'<a href="{n}/">{n}</a>\n' for n in wheels))
 
     class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, directory=str(root), **kwargs)
 
-        def log_message(self, *args):
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)

@@ -9,10 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Callable
+from pathlib import Path
 
+import docker
 import pytest
 
 from checks.models import TestSpec as Spec
+from sandbox.docker_sandbox import DockerSandbox
 from sandbox.janitor import sweep
 from tests.sandbox.attacks import FORK_BOMB_TEST
 from tests.sandbox.conftest import leftovers
@@ -20,13 +24,15 @@ from tests.sandbox.conftest import leftovers
 pytestmark = pytest.mark.docker
 
 
-async def test_fork_bomb_hits_the_pid_limit(make_repo, sandboxes) -> None:
+async def test_fork_bomb_hits_the_pid_limit(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_fork.py": FORK_BOMB_TEST}
     result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 1, 0), result.output
 
 
-async def test_memory_bomb_is_killed_and_reported(make_repo, sandboxes) -> None:
+async def test_memory_bomb_is_killed_and_reported(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_memory.py": """
         def test_eat_memory():
             hoard = []
@@ -38,7 +44,8 @@ async def test_memory_bomb_is_killed_and_reported(make_repo, sandboxes) -> None:
     assert result.reason is not None and result.reason.startswith("killed: out of memory")
 
 
-async def test_disk_fill_is_capped(make_repo, sandboxes) -> None:
+async def test_disk_fill_is_capped(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_disk.py": """
         import errno, os
         import pytest
@@ -75,7 +82,8 @@ async def test_disk_fill_is_capped(make_repo, sandboxes) -> None:
     assert (result.status, result.passed, result.failed, result.errored) == ("ran", 3, 0, 0), result.output
 
 
-async def test_network_is_off_by_name_and_by_ip(make_repo, sandboxes) -> None:
+async def test_network_is_off_by_name_and_by_ip(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_net.py": """
         import os, socket
         import pytest
@@ -96,7 +104,8 @@ async def test_network_is_off_by_name_and_by_ip(make_repo, sandboxes) -> None:
     assert (result.status, result.passed, result.failed) == ("ran", 5, 0), result.output
 
 
-async def test_writing_outside_the_work_dir_fails(make_repo, sandboxes) -> None:
+async def test_writing_outside_the_work_dir_fails(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_write.py": """
         import os
         import pytest
@@ -125,7 +134,9 @@ async def test_writing_outside_the_work_dir_fails(make_repo, sandboxes) -> None:
     assert (result.status, result.passed, result.failed) == ("ran", 9, 0), result.output
 
 
-async def test_host_environment_and_secret_files_are_absent(make_repo, sandboxes, tmp_path, monkeypatch) -> None:
+async def test_host_environment_and_secret_files_are_absent(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     secret = tmp_path / "host-secret.txt"
     secret.write_text("HOST-SECRET-CANARY-7f3a\n")
     monkeypatch.setenv("LOGOMESH_CANARY_TOKEN", "ENV-CANARY-91bc")
@@ -149,7 +160,8 @@ async def test_host_environment_and_secret_files_are_absent(make_repo, sandboxes
     assert "CANARY-7f3a" not in result.output and "91bc" not in result.output
 
 
-async def test_symlink_to_a_host_file_is_not_followed(make_repo, sandboxes, tmp_path) -> None:
+async def test_symlink_to_a_host_file_is_not_followed(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox], tmp_path: Path) -> None:
     secret = tmp_path / "host-secret.txt"
     secret.write_text("HOST-SECRET-CANARY-d00d\n")
     root = make_repo({"tests/test_link.py": """
@@ -173,7 +185,9 @@ async def test_symlink_to_a_host_file_is_not_followed(make_repo, sandboxes, tmp_
 
 
 @pytest.mark.parametrize("target", ["/etc/passwd", "HOST"])
-async def test_a_forged_results_file_is_replaced_by_the_runners_own(make_repo, sandboxes, tmp_path, target) -> None:
+async def test_a_forged_results_file_is_replaced_by_the_runners_own(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox], tmp_path: Path,
+        target: str) -> None:
     secret = tmp_path / "host-secret.txt"
     secret.write_text("root:x:HOST-SECRET-CANARY-beef\n")
     link_to = str(secret) if target == "HOST" else target
@@ -201,7 +215,8 @@ async def test_a_forged_results_file_is_replaced_by_the_runners_own(make_repo, s
     assert "beef" not in result.model_dump_json() and "root:x:0" not in result.model_dump_json()
 
 
-async def test_endless_output_is_capped(make_repo, sandboxes) -> None:
+async def test_endless_output_is_capped(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     sandbox = sandboxes(make_repo({"spam.py": "while True:\n    print('y' * 1000)\n"}), output_kb=8,
                         output_kill_kb=1024)
     result = await sandbox.run_tests(Spec(command=("python3", "spam.py"), timeout_seconds=60))
@@ -210,7 +225,8 @@ async def test_endless_output_is_capped(make_repo, sandboxes) -> None:
     assert len(result.output) <= 8 * 1024 + 100
 
 
-async def test_a_runner_stopped_by_the_tests_reports_nothing(make_repo, sandboxes) -> None:
+async def test_a_runner_stopped_by_the_tests_reports_nothing(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     forged = '{"runner": "pytest", "exit_code": 0, "record": {"tests": [{"id": "t", "outcome": "passed"}]}}'
     files = {"tests/test_kill.py": f"""
         import os, signal
@@ -225,7 +241,9 @@ async def test_a_runner_stopped_by_the_tests_reports_nothing(make_repo, sandboxe
     assert "runner was stopped" in (result.reason or "")
 
 
-async def test_container_removed_when_the_job_is_cancelled(make_repo, sandboxes, docker_engine) -> None:
+async def test_container_removed_when_the_job_is_cancelled(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox],
+        docker_engine: docker.DockerClient) -> None:
     sandbox = sandboxes(make_repo({"tests/test_sleep.py": "import time\n\ndef test_s():\n    time.sleep(600)\n"}))
     task = asyncio.create_task(sandbox.run_tests(Spec(timeout_seconds=300)))
     for _ in range(600):  # wait (bounded) until the container exists, so the cancellation hits a live run
@@ -239,14 +257,15 @@ async def test_container_removed_when_the_job_is_cancelled(make_repo, sandboxes,
     assert leftovers(docker_engine, sandbox) == ([], [])
 
 
-def test_janitor_removes_only_old_orphans(docker_engine) -> None:
+def test_janitor_removes_only_old_orphans(docker_engine: docker.DockerClient) -> None:
     api = docker_engine.api
     from sandbox.docker_sandbox import LABEL, LABEL_CREATED
     from sandbox.image import DEFAULT_TAG
 
     def orphan(created: int) -> str:
-        return api.create_container(DEFAULT_TAG, command=["true"],
-                                    labels={LABEL: "1", LABEL_CREATED: str(created)})["Id"]
+        container: str = api.create_container(DEFAULT_TAG, command=["true"],
+                                              labels={LABEL: "1", LABEL_CREATED: str(created)})["Id"]
+        return container
 
     old, young = orphan(1), orphan(2**40)
     try:
@@ -260,7 +279,8 @@ def test_janitor_removes_only_old_orphans(docker_engine) -> None:
                 api.remove_container(container, force=True)
 
 
-async def test_probe_memory_bomb_reports_oom(make_repo, sandboxes) -> None:
+async def test_probe_memory_bomb_reports_oom(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     probe = await sandboxes(make_repo({"a.py": "A = 1\n"})).run_probe(
         "hoard = []\nwhile True:\n    hoard.append(bytearray(16 * 1024 * 1024))\n", 60)
     assert probe.oom_killed and not probe.timed_out and probe.exit_code == 137

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
+import docker
 import pytest
 
 from app.engine import review_repository
 from app.settings import load_settings
 from checks.models import TestSpec as Spec
+from sandbox.docker_sandbox import DockerSandbox
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
@@ -48,7 +51,8 @@ def shop(tmp_path: Path) -> tuple[Path, str, str]:
 
 
 @pytest.mark.docker
-async def test_review_measures_t_in_the_sandbox(shop, docker_engine) -> None:
+async def test_review_measures_t_in_the_sandbox(
+        shop: tuple[Path, str, str], docker_engine: docker.DockerClient) -> None:
     root, base, head = shop
     messages: list[str] = []
     evaluation, _prepared = await review_repository(
@@ -63,7 +67,7 @@ async def test_review_measures_t_in_the_sandbox(shop, docker_engine) -> None:
 
 
 @pytest.mark.docker
-async def test_failing_head_lowers_t(shop, docker_engine) -> None:
+async def test_failing_head_lowers_t(shop: tuple[Path, str, str], docker_engine: docker.DockerClient) -> None:
     root, base, _head = shop
     head = commit(root, {"tests/test_discount.py": "from shop import discount\n\n\ndef test_wrong():\n"
                                                    "    assert discount(100, 10) == 95\n"}, "Break a test")
@@ -77,7 +81,7 @@ async def test_failing_head_lowers_t(shop, docker_engine) -> None:
     assert str(failing[0].location) == "tests/test_discount.py:5"
 
 
-async def test_missing_image_in_auto_mode_is_a_notice(shop) -> None:
+async def test_missing_image_in_auto_mode_is_a_notice(shop: tuple[Path, str, str]) -> None:
     root, base, head = shop
     messages: list[str] = []
     evaluation, _ = await review_repository(
@@ -90,7 +94,7 @@ async def test_missing_image_in_auto_mode_is_a_notice(shop) -> None:
     assert any(m.startswith("notice: tests not measured") for m in messages)
 
 
-async def test_sandbox_off_is_a_notice(shop) -> None:
+async def test_sandbox_off_is_a_notice(shop: tuple[Path, str, str]) -> None:
     root, base, head = shop
     messages: list[str] = []
     evaluation, _ = await review_repository(root, base, head, settings=load_settings(sandbox="off"),
@@ -100,7 +104,8 @@ async def test_sandbox_off_is_a_notice(shop) -> None:
 
 
 @pytest.mark.docker
-async def test_setup_phase_has_network_and_tests_do_not(make_repo, sandboxes) -> None:
+async def test_setup_phase_has_network_and_tests_do_not(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     # what a repository's setup command writes into its tree is there when the tests run
     setup = ("python3 -c \"import os; open('prepared_dep.py', 'w').write("
              "'NICS = %r' % sorted(os.listdir('/sys/class/net')))\"")
@@ -121,7 +126,8 @@ async def test_setup_phase_has_network_and_tests_do_not(make_repo, sandboxes) ->
 
 
 @pytest.mark.docker
-async def test_failing_setup_is_an_error(make_repo, sandboxes) -> None:
+async def test_failing_setup_is_an_error(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     result = await sandboxes(make_repo({"tests/test_a.py": "def test_a():\n    pass\n"})).run_tests(
         Spec(setup_command=("python3", "-c", "raise SystemExit(4)")))
     assert result.status == "env_error" and (result.reason or "").startswith(
@@ -130,7 +136,8 @@ async def test_failing_setup_is_an_error(make_repo, sandboxes) -> None:
 
 
 @pytest.mark.docker
-async def test_a_tree_the_change_makes_too_large_is_the_changes_problem(shop, docker_engine) -> None:
+async def test_a_tree_the_change_makes_too_large_is_the_changes_problem(
+        shop: tuple[Path, str, str], docker_engine: docker.DockerClient) -> None:
     root, base, _head = shop
     head = commit(root, {"blob.txt": "x" * (2 * 1024 * 1024)}, "Add a big file")
     config = "rubric:\n  sandbox: {work_mb: 1}\n"
@@ -143,7 +150,8 @@ async def test_a_tree_the_change_makes_too_large_is_the_changes_problem(shop, do
     assert any(r.startswith("Rule of Completion") for r in evaluation.verdict_reasons) or evaluation.verdict == "fail"
 
 
-async def test_a_base_already_too_large_is_not_measured(shop, docker_engine) -> None:
+async def test_a_base_already_too_large_is_not_measured(
+        shop: tuple[Path, str, str], docker_engine: docker.DockerClient) -> None:
     root, _base, _head = shop
     base = commit(root, {"blob.txt": "x" * (2 * 1024 * 1024)}, "Add a big file")
     head = commit(root, {"shop.py": "def total(prices):\n    return sum(prices)\n\n\nX = 1\n"}, "Add X")
@@ -156,7 +164,8 @@ async def test_a_base_already_too_large_is_not_measured(shop, docker_engine) -> 
 
 
 @pytest.mark.docker
-async def test_head_gitattributes_cannot_hide_failing_tests(shop, docker_engine) -> None:
+async def test_head_gitattributes_cannot_hide_failing_tests(
+        shop: tuple[Path, str, str], docker_engine: docker.DockerClient) -> None:
     root, base, _head = shop
     head = commit(root, {".gitattributes": "tests/test_hidden.py export-ignore\n",
                          "tests/test_hidden.py": "def test_hidden_failure():\n    assert False\n",

@@ -4,9 +4,10 @@ caching, and an environment that cannot run the tests reported as such (not char
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import docker
 import pytest
 
 from app.engine import review_repository
@@ -23,11 +24,11 @@ from tests.sandbox.index import one_package_index
 IMAGE = "logomesh-sandbox:latest"
 
 
-def reader(files: dict[str, str]):
+def reader(files: dict[str, str]) -> Callable[[str], str | None]:
     return lambda path: files.get(path)
 
 
-def test_detection_reads_pep621_extras_groups_requirements_and_tox():
+def test_detection_reads_pep621_extras_groups_requirements_and_tox() -> None:
     files = {
         "pyproject.toml": ('[build-system]\nrequires = ["hatchling", "hatch-vcs"]\nbuild-backend = "hatchling.build"\n'
                            '[project]\nname = "p"\nrequires-python = ">=3.9"\ndependencies = ["attrs>=22"]\n'
@@ -49,19 +50,19 @@ def test_detection_reads_pep621_extras_groups_requirements_and_tox():
     assert plan.key == plan_environment(reader(files), sorted(files), ("3.11",)).key
 
 
-def test_no_configuration_at_all_is_a_plain_flat_project():
+def test_no_configuration_at_all_is_a_plain_flat_project() -> None:
     plan = plan_environment(reader({"calc.py": "", "test_calc.py": ""}), ["calc.py", "test_calc.py"], ("3.11",))
     assert plan.requirements == () and not plan.install_project and plan.layout == "flat"
 
 
-def test_requires_python_picks_the_interpreter_or_says_none_fits():
+def test_requires_python_picks_the_interpreter_or_says_none_fits() -> None:
     assert choose_python(">=3.8", ("3.10", "3.11")) == ("3.11", None)
     assert choose_python("<3.11", ("3.10", "3.11")) == ("3.10", None)
     version, error = choose_python(">=3.12", ("3.11",))
     assert version is None and error is not None and "3.11" in error
 
 
-def test_a_repository_may_raise_limits_up_to_the_operators_ceiling():
+def test_a_repository_may_raise_limits_up_to_the_operators_ceiling() -> None:
     rubric = load_rubric(overrides={"sandbox": {"pids": 4096, "memory_mb": 1024}})
     limits = SandboxLimits.from_rubric(rubric, 300, ceiling=SandboxCeiling(memory_mb=2048, pids=1024))
     assert (limits.pids, limits.memory_mb) == (1024, 1024)
@@ -73,7 +74,7 @@ def test_a_repository_may_raise_limits_up_to_the_operators_ceiling():
 
 
 @pytest.fixture(scope="module")
-def local_index(tmp_path_factory: pytest.TempPathFactory, docker_engine) -> Iterator[str]:
+def local_index(tmp_path_factory: pytest.TempPathFactory, docker_engine: docker.DockerClient) -> Iterator[str]:
     source = "def rate(code):\n    return {'TEN': 10}.get(code, 0)\n"
     with one_package_index(tmp_path_factory.mktemp("index"), "lm-discounts", "1.0.0", source) as url:
         yield url
@@ -90,7 +91,7 @@ SHOP = {
 
 @pytest.mark.docker
 async def test_a_dependency_from_a_local_index_installs_and_other_hosts_are_refused(
-        tmp_path: Path, local_index: str, docker_engine) -> None:
+        tmp_path: Path, local_index: str, docker_engine: docker.DockerClient) -> None:
     root = tmp_path / "shop"
     RepoBuilder(root).commit("Shop", SHOP)
     setup = SetupOptions(index_url=local_index, cache_mb=4096)
@@ -117,7 +118,7 @@ async def test_a_dependency_from_a_local_index_installs_and_other_hosts_are_refu
 
 @pytest.mark.docker
 async def test_the_environment_is_cached_across_runs_and_reported_alike(tmp_path: Path, local_index: str,
-                                                                       docker_engine) -> None:
+                                                                       docker_engine: docker.DockerClient) -> None:
     root = tmp_path / "shop"
     RepoBuilder(root).commit("Shop", SHOP)
     setup = SetupOptions(index_url=local_index)
@@ -152,7 +153,8 @@ async def test_the_environment_is_cached_across_runs_and_reported_alike(tmp_path
 
 
 @pytest.mark.docker
-async def test_an_environment_that_cannot_import_is_not_the_changes_fault(tmp_path: Path, docker_engine) -> None:
+async def test_an_environment_that_cannot_import_is_not_the_changes_fault(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
     repo = RepoBuilder(tmp_path / "app")
     test = "import not_installed_anywhere\n\n\ndef test_x():\n    assert not_installed_anywhere.f() == 1\n"
     repo.commit("App", {"app.py": "def f():\n    return 1\n", "tests/test_app.py": test})
@@ -172,7 +174,7 @@ async def test_an_environment_that_cannot_import_is_not_the_changes_fault(tmp_pa
 
 
 
-def test_poetry_and_pipfile_projects_are_read_too():
+def test_poetry_and_pipfile_projects_are_read_too() -> None:
     poetry = ('[tool.poetry]\nname = "p"\n[tool.poetry.dependencies]\npython = "^3.9"\nrequests = "^2.31"\n'
               'attrs = {version = "~23.1", optional = false}\nlocal = {path = "../local"}\n'
               '[tool.poetry.group.test.dependencies]\npytest = "*"\nfreezegun = "1.4.0"\n')

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import io
 import tarfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 
 from checks.config import parse_repo_config
@@ -61,7 +64,8 @@ def test_results_frame_too_large_is_an_error() -> None:
     assert results_frame(run) == {"error": f"the runner's results are larger than {MAX_RESULTS_BYTES} bytes"}
 
 
-async def test_one_copy_into_the_container_carries_the_tree_and_logomesh_files(make_repo, sandboxes) -> None:
+async def test_one_copy_into_the_container_carries_the_tree_and_logomesh_files(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_layout.py": f"""
         import os, stat
 
@@ -91,7 +95,8 @@ async def test_one_copy_into_the_container_carries_the_tree_and_logomesh_files(m
     assert copies == ["/sandbox"]
 
 
-async def test_forged_frames_on_the_runners_stream_are_not_taken(make_repo, sandboxes) -> None:
+async def test_forged_frames_on_the_runners_stream_are_not_taken(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     forged = '{"runner": "pytest", "exit_code": 0, "record": {"tests": [{"id": "tests/test_x.py::test_fails", ' \
              '"outcome": "passed"}], "collected": ["tests/test_x.py::test_fails"]}}'
     frame = f"\\n{forged}\\n{RESULTS_MARK.decode()} {len(forged)}\\n"
@@ -118,7 +123,8 @@ async def test_forged_frames_on_the_runners_stream_are_not_taken(make_repo, sand
     assert "SEEN-IN-OUTPUT" in result.output and RESULTS_MARK.decode() not in result.output
 
 
-async def test_a_flood_of_the_results_stream_is_stopped_and_reported(make_repo, sandboxes) -> None:
+async def test_a_flood_of_the_results_stream_is_stopped_and_reported(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_flood.py": """
         import os
 
@@ -133,14 +139,16 @@ async def test_a_flood_of_the_results_stream_is_stopped_and_reported(make_repo, 
     assert result.reason == f"the runner's results are larger than {MAX_RESULTS_BYTES} bytes"
 
 
-async def test_a_custom_commands_output_is_shown_not_taken_for_results(make_repo, sandboxes) -> None:
+async def test_a_custom_commands_output_is_shown_not_taken_for_results(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"say.py": f"print({RESULTS_MARK.decode()!r} + ' 1')\nprint('FROM-STDOUT')\n"}
     result = await sandboxes(make_repo(files)).run_tests(Spec(command=("python3", "say.py")))
     assert (result.status, result.passed) == ("ran", 1), (result.reason, result.output)
     assert "FROM-STDOUT" in result.output
 
 
-async def test_cpu_share_comes_from_the_rubric(make_repo, docker_engine) -> None:
+async def test_cpu_share_comes_from_the_rubric(
+        make_repo: Callable[[dict[str, str]], Path], docker_engine: docker.DockerClient) -> None:
     rubric = load_rubric(None, parse_repo_config("rubric:\n  sandbox: {cpus: 0.5}\n").rubric_overrides())
     limits = SandboxLimits.from_rubric(rubric, timeout_seconds=120)
     files = {"tests/test_cpu.py": """
@@ -162,7 +170,8 @@ async def test_cpu_share_comes_from_the_rubric(make_repo, docker_engine) -> None
     assert (result.status, result.passed, result.failed) == ("ran", 1, 0), result.output
 
 
-async def test_out_of_memory_is_reported_as_such_not_as_failing_tests(make_repo, sandboxes) -> None:
+async def test_out_of_memory_is_reported_as_such_not_as_failing_tests(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_memory.py": """
         def test_small():
             assert True

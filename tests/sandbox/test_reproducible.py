@@ -4,9 +4,10 @@ whether the environment was built or found in the cache, and no mutant judged by
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import docker
 import pytest
 
 from app.engine import review_repository
@@ -14,6 +15,7 @@ from app.ledger import open_ledger
 from app.ledger.local import local_entanglement
 from app.settings import load_settings
 from checks.models import Evaluation, Mutant, TestSpec
+from sandbox.docker_sandbox import DockerSandbox
 from sandbox.redact import DURATIONS_OMITTED, clean_test_output, stable_text
 from tests.gitfixture import RepoBuilder
 from tests.sandbox.index import one_package_index
@@ -39,7 +41,7 @@ CHANGE = {
 
 
 @pytest.fixture(scope="module")
-def rates_index(tmp_path_factory: pytest.TempPathFactory, docker_engine) -> Iterator[str]:
+def rates_index(tmp_path_factory: pytest.TempPathFactory, docker_engine: docker.DockerClient) -> Iterator[str]:
     with one_package_index(tmp_path_factory.mktemp("index"), "lm-rates", "1.0.0", "def rate():\n    return 1\n") as url:
         yield url
 
@@ -58,7 +60,7 @@ async def review(root: Path, home: Path, index: str) -> Evaluation:
 @pytest.mark.docker
 @pytest.mark.slow
 async def test_the_same_review_twice_gives_byte_identical_json_and_one_dbom(tmp_path: Path, rates_index: str,
-                                                                           docker_engine) -> None:
+                                                                           docker_engine: docker.DockerClient) -> None:
     home = tmp_path / "home"
     # two clones, as two deliveries of one job get; one machine, so the second finds the environment cached
     first = await review(tmp_path / "first", home, rates_index)
@@ -89,7 +91,8 @@ ORIGINAL = "def mul(a, b):\n    if a == 0:\n        return 0\n    return a * b\n
 
 
 @pytest.mark.docker
-async def test_a_mutant_never_runs_the_bytecode_of_another(make_repo, sandboxes) -> None:
+async def test_a_mutant_never_runs_the_bytecode_of_another(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     """Mutants of one line are often the same size ("==" → "!=", 0 → 1) and written within one second: Python
     would take the previous mutant's cached bytecode for the current one's."""
     root = make_repo({"app/__init__.py": "", "app/ops.py": ORIGINAL,

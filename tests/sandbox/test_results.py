@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
 import pytest
 
 from checks.detectives.test_runner import evidence_for
 from checks.models import TestSpec as Spec
+from sandbox.docker_sandbox import DockerSandbox
 from tests.sandbox.conftest import court_t
 
 pytestmark = pytest.mark.docker
@@ -27,7 +32,8 @@ PASSING = {
 }
 
 
-async def test_all_pass_maps_to_full_t(make_repo, sandboxes) -> None:
+async def test_all_pass_maps_to_full_t(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     result = await sandboxes(make_repo(PASSING)).run_tests(Spec())
     assert (result.status, result.passed, result.failed, result.errored) == ("ran", 3, 0, 0)
     assert court_t(result) == pytest.approx(0.85)
@@ -35,7 +41,8 @@ async def test_all_pass_maps_to_full_t(make_repo, sandboxes) -> None:
                                               "tests/test_calc.py::test_add_zero"}
 
 
-async def test_some_fail_maps_linearly(make_repo, sandboxes) -> None:
+async def test_some_fail_maps_linearly(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {**PASSING, "tests/test_more.py": "def test_wrong():\n    assert 1 + 1 == 3\n"}
     result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.failed) == ("ran", 3, 1)
@@ -45,14 +52,16 @@ async def test_some_fail_maps_linearly(make_repo, sandboxes) -> None:
     assert "assert" in failures[0].facts["message"]
 
 
-async def test_no_tests_is_explicit(make_repo, sandboxes) -> None:
+async def test_no_tests_is_explicit(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     result = await sandboxes(make_repo({"calc.py": "X = 1\n", "README.md": "no tests here\n"})).run_tests(Spec())
     assert result.status == "no_tests"
     assert court_t(result) == pytest.approx(0.2)  # never above a failing suite
     assert [e.kind for e in evidence_for(result)] == ["test-environment", "no-tests"]
 
 
-async def test_collection_error_counts_as_failure(make_repo, sandboxes) -> None:
+async def test_collection_error_counts_as_failure(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {**PASSING, "tests/test_broken.py": "import does_not_exist\n\ndef test_never():\n    pass\n"}
     result = await sandboxes(make_repo(files)).run_tests(Spec())
     assert (result.status, result.passed, result.errored) == ("ran", 3, 1)
@@ -61,7 +70,8 @@ async def test_collection_error_counts_as_failure(make_repo, sandboxes) -> None:
     assert "No module named 'does_not_exist'" in (result.collection_errors[0].message or "")
 
 
-async def test_sleep_forever_is_killed_at_the_timeout(make_repo, sandboxes) -> None:
+async def test_sleep_forever_is_killed_at_the_timeout(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_sleep.py": "import time\n\ndef test_forever():\n    time.sleep(10**6)\n"}
     result = await sandboxes(make_repo(files)).run_tests(Spec(timeout_seconds=3))
     assert result.status == "timeout"
@@ -69,7 +79,8 @@ async def test_sleep_forever_is_killed_at_the_timeout(make_repo, sandboxes) -> N
     assert court_t(result) == pytest.approx(0.2)
 
 
-async def test_printing_a_summary_does_not_move_t(make_repo, sandboxes) -> None:
+async def test_printing_a_summary_does_not_move_t(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {"tests/test_liar.py": """
         import sys
 
@@ -83,7 +94,8 @@ async def test_printing_a_summary_does_not_move_t(make_repo, sandboxes) -> None:
     assert court_t(result) == pytest.approx(0.2)
 
 
-async def test_unittest_repository(make_repo, sandboxes) -> None:
+async def test_unittest_repository(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {
         "shop.py": "def total(xs):\n    return sum(xs)\n",
         "tests.py": """
@@ -107,7 +119,8 @@ async def test_unittest_repository(make_repo, sandboxes) -> None:
     assert {t.name for t in result.tests if t.outcome == "failed"} == {"tests.TotalTest.test_empty"}
 
 
-async def test_custom_command_without_a_report(make_repo, sandboxes) -> None:
+async def test_custom_command_without_a_report(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     sandbox = sandboxes(make_repo({"check.py": "import sys\nsys.exit(int(sys.argv[1]))\n"}))
     ok = await sandbox.run_tests(Spec(command=("python3", "check.py", "0")))
     bad = await sandbox.run_tests(Spec(command=("python3", "check.py", "3")))
@@ -116,19 +129,22 @@ async def test_custom_command_without_a_report(make_repo, sandboxes) -> None:
     assert bad.tests[0].message == "exit code 3"
 
 
-async def test_custom_pytest_command_gets_a_report(make_repo, sandboxes) -> None:
+async def test_custom_pytest_command_gets_a_report(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     files = {**PASSING, "other/test_other.py": "def test_other():\n    assert False\n"}
     result = await sandboxes(make_repo(files)).run_tests(Spec(command=("python3", "-m", "pytest", "tests")))
     assert (result.status, result.passed, result.failed) == ("ran", 3, 0)
 
 
-async def test_missing_command_is_an_error(make_repo, sandboxes) -> None:
+async def test_missing_command_is_an_error(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     result = await sandboxes(make_repo(PASSING)).run_tests(Spec(command=("no-such-tool",)))
     assert (result.status, result.failed) == ("ran", 1)
     assert result.tests[0].message == "exit code 127"
 
 
-async def test_probe_runs_at_head_without_network(make_repo, sandboxes) -> None:
+async def test_probe_runs_at_head_without_network(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
     sandbox = sandboxes(make_repo(PASSING))
     probe = await sandbox.run_probe(
         "import os, socket\nfrom calc import add\nprint('CWD', os.getcwd(), add(2, 3))\n"
@@ -142,7 +158,8 @@ async def test_probe_runs_at_head_without_network(make_repo, sandboxes) -> None:
     assert crash.exit_code == 1 and "boom" in crash.stderr
 
 
-async def test_sandbox_failure_is_not_measured_not_a_low_score(make_repo, docker_engine) -> None:
+async def test_sandbox_failure_is_not_measured_not_a_low_score(
+        make_repo: Callable[[dict[str, str]], Path], docker_engine: docker.DockerClient) -> None:
     from sandbox.docker_sandbox import DockerSandbox
     from sandbox.limits import SandboxLimits
 

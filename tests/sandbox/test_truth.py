@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import docker
 import pytest
 
 from app.engine import review_repository
@@ -112,7 +113,8 @@ async def review(root: Path, head: str) -> Evaluation:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-async def test_forged_and_failing_changes_never_pass(calc, docker_engine, name) -> None:
+async def test_forged_and_failing_changes_never_pass(
+        calc: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str) -> None:
     root, heads = calc
     evaluation = await review(root, heads[name])
     expected = VERDICTS.get(name)
@@ -135,7 +137,8 @@ async def test_forged_and_failing_changes_never_pass(calc, docker_engine, name) 
         assert not [e for e in evaluation.evidence if e.kind == "harness-change"]
 
 
-async def test_a_harness_that_forces_passes_is_caught_by_the_base_oracle(calc, docker_engine) -> None:
+async def test_a_harness_that_forces_passes_is_caught_by_the_base_oracle(
+        calc: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
     root, heads = calc
     evaluation = await review(root, heads["makereport-hook"])
     diff = evaluation.differential
@@ -150,7 +153,8 @@ async def test_a_harness_that_forces_passes_is_caught_by_the_base_oracle(calc, d
     assert "conftest.py:4" in static and "conftest.py:3" in live
 
 
-async def test_an_empty_or_non_python_change_claims_no_measurement(calc, docker_engine) -> None:
+async def test_an_empty_or_non_python_change_claims_no_measurement(
+        calc: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
     root, heads = calc
     docs = await review(root, heads["docs-only"])
     assert docs.measured["architecture"] is False

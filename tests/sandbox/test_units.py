@@ -5,14 +5,16 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+from pathlib import Path
 
 import pytest
 
 from checks.config import parse_repo_config
 from rubric import RubricError, load_rubric
+from sandbox.errors import RepositoryTooLarge
 from sandbox.limits import SANDBOX_UID, SandboxCeiling, SandboxLimits
 from sandbox.redact import clean_output
-from sandbox.tarball import RepositoryTooLarge, pack_directory, repack_archive
+from sandbox.tarball import pack_directory, repack_archive
 
 
 def test_seed_limits_come_from_the_rubric() -> None:
@@ -72,7 +74,7 @@ def _members(data: bytes) -> dict[str, tarfile.TarInfo]:
     return {m.name: m for m in tarfile.open(fileobj=io.BytesIO(data))}
 
 
-def test_pack_directory_keeps_symlinks_as_links(tmp_path) -> None:
+def test_pack_directory_keeps_symlinks_as_links(tmp_path: Path) -> None:
     (tmp_path / "secret").write_text("host")
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
@@ -90,7 +92,7 @@ def test_pack_directory_keeps_symlinks_as_links(tmp_path) -> None:
     assert members["repo/pkg/a.py"].uid == SANDBOX_UID
 
 
-def test_repack_drops_unsafe_entries(tmp_path) -> None:
+def test_repack_drops_unsafe_entries(tmp_path: Path) -> None:
     src = io.BytesIO()
     with tarfile.open(fileobj=src, mode="w") as tar:
         for name, kind in (("ok.py", tarfile.REGTYPE), ("../escape.py", tarfile.REGTYPE),
@@ -108,7 +110,7 @@ def test_repack_drops_unsafe_entries(tmp_path) -> None:
     assert members["repo/ok.py"].mode == 0o755
 
 
-def test_repository_size_is_capped(tmp_path) -> None:
+def test_repository_size_is_capped(tmp_path: Path) -> None:
     (tmp_path / "big.bin").write_bytes(b"0" * 2048)
     with pytest.raises(RepositoryTooLarge):
         pack_directory(tmp_path, io.BytesIO(), 1024)
@@ -120,7 +122,7 @@ def test_output_is_redacted_and_trimmed() -> None:
     assert len(text) < 1100 and "characters cut" in text
 
 
-def test_pack_git_tree_reads_objects_not_attributes(tmp_path) -> None:
+def test_pack_git_tree_reads_objects_not_attributes(tmp_path: Path) -> None:
     import subprocess
 
     from app.gitrepo import GitRepo
@@ -143,6 +145,7 @@ def test_pack_git_tree_reads_objects_not_attributes(tmp_path) -> None:
     members = _members(buf.getvalue())
     assert members["repo/pkg"].isdir() and members["repo/pkg/sub"].uid == SANDBOX_UID
     with tarfile.open(fileobj=io.BytesIO(buf.getvalue())) as tar:
-        assert tar.extractfile("repo/pkg/sub/x.py").read() == b"X = '$Format:%H$'\n"
+        member = tar.extractfile("repo/pkg/sub/x.py")
+        assert member is not None and member.read() == b"X = '$Format:%H$'\n"
     assert members["repo/run.sh"].mode == 0o755
     assert members["repo/link"].issym() and members["repo/link"].linkname == "/etc/shadow"
