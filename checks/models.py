@@ -78,9 +78,9 @@ class Commit(Model):
 
     @property
     def subject(self) -> str:
-        """The message's first line (after leading and trailing blank space), or "" for an empty message."""
+        """The message's first line without blank space around it, or "" for an empty message."""
         message = self.message.strip()
-        return message.splitlines()[0] if message else ""
+        return message.splitlines()[0].strip() if message else ""
 
 
 class Mutant(Model):

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from checks.models import (
+    Commit,
     CriterionRuling,
     Evidence,
     JudicialOpinion,
@@ -33,20 +34,10 @@ class SourceFile(Model):
     text: str
 
 
-class HistoryCommit(Model):
-    sha: str
-    author_name: str
-    author_email: str
-    timestamp: int = Field(description="author time, seconds since the epoch")
-    message: str
-    files_changed: int = 0
-    insertions: int = 0
-    deletions: int = 0
+class HistoryCommit(Commit):
+    """A commit of the audited history: a PR's :class:`~checks.models.Commit` with its author time."""
 
-    @property
-    def subject(self) -> str:
-        lines = self.message.strip().splitlines()
-        return lines[0].strip() if lines else ""
+    timestamp: int = Field(description="author time, seconds since the epoch")
 
 
 class RepoSnapshot(Model):

@@ -89,7 +89,7 @@ def ceil_score(value: float) -> int:
     return clamp_score(math.ceil(value - 1e-9))
 
 
-def round_score(value: float) -> int:
+def nearest_score(value: float) -> int:
     return clamp_score(math.floor(value + 0.5))
 
 

@@ -22,9 +22,9 @@ from checks.judges.base import (
     OfflineJudge,
     charges,
     confirmed_security_flaw,
+    nearest_score,
     opinion,
     persona,
-    round_score,
 )
 
 PERSONA = "tech_lead"
@@ -48,7 +48,7 @@ class TechLead(OfflineJudge):
                 why = "no tests exist" if tests is not None and tests.status == "no_tests" else "tests did not run"
                 return opinion(PERSONA, d, 2, f"I cannot tell whether it works: {why}.")
             failing = tests.failed + tests.errored
-            score = round_score(d.fact_score)
+            score = nearest_score(d.fact_score)
             if tests.executed and tests.passed == 0:
                 return opinion(PERSONA, d, 1, f"Every executed test failed ({failing}).", kill=True)
             if failing or tests.status in ("timeout", "error"):
@@ -58,7 +58,7 @@ class TechLead(OfflineJudge):
         if d.fact_score is None:
             return opinion(PERSONA, d, 3, f"{d.criterion.title} was not measured; neutral until it is.")
         serious = d.count("high")
-        score = round_score(d.fact_score) - serious
+        score = nearest_score(d.fact_score) - serious
         if serious:
             return opinion(PERSONA, d, score, f"{serious} serious problem(s) on the record: "
                            + "; ".join(e.summary for e in d.adverse if e.severity in ("high", "critical")))
@@ -70,7 +70,7 @@ class TechLead(OfflineJudge):
         if d.fact_score is None:
             return opinion(PERSONA, d, 3, f"{d.criterion.title} was not measured; neutral until it is.")
         serious = charges(d, "high")
-        score = round_score(d.fact_score) - len(serious)
+        score = nearest_score(d.fact_score) - len(serious)
         if serious:
             return opinion(PERSONA, d, score, f"{len(serious)} serious problem(s): " + "; ".join(serious[:4]))
         return opinion(PERSONA, d, score, f"Measured at {d.fact_score:.1f}/5 with no serious problem on record.")
