@@ -59,11 +59,15 @@ def unregister(detective_id: str) -> None:
     _kinds = None
 
 
-def registrations() -> list[Registration]:
-    """Every detective of the package, in bench order (then by id)."""
+def _discover() -> None:
     import checks.detectives as package
 
     import_modules(package, skip=frozenset({"registry"}))
+
+
+def registrations() -> list[Registration]:
+    """Every detective of the package, in bench order (then by id)."""
+    _discover()
     return sorted(_REGISTERED.values(), key=lambda r: (r.order, r.id))
 
 
@@ -73,12 +77,13 @@ def bench(resources: CourtResources) -> list[Detective]:
 
 
 def component_kinds() -> dict[str, frozenset[str]]:
-    """For each CIS component, every evidence kind a detective declares bears on it."""
+    """For each CIS component, every evidence kind a detective declares bears on it. Asked for every piece of
+    evidence on every criterion: computed once, again only when the registrations change."""
     global _kinds
-    registered = registrations()
+    _discover()
     if _kinds is None:
         kinds: dict[str, frozenset[str]] = {}
-        for registration in registered:
+        for registration in _REGISTERED.values():
             for component, declared in registration.bears_on.items():
                 kinds[component] = kinds.get(component, frozenset()) | declared
         _kinds = kinds
