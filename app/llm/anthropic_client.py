@@ -20,15 +20,12 @@ Raises the court's errors (checks.errors)::
 
 from __future__ import annotations
 
-import asyncio
-import random
-from collections.abc import Callable
 from typing import Any
 
 import anthropic
 
 from app.llm.budget import CHARS_PER_TOKEN, ReviewBudget, estimate_tokens
-from app.llm.retry import RETRYABLE_STATUS, RetryPolicy, SleepFn, Transient, retry_after_seconds, should_retry
+from app.llm.retry import RETRYABLE_STATUS, RetryPolicy, Transient, retry_after_seconds, should_retry
 from checks.errors import LLMError
 from checks.llm_types import LLMReply, LLMRequest, LLMUsage
 
@@ -50,18 +47,12 @@ class AnthropicClient:
         base_url: str = "https://api.anthropic.com",
         timeout_seconds: float = 60.0,
         max_tokens: int = 2048,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        backoff_max: float = 8.0,
-        retry_after_max: float = 60.0,
-        sleep: SleepFn = asyncio.sleep,
-        jitter: Callable[[], float] = random.random,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.model_id = model
         self.budget = budget
         self.max_tokens = max_tokens
-        self.retry = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max,
-                                 retry_after_max=retry_after_max, sleep=sleep, jitter=jitter)
+        self.retry = retry or RetryPolicy()  # the backoff and the retry-after cap, shared by the providers
         # max_retries=0: retrying is ours, so the budget and the retry-after cap see every attempt.
         self._sdk = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout_seconds,
                                              max_retries=0)

@@ -25,16 +25,13 @@ Raises the court's errors (checks.errors)::
 
 from __future__ import annotations
 
-import asyncio
 import json
-import random
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 
 from app.llm.budget import CHARS_PER_TOKEN, ReviewBudget, estimate_tokens
-from app.llm.retry import RetryPolicy, SleepFn, Transient, should_retry
+from app.llm.retry import RetryPolicy, Transient, should_retry
 from checks.errors import LLMError
 from checks.llm_types import LLMReply, LLMRequest, LLMUsage
 
@@ -58,20 +55,14 @@ class OpenAICompatibleClient:
         api_key: str | None = None,
         timeout_seconds: float = 60.0,
         max_tokens: int = 2048,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        backoff_max: float = 8.0,
-        retry_after_max: float = 60.0,
-        sleep: SleepFn = asyncio.sleep,
-        jitter: Callable[[], float] = random.random,
+        retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.model_id = model
         self.budget = budget
         self.max_tokens = max_tokens
         self.base_url = base_url.rstrip("/")
-        self.retry = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max,
-                                 retry_after_max=retry_after_max, sleep=sleep, jitter=jitter)
+        self.retry = retry or RetryPolicy()  # the backoff and the retry-after cap, shared by the providers
         headers = {"accept": "application/json"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"

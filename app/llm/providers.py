@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from app.llm.budget import ReviewBudget
+from app.llm.retry import RetryPolicy
 from app.settings import Settings, SettingsError
 from checks.protocols import LLMClient
 
@@ -40,7 +41,7 @@ def _anthropic(settings: Settings, budget: ReviewBudget) -> ClosableLLMClient:
         raise SettingsError("LOGOMESH_LLM_API_KEY", "not set; the anthropic provider needs one")
     return AnthropicClient(api_key=api_key, model=settings.llm_model, budget=budget, base_url=settings.llm_base_url,
                            timeout_seconds=settings.llm_timeout_seconds, max_tokens=settings.llm_max_tokens,
-                           max_retries=settings.llm_max_retries)
+                           retry=RetryPolicy(max_retries=settings.llm_max_retries))
 
 
 def _openai(settings: Settings, budget: ReviewBudget) -> ClosableLLMClient:
@@ -48,7 +49,8 @@ def _openai(settings: Settings, budget: ReviewBudget) -> ClosableLLMClient:
 
     return OpenAICompatibleClient(model=settings.llm_model, budget=budget, base_url=settings.llm_base_url,
                                   api_key=settings.llm_key(), timeout_seconds=settings.llm_timeout_seconds,
-                                  max_tokens=settings.llm_max_tokens, max_retries=settings.llm_max_retries)
+                                  max_tokens=settings.llm_max_tokens,
+                                  retry=RetryPolicy(max_retries=settings.llm_max_retries))
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ class Transient(Exception):
         return cls(reason, kind="status", status=status, wait=retry_after_seconds(headers))
 
 
-@dataclass
+@dataclass(frozen=True)
 class RetryPolicy:
     """How often and how patiently one adapter retries; ``sleep`` and ``jitter`` are injectable for tests."""
 

@@ -11,6 +11,7 @@ import pytest
 from app.engine import PreparedReview, prepare
 from app.gitrepo import GitRepo
 from app.llm.anthropic_client import AnthropicClient, ReviewBudget
+from app.llm.retry import RetryPolicy
 from app.settings import Settings, load_settings
 from checks.court import CourtParts, review
 from checks.judges import offline_judges
@@ -87,7 +88,8 @@ def make_client(server: FakeAnthropicServer, *, budget: ReviewBudget | None = No
         api_key=api_key or server.fake.api_key, model=MODEL, base_url=server.base_url,
         budget=budget or ReviewBudget(max_tokens=500_000, max_usd=10.0, input_usd_per_mtok=3.0,
                                       output_usd_per_mtok=15.0),
-        timeout_seconds=timeout, max_retries=max_retries, sleep=sleep or Sleeps(), jitter=lambda: 0.5)
+        timeout_seconds=timeout,
+        retry=RetryPolicy(max_retries=max_retries, sleep=sleep or Sleeps(), jitter=lambda: 0.5))
 
 
 def llm_judges(client: AnthropicClient, prepared: PreparedReview, *, fallback: bool = True) -> list[LLMJudge]:

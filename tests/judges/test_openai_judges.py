@@ -20,6 +20,7 @@ from app.llm import PROVIDERS, ReviewBudget, make_llm_client, missing_key, promp
 from app.llm.anthropic_client import AnthropicClient
 from app.llm.openai_client import OpenAICompatibleClient
 from app.llm.providers import provider_for
+from app.llm.retry import RetryPolicy
 from app.settings import Settings, SettingsError, load_settings
 from checks.errors import LLMBudgetExceeded, LLMUnavailable
 from checks.judges import offline_judges
@@ -62,7 +63,8 @@ def make_client(server: FakeOpenAIServer, *, budget: ReviewBudget | None = None,
         model=LOCAL_MODEL, base_url=base_url or server.base_url, api_key=api_key,
         budget=budget or ReviewBudget(max_tokens=500_000, max_usd=10.0, input_usd_per_mtok=0.0,
                                       output_usd_per_mtok=0.0),
-        timeout_seconds=timeout, max_retries=max_retries, sleep=sleep or Sleeps(), jitter=lambda: 0.5)
+        timeout_seconds=timeout,
+        retry=RetryPolicy(max_retries=max_retries, sleep=sleep or Sleeps(), jitter=lambda: 0.5))
 
 
 def judges_on(client: OpenAICompatibleClient) -> list[LLMJudge]:
