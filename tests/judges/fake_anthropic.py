@@ -17,17 +17,17 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from tests.judges.loopback import LoopbackServer
 
 API_VERSION = "2026-10-21"
 KNOWN_FIELDS = {"model", "max_tokens", "messages", "system", "tools", "tool_choice", "metadata", "stop_sequences",
@@ -233,31 +233,15 @@ class FakeAnthropic:
         return Starlette(routes=[Route("/v1/messages", self.messages, methods=["POST"])])
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(LoopbackServer):
     """Runs a :class:`FakeAnthropic` with uvicorn on 127.0.0.1 (a free port) in a background thread."""
 
+    name = "fake Anthropic"
+
     def __init__(self, fake: FakeAnthropic) -> None:
+        super().__init__(fake.app())
         self.fake = fake
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(fake.app(), log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self._thread.start()
-        while not self._server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError("the fake Anthropic server did not start")
-            threading.Event().wait(0.02)
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._sock.close()

@@ -18,16 +18,16 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from tests.judges.loopback import LoopbackServer
 
 KNOWN_FIELDS = {"model", "messages", "tools", "tool_choice", "max_tokens", "max_completion_tokens", "temperature",
                 "top_p", "n", "stream", "stream_options", "stop", "seed", "parallel_tool_calls", "response_format",
@@ -269,32 +269,16 @@ class FakeOpenAI:
         return Starlette(routes=[Route("/v1/chat/completions", self.completions, methods=["POST"])])
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LoopbackServer):
     """Runs a :class:`FakeOpenAI` with uvicorn on 127.0.0.1 (a free port) in a background thread."""
 
+    name = "fake OpenAI-compatible"
+
     def __init__(self, fake: FakeOpenAI) -> None:
+        super().__init__(fake.app())
         self.fake = fake
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(fake.app(), log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 
     @property
     def base_url(self) -> str:
         """The base URL as a client is configured with it: ``/v1`` included, like ``http://localhost:11434/v1``."""
         return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> None:
-        self._thread.start()
-        while not self._server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError("the fake OpenAI-compatible server did not start")
-            threading.Event().wait(0.02)
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._sock.close()
