@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from checks import cis
 from checks.bounds import bounded_evidence, bounded_findings, bounded_opinion
 from checks.chief_justice import judge_case
-from checks.detectives.registry import bench, component_kinds
+from checks.detectives.registry import bench
 from checks.errors import DetectiveError
 from checks.hearing import hear
 from checks.judges import offline_judges
@@ -86,7 +86,7 @@ class ReviewState:
 
 def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float | None]:
     """R, A and T from the detectives' facts alone; None where nothing was measured."""
-    architecture_kinds = component_kinds().get("architecture", frozenset())
+    architecture_kinds = rubric.component_kinds("architecture")
     severities = [e.severity for e in state.evidence if e.kind in architecture_kinds]
     tests = state.tests()
     diff = state.differential()

@@ -287,6 +287,10 @@ class Rubric(_Frozen):
     judges: dict[str, JudgePersona]
     document: dict[str, Any]
 
+    def component_kinds(self, component: str) -> frozenset[str]:
+        """The evidence kinds the criteria of ``component`` list: the facts that measure it (A weighs them)."""
+        return frozenset(kind for c in self.criteria if c.component == component for kind in c.evidence or ())
+
     def criterion(self, criterion_id: str) -> Criterion:
         for criterion in self.criteria:
             if criterion.id == criterion_id:
@@ -346,6 +350,11 @@ def validate_document(document: Mapping[str, Any], source: str = "rubric") -> No
     ids = [c["id"] for c in document["criteria"]]
     if len(ids) != len(set(ids)):
         raise RubricError("criteria", "criterion ids must be unique", source)
+    for index, criterion in enumerate(document["criteria"]):
+        if "evidence" not in criterion and not criterion["security"]:
+            raise RubricError(f"criteria.{index}.evidence", "a criterion must list the evidence kinds it is judged "
+                              "on (only a security criterion may leave them out: it takes every security fact)",
+                              source)
     if "default" not in document["chief_justice"]["judge_weights"]:
         raise RubricError("chief_justice.judge_weights.default", "a default weight table is required", source)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from checks import cis
 from checks.audit.architecture import architecture_evidence, safety_evidence
 from checks.audit.ast_facts import collect
-from checks.audit.docket import audit_docket, bears_on, fact_score
+from checks.audit.docket import audit_docket, fact_score
 from checks.audit.history import investigate_history
 from checks.audit.models import AuditResult, ClaimCheck, ReportDocument, ReportRef, RepoSnapshot
 from checks.audit.report_analyst import investigate_report
@@ -24,6 +24,7 @@ from checks.audit.vision import DiagramClassifier, VisionInspector
 from checks.chief_justice import rule_of_rejection, rule_of_security_cap, rule_on_facts
 from checks.hearing import by_criterion, hear
 from checks.judges import offline_judges
+from checks.judges.base import bears_on
 from checks.models import (
     Brief,
     Case,

@@ -1,7 +1,7 @@
 """Which evidence bears on a criterion of an arbitrary rubric, and what the facts alone score it.
 
-The rubric decides: a criterion's ``evidence`` list names the evidence kinds it is judged on (a criterion
-without one falls back to the PR court's reading, :func:`checks.judges.base.relevant`). The facts' score is
+The rubric decides, as in the PR court (:func:`checks.judges.base.bears_on`): a criterion's ``evidence`` list names
+the evidence kinds it is judged on. The facts' score is
 
     fact = 1 + 4 · F / (F + A)
 
@@ -12,17 +12,11 @@ look at) weigh nothing; a criterion with nothing weighed is *not measured* (None
 
 from __future__ import annotations
 
-from checks.judges.base import Docket, relevant
+from checks.judges.base import Docket, bears_on
 from checks.models import Brief, Evidence
 from rubric import Criterion
 
 ADVERSE_WEIGHT = {"low": 0.5, "medium": 1.5, "high": 2.5, "critical": 4.0}
-
-
-def bears_on(criterion: Criterion, evidence: Evidence) -> bool:
-    if criterion.evidence is not None:
-        return evidence.kind in criterion.evidence
-    return relevant(criterion, evidence)
 
 
 def weight(evidence: Evidence) -> tuple[float, float]:

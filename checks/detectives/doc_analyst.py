@@ -111,6 +111,6 @@ def _claim(key: str, kind: str, severity: str, summary: str, facts: dict[str, ob
                     severity=severity, facts=facts)
 
 
-@register(ID, order=30, bears_on={"rationale": ("claim-unsupported", "claim-verified", "empty-description")})
+@register(ID, order=30, emits=("claim-unsupported", "claim-verified", "empty-description"))
 def build(resources: CourtResources) -> DocAnalyst:
     return DocAnalyst()

@@ -106,6 +106,6 @@ class HarnessInspector:
         return DetectiveReport(detective=ID, evidence=tuple(inspect(case)))
 
 
-@register(ID, order=20)
+@register(ID, order=20, emits=("harness-change",))
 def build(resources: CourtResources) -> HarnessInspector:
     return HarnessInspector()

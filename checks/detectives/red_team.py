@@ -65,6 +65,6 @@ class RedTeam:
         return DetectiveReport(detective=ID, red=analysis, evidence=tuple(evidence))
 
 
-@register(ID, order=60)
+@register(ID, order=60, emits=("red-finding", "red-search", "red-not-run", "analysis-capped"))
 def build(resources: CourtResources) -> RedTeam:
     return RedTeam(resources.red_team, resources.sandbox, resources.red_team_missing)

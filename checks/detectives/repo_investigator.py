@@ -162,6 +162,7 @@ def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
     return items
 
 
-@register(ID, order=10, bears_on={"architecture": ("constraint-violation", "syntax-error")})
+@register(ID, order=10, emits=("constraint-violation", "syntax-error", "not-analysed", "analysis-capped",
+                                "commit-history", "diff-summary"))
 def build(resources: CourtResources) -> RepoInvestigator:
     return RepoInvestigator()

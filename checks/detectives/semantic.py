@@ -46,6 +46,6 @@ def not_measured(reason: str) -> DetectiveReport:
     )
 
 
-@register(ID, order=50, bears_on={"rationale": ("semantic", "semantic-not-measured", "intent-mismatch")})
+@register(ID, order=50, emits=("semantic", "semantic-not-measured", "intent-mismatch", "title-mismatch"))
 def build(resources: CourtResources) -> Semantic:
     return Semantic(resources.embedder, resources.embedder_missing)

@@ -238,7 +238,9 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
     return items
 
 
-@register(ID, order=40, bears_on={"testing": ("tests", "no-tests", "tests-not-measured", "tests-timeout", "tests-error",
-                                                "test-failure")})
+@register(ID, order=40, emits=(
+    "test-environment", "tests-not-measured", "tests-env-error", "no-tests", "tests-timeout", "tests-error", "tests",
+    "test-failure", "runtime-sink", "harness-hook", "tests-differential", "test-regressed", "test-new-failing",
+    "test-tampered", "test-removed", "test-expectation-changed", "test-mutation", "surviving-mutant"))
 def build(resources: CourtResources) -> TestRunner:
     return TestRunner(resources.sandbox, resources.sandbox_missing)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from checks.detectives.doc_analyst import is_test_path
-from checks.detectives.registry import component_kinds
 from checks.models import SEVERITY_ORDER, Brief, Evidence, JudicialOpinion
 from checks.plugins import import_modules
 
@@ -43,11 +42,12 @@ def is_security(e: Evidence) -> bool:
     return bool(e.cwe) or bool(e.facts.get("security"))
 
 
-def relevant(criterion: Criterion, e: Evidence) -> bool:
-    if criterion.security:
-        return is_security(e)
-    # the kinds the registered detectives declare bear on the criterion's component
-    return e.kind in component_kinds().get(criterion.component, frozenset())
+def bears_on(criterion: Criterion, e: Evidence) -> bool:
+    """Whether ``e`` is on ``criterion``'s docket: its kind is one the rubric lists for the criterion; a security
+    criterion that lists none takes every security fact (a CWE, or a detective's ``security`` fact)."""
+    if criterion.evidence is not None:
+        return e.kind in criterion.evidence
+    return criterion.security and is_security(e)
 
 
 def unit_to_five(value: float) -> float:
@@ -55,7 +55,7 @@ def unit_to_five(value: float) -> float:
 
 
 def docket(brief: Brief, criterion: Criterion) -> Docket:
-    evidence = [e for e in brief.evidence if relevant(criterion, e)]
+    evidence = [e for e in brief.evidence if bears_on(criterion, e)]
     adverse = tuple(e for e in evidence if e.severity != "info")
     favourable = tuple(e for e in evidence if e.severity == "info")
     component = brief.components.get(criterion.component)

@@ -1,8 +1,9 @@
-"""Adding a detective is adding one module: the court runs it, the report holds its evidence, the judges weigh the
-kinds it declares."""
+"""Adding a detective is adding one module: the court runs it, the report holds its evidence; a rubric entry puts its
+kinds on a criterion's docket."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ import checks.detectives as package
 from checks.court import CourtParts, review
 from checks.detectives import registry
 from checks.models import Evaluation
-from rubric import load_rubric
+from rubric import Rubric, build_rubric, load_rubric
+from rubric.loader import RubricError, read_document
 from tests.rationale.cases import case_from_files
 
 MODULE = '''
@@ -36,7 +38,7 @@ class TodoCounter:
                      summary=f"A TODO is left at {path}:{line}") for path, line in found))
 
 
-@register(ID, order=45, bears_on={"testing": ("todo-left",)})
+@register(ID, order=45, emits=("todo-left",))
 def build(resources):
     return TodoCounter()
 '''
@@ -57,30 +59,74 @@ def cited_on_testing(evaluation: Evaluation) -> set[str]:
     return {c for o in evaluation.opinions if o.criterion_id == "testing" for c in o.cited_evidence}
 
 
+def with_kind_on(criterion_id: str, kind: str) -> Rubric:
+    """The default rubric with one more evidence kind on one criterion: the rubric entry of a new detective."""
+    document = read_document()
+    for criterion in document["criteria"]:
+        if criterion["id"] == criterion_id:
+            criterion["evidence"] = [*criterion["evidence"], kind]
+    return build_rubric(document)
+
+
 async def test_a_new_detective_module_joins_the_bench_report_and_dockets(todo_module: None) -> None:
-    rubric = load_rubric()
+    rubric = with_kind_on("testing", "todo-left")
     case = case_from_files({"shop.py": "def total(items):\n    # TODO: apply discounts\n    return sum(items)\n"})
     assert [d.id for d in CourtParts().detectives()] == ["repo", "harness", "doc", "tests", "todo", "semantic", "red"]
-    assert registry.component_kinds()["testing"] >= {"todo-left", "test-failure"}
+    assert registry.emitted_kinds()["todo"] == {"todo-left"}
     evaluation = await review(case, rubric, CourtParts())
     assert [e.id for e in evaluation.evidence if e.detective == "todo"] == ["todo.left:shop.py:2"]
+    # on the testing criterion's docket: every judge cites it there
+    assert "todo.left:shop.py:2" in cited_on_testing(evaluation)
+
+    # without the rubric entry the evidence is reported but on no docket
+    unlisted = await review(case, load_rubric(), CourtParts())
+    assert [e.id for e in unlisted.evidence if e.detective == "todo"] == ["todo.left:shop.py:2"]
+    assert not any(c.startswith("todo.") for o in unlisted.opinions for c in o.cited_evidence)
 
     registry.unregister("todo")
     without = await review(case, rubric, CourtParts())
-    assert "todo-left" not in registry.component_kinds()["testing"]
+    assert "todo" not in registry.emitted_kinds()
     assert not [e for e in without.evidence if e.detective == "todo"]
-    # on the testing criterion's docket: every judge cites it there, and not once it is gone
-    assert "todo.left:shop.py:2" in cited_on_testing(evaluation)
     assert not any(c.startswith("todo.") for c in cited_on_testing(without))
 
 
-def test_the_built_in_bench_and_what_its_evidence_bears_on() -> None:
+def test_the_built_in_bench_and_the_kinds_the_rubric_puts_on_each_criterion() -> None:
     assert [r.id for r in registry.registrations()] == ["repo", "harness", "doc", "tests", "semantic", "red"]
-    kinds = registry.component_kinds()
-    assert kinds["architecture"] == {"constraint-violation", "syntax-error"}
-    assert {"semantic", "intent-mismatch", "claim-unsupported"} <= kinds["rationale"]
+    emitted = set().union(*registry.emitted_kinds().values())
+    rubric = load_rubric()
+    listed = {c.id: set(c.evidence or ()) for c in rubric.criteria}
+    assert listed["architecture"] == {"constraint-violation", "syntax-error"}
+    assert {"semantic", "intent-mismatch", "claim-unsupported"} <= listed["intent"]
+    assert not rubric.criterion("security").evidence  # every security fact, whatever its kind
+    # every kind the rubric weighs is one a detective reports: a typo would silently empty a docket
+    for criterion_id, kinds in listed.items():
+        assert kinds <= emitted, (criterion_id, kinds - emitted)
     with pytest.raises(ValueError, match="registered twice"):
         registry.register("semantic", order=1)(lambda resources: None)  # type: ignore[arg-type,return-value]
+
+
+def test_the_evidence_of_real_reviews_is_of_kinds_its_detective_declares() -> None:
+    """The goldens are whole reviews (sandbox, red agent, claims): each detective's evidence is of a kind it
+    declares, so the kinds a rubric can list are the ones that really occur."""
+    declared = registry.emitted_kinds()
+    seen = 0
+    for path in sorted((Path(__file__).parent / "golden").glob("*.json")):
+        for item in json.loads(path.read_text(encoding="utf-8")).get("evidence", []):
+            if item["detective"] in declared:
+                assert item["kind"] in declared[item["detective"]], (path.name, item["id"], item["kind"])
+                seen += 1
+    assert seen > 20
+
+
+def test_a_criterion_must_list_its_kinds_unless_it_is_a_security_criterion() -> None:
+    document = read_document()
+    del document["criteria"][2]["evidence"]
+    with pytest.raises(RubricError) as raised:
+        build_rubric(document)
+    assert raised.value.field == "criteria.2.evidence"
+    document = read_document()
+    document["criteria"][3]["evidence"] = ["red-finding"]  # a security criterion may also name its kinds
+    assert build_rubric(document).criterion("security").evidence == ("red-finding",)
 
 
 PERSONA_MODULE = '''
