@@ -16,7 +16,7 @@ from checks.collector import collector_paused
 from checks.resolve import assignment_aliases, call_name, fold_string
 from checks.testpaths import is_test_path
 from rubric import Rubric
-from rubric.loader import CallRule
+from rubric.model import CallRule
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 Exceptions::
 
     RubricError            the rubric (or an override) is invalid; ``field`` names the bad field
+
+The rubric's shape is :mod:`rubric.model`; a document is validated against the JSON Schema generated from it.
 """
 
 from __future__ import annotations
@@ -14,16 +16,13 @@ from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict
 
-Severity = Literal["critical", "high", "medium", "low"]
-Component = Literal["rationale", "architecture", "testing", "logic"]
+from rubric.model import SCHEMA_PATH, Criterion, JudgePersona, Rubric, Severity
 
 DEFAULT_RUBRIC = "rubric.json"
-SCHEMA_FILE = "rubric.schema.json"
 
 
 class RubricError(ValueError):
@@ -36,266 +35,10 @@ class RubricError(ValueError):
         super().__init__(f"{source}: invalid field '{field}': {message}")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Weights(_Frozen):
-    rationale: float
-    architecture: float
-    testing: float
-    logic: float
-
-
-class Calibration(_Frozen):
-    raw_low: float
-    raw_high: float
-
-
-class RationaleRules(_Frozen):
-    not_measured: float
-    calibration: Calibration
-    top_k: int
-    window_words: int
-    max_chunks: int
-    min_chunk_words: int
-    echo_ngram: int
-    max_intent_words: int
-
-
-class IntentRules(_Frozen):
-    threshold: float
-    floor: float
-    anchored_threshold: float = 0.65
-    min_intent_words: int = 3
-    min_change_words: int = 6
-
-
-class SeverityPenalties(_Frozen):
-    critical: float
-    high: float
-    medium: float
-    low: float
-
-
-class ArchitectureRules(_Frozen):
-    baseline: float
-    floor: float
-    penalties: SeverityPenalties
-
-
-class ForensicsRules(_Frozen):
-    giant_commit_lines: int
-    min_message_length: int
-    max_commits: int
-
-
-class MutationRules(_Frozen):
-    max_mutants: int
-    seconds: float
-    weight: float
-
-
-class TestingRules(_Frozen):
-    """T, version 2: from the differential run (base vs head) and the mutation kill rate (checks/court.py)."""
-
-    version: int
-    at_zero: float
-    at_full: float
-    no_tests: float
-    not_measured: float
-    timeout_seconds: int
-    regressed: float
-    mutation: MutationRules
-
-
-class SandboxRules(_Frozen):
-    """Limits of one sandboxed run. A repository may lower the size limits; memory, CPU and PIDs it may also
-    raise, up to the ceilings the operator sets (``LOGOMESH_SANDBOX_MAX_*``, applied in ``SandboxLimits``)."""
-
-    memory_mb: int
-    cpus: float
-    pids: int
-    work_mb: int
-    tmp_mb: int
-    nofile: int
-    fsize_mb: int
-    output_kb: int
-
-
 # Limits a repository's overrides may only lower: raising them would let a PR buy itself more resources.
 # (memory, CPU, PIDs and time may be raised: the operator's ceilings in settings bound them.)
 LOWER_ONLY = (("sandbox", "work_mb"), ("sandbox", "tmp_mb"), ("sandbox", "nofile"), ("sandbox", "fsize_mb"),
               ("sandbox", "output_kb"))
-
-
-class LogicRules(_Frozen):
-    bound: float
-    anchor_components: tuple[Component, ...]
-
-
-class RedMultipliers(_Frozen):
-    critical: float
-    high: float
-    medium: float
-
-
-class RedKindRule(_Frozen):
-    """How one attack class is rated: confirmed by a sandbox probe, or only found statically."""
-
-    cwe: str
-    confirmed: Severity | None
-    unconfirmed: Literal["high", "medium", "low"]
-    confidence: float
-
-
-class RedUntraced(_Frozen):
-    """A candidate only a pattern scanner saw, with no traced path from untrusted input."""
-
-    severity: Literal["medium", "low"]
-    confidence: float
-
-
-class RedRules(_Frozen):
-    multipliers: RedMultipliers
-    max_steps: int
-    max_time_seconds: float
-    mcts_branches: int
-    exploration_weight: float
-    probe_timeout_seconds: float
-    severity_table: dict[str, RedKindRule]
-    untraced: RedUntraced
-    confirmed_confidence: float
-
-
-class VerdictRules(_Frozen):
-    pass_: float
-    fail: float
-    require_measured_tests_for_pass: bool
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> VerdictRules:
-        return cls(
-            pass_=data["pass"],
-            fail=data["fail"],
-            require_measured_tests_for_pass=data["require_measured_tests_for_pass"],
-        )
-
-
-class SecurityCap(_Frozen):
-    criterion_max: int
-    cis_max: float
-
-
-class ChiefJusticeRules(_Frozen):
-    security_cap: SecurityCap
-    evidence_tolerance: int
-    dissent_spread: float
-    rejection_first: bool
-    judge_weights: dict[str, dict[str, float]]
-
-    def weight(self, criterion_id: str, judge: str) -> float:
-        table = self.judge_weights.get(criterion_id, self.judge_weights["default"])
-        return table.get(judge, self.judge_weights["default"].get(judge, 1.0))
-
-
-class CallRule(_Frozen):
-    name: str
-    severity: Severity
-    message: str
-    cwe: str | None = None
-    when_keyword: dict[str, list[Any]] | None = None
-    unless_keyword: dict[str, list[Any]] | None = None
-
-
-class ImportRule(_Frozen):
-    name: str
-    severity: Severity
-    message: str
-    cwe: str | None = None
-
-
-class NetworkRule(_Frozen):
-    prohibited: bool
-    modules: tuple[str, ...]
-    severity: Severity
-    cwe: str
-
-
-class RequiredPattern(_Frozen):
-    id: str
-    paths: tuple[str, ...]
-    kind: Literal["call", "import", "decorator", "docstring"]
-    severity: Severity
-    message: str
-    name: str | None = None
-
-
-class BoundaryRule(_Frozen):
-    id: str
-    source: str
-    forbidden_imports: tuple[str, ...]
-    severity: Severity
-    message: str
-
-
-class Constraints(_Frozen):
-    banned_calls: tuple[CallRule, ...]
-    banned_imports: tuple[ImportRule, ...]
-    network: NetworkRule
-    required_patterns: tuple[RequiredPattern, ...]
-    boundaries: tuple[BoundaryRule, ...]
-
-
-class Criterion(_Frozen):
-    id: str
-    title: str
-    question: str
-    component: Component
-    security: bool
-    levels: dict[str, str] | None = None
-    evidence: tuple[str, ...] | None = None
-
-
-class JudgePersona(_Frozen):
-    title: str
-    motto: str
-    instructions: str
-
-
-class Rubric(_Frozen):
-    """The effective, validated rubric with its identity (version and SHA-256 of its canonical JSON)."""
-
-    name: str
-    version: str
-    sha256: str
-    weights: Weights
-    rationale: RationaleRules
-    intent: IntentRules
-    architecture: ArchitectureRules
-    forensics: ForensicsRules
-    testing: TestingRules
-    sandbox: SandboxRules
-    logic: LogicRules
-    red: RedRules
-    verdict: VerdictRules
-    chief_justice: ChiefJusticeRules
-    constraints: Constraints
-    criteria: tuple[Criterion, ...]
-    judges: dict[str, JudgePersona]
-    document: dict[str, Any]
-
-    def component_kinds(self, component: str) -> frozenset[str]:
-        """The evidence kinds the criteria of ``component`` list: the facts that measure it (A weighs them)."""
-        return frozenset(kind for c in self.criteria if c.component == component for kind in c.evidence or ())
-
-    def criterion(self, criterion_id: str) -> Criterion:
-        for criterion in self.criteria:
-            if criterion.id == criterion_id:
-                return criterion
-        raise KeyError(criterion_id)
 
 
 def canonical_bytes(document: Mapping[str, Any]) -> bytes:
@@ -304,10 +47,10 @@ def canonical_bytes(document: Mapping[str, Any]) -> bytes:
 
 
 @lru_cache(maxsize=1)
-def _schema() -> dict[str, Any]:
-    text = resources.files("rubric").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return schema
+def _validator() -> jsonschema.Draft202012Validator:
+    """The checked-in schema (generated from :mod:`rubric.model`; a test keeps it current)."""
+    text = resources.files("rubric").joinpath(SCHEMA_PATH.name).read_text(encoding="utf-8")
+    return jsonschema.Draft202012Validator(json.loads(text))
 
 
 def _field_path(error: jsonschema.ValidationError) -> str:
@@ -333,8 +76,7 @@ def merge_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> di
 
 
 def validate_document(document: Mapping[str, Any], source: str = "rubric") -> None:
-    validator = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(_validator().iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         first = errors[0]
         raise RubricError(_field_path(first), first.message, source)
@@ -362,26 +104,8 @@ def validate_document(document: Mapping[str, Any], source: str = "rubric") -> No
 def build_rubric(document: Mapping[str, Any], source: str = "rubric") -> Rubric:
     validate_document(document, source)
     doc = copy.deepcopy(dict(document))
-    return Rubric(
-        name=doc["name"],
-        version=doc["version"],
-        sha256=hashlib.sha256(canonical_bytes(doc)).hexdigest(),
-        weights=Weights(**doc["weights"]),
-        rationale=RationaleRules(**doc["rationale"]),
-        intent=IntentRules(**doc["intent"]),
-        architecture=ArchitectureRules(**doc["architecture"]),
-        forensics=ForensicsRules(**doc["forensics"]),
-        testing=TestingRules(**doc["testing"]),
-        sandbox=SandboxRules(**doc["sandbox"]),
-        logic=LogicRules(**doc["logic"]),
-        red=RedRules(**doc["red"]),
-        verdict=VerdictRules.from_json(doc["verdict"]),
-        chief_justice=ChiefJusticeRules(**doc["chief_justice"]),
-        constraints=Constraints(**doc["constraints"]),
-        criteria=tuple(Criterion(**c) for c in doc["criteria"]),
-        judges={k: JudgePersona(**v) for k, v in doc["judges"].items()},
-        document=doc,
-    )
+    return Rubric.model_validate({**doc, "sha256": hashlib.sha256(canonical_bytes(doc)).hexdigest(),
+                                  "document": doc})
 
 
 def read_document(path: Path | None = None) -> dict[str, Any]:
@@ -427,3 +151,7 @@ def load_rubric(path: Path | None = None, overrides: Mapping[str, Any] | None = 
         document = merge_overrides(document, overrides)
         source = f"{source} + .logomesh.yml overrides"
     return build_rubric(document, source)
+
+
+__all__ = ["Criterion", "JudgePersona", "Rubric", "RubricError", "Severity", "build_rubric", "load_rubric",
+           "merge_overrides", "read_document"]

@@ -32,11 +32,11 @@ STATUS_SEVERITY: dict[str, Severity] = {"verified": "info", "hallucination": "me
 
 def audit_settings(rubric: Rubric) -> dict[str, Any]:
     """The rubric's optional ``audit`` section (theory terms, depth thresholds), with defaults."""
-    section = rubric.document.get("audit", {})
+    section = rubric.audit
     return {
-        "theory_terms": tuple(section.get("theory_terms", DEFAULT_THEORY_TERMS)),
-        "min_report_words": int(section.get("min_report_words", DEFAULT_MIN_WORDS)),
-        "min_theory_terms": int(section.get("min_theory_terms", DEFAULT_MIN_TERMS)),
+        "theory_terms": DEFAULT_THEORY_TERMS if section.theory_terms is None else section.theory_terms,
+        "min_report_words": DEFAULT_MIN_WORDS if section.min_report_words is None else section.min_report_words,
+        "min_theory_terms": DEFAULT_MIN_TERMS if section.min_theory_terms is None else section.min_theory_terms,
     }
 
 

@@ -168,8 +168,8 @@ async def test_a_new_persona_is_one_module_and_a_rubric_entry_in_both_courts(aud
 
     rubric = load_rubric()
     assert [j.persona for j in offline_judges(rubric.judges)] == ["prosecutor", "defense", "tech_lead"]
-    judges = {**rubric.judges, "auditor": JudgePersona(title="Auditor", motto="Show me the numbers.",
-                                                       instructions="Score what the facts score.")}
+    judges = {**rubric.judges, "auditor": JudgePersona(
+        title="Auditor", motto="Show me the numbers.", instructions="Score exactly what the facts score, no more.")}
     widened = rubric.model_copy(update={"judges": judges})
     bench = offline_judges(widened.judges)
     assert [j.persona for j in bench] == ["prosecutor", "defense", "tech_lead", "auditor"]
@@ -190,8 +190,8 @@ async def test_offline_the_bench_is_the_rubric_s_judges_and_a_persona_without_a_
     from rubric import JudgePersona
 
     rubric = load_rubric()
-    judges = {"tech_lead": rubric.judges["tech_lead"], "oracle": JudgePersona(title="Oracle", motto="I see.",
-                                                                             instructions="Foresee.")}
+    judges = {"tech_lead": rubric.judges["tech_lead"], "oracle": JudgePersona(
+        title="Oracle", motto="I see.", instructions="Foresee what the change will do once it is merged.")}
     prepared = engine.PreparedReview(case=case_from_files({"a.py": "x = 1\n"}),
                                      rubric=rubric.model_copy(update={"judges": judges}), config=RepoConfig())
     parts = CourtParts()

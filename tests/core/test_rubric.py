@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from checks.config import parse_repo_config
 from checks.errors import ConfigError
 from rubric import RubricError, load_rubric, read_document
 from rubric.loader import build_rubric
+from rubric.model import SCHEMA_PATH, RubricDocument
+from rubric.schema import schema_text
 
 
 def test_default_rubric_holds_the_seed_constants() -> None:
@@ -57,6 +60,68 @@ def test_invalid_rubric_names_the_bad_field(mutate: Callable[[dict[str, Any]], o
         build_rubric(doc)
     assert info.value.field == field
     assert field in str(info.value)
+
+
+def test_the_checked_in_schema_is_the_one_the_models_generate() -> None:
+    """One definition: rubric/model.py. After changing it, ``python -m rubric.schema`` rewrites the file."""
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text()
+
+
+def _bounded_fields(model: type[BaseModel], document: dict[str, Any],
+                    path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], float | None, float | None]]:
+    """(path, lowest allowed, highest allowed) of every number with a bound in the models, where the document
+    has a value: walked from the models, not from the schema."""
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key not in document:
+            continue
+        low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
+        high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+        if low is not None or high is not None:
+            yield (*path, key), low, high
+        sub = field.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel) and isinstance(document[key], dict):
+            yield from _bounded_fields(sub, document[key], (*path, key))
+
+
+def test_every_bound_the_models_declare_is_enforced_with_its_field_path() -> None:
+    document = read_document()
+    bounded = list(_bounded_fields(RubricDocument, document))
+    assert len(bounded) > 50
+    for path, low, high in bounded:
+        for value in ((low - 1) if low is not None else None, (high + 1) if high is not None else None):
+            if value is None:
+                continue
+            doc = read_document()
+            target = doc
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = value
+            with pytest.raises(RubricError) as info:
+                build_rubric(doc)
+            assert info.value.field == ".".join(path), (path, value)
+
+
+def test_an_optional_field_may_be_left_out_but_not_written_as_null() -> None:
+    doc = read_document()
+    doc["criteria"][0]["levels"] = None
+    with pytest.raises(RubricError) as info:
+        build_rubric(doc)
+    assert info.value.field == "criteria.0.levels"
+    doc = read_document()
+    doc["red"]["severity_table"]["sql-injection"]["confirmed"] = None  # required, and null is a value: no probe
+    assert build_rubric(doc).red.severity_table["sql-injection"].confirmed is None
+
+
+def test_the_audit_section_is_read_through_the_model() -> None:
+    auditor = load_rubric(Path(__file__).resolve().parents[2] / "rubric" / "auditor.json")
+    assert auditor.audit.theory_terms and "dialectic" in auditor.audit.theory_terms
+    assert load_rubric().audit.theory_terms is None  # the PR rubric has none: the audit's defaults apply
+    doc = read_document()
+    doc["audit"] = {"theory_terms": ["x", "x"]}
+    with pytest.raises(RubricError) as info:
+        build_rubric(doc)
+    assert info.value.field == "audit.theory_terms"
 
 
 def test_unreadable_and_non_json_rubrics_are_clear(tmp_path: Path) -> None:
