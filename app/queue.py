@@ -34,7 +34,7 @@ from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
 from redis.exceptions import NoScriptError
 
-from app.routing import ReviewRequest
+from app.receiver.routing import ReviewRequest
 from app.settings import Settings
 
 JOB_NAME = "review_pull_request"

@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     # keep it below the orchestrator's grace period (k8s terminationGracePeriodSeconds 300, compose 60s)
     drain_seconds: int = Field(default=240, ge=0, le=3600)
     # the worker's Prometheus endpoint (the receiver serves /metrics on its own port); 0 turns it off
-    # per-installation fairness: reviews of one installation running at once across all workers (app.fairness)
+    # per-installation fairness: reviews of one installation running at once across all workers (app.worker.fairness)
     installation_concurrency: int = Field(default=2, ge=1, le=256)
     metrics_port: int = Field(default=9101, ge=0, le=65535)
     review_drafts: bool = False

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 import redis.asyncio as aioredis
 
+from app.receiver.asgi import create_app
 from app.settings import Settings
-from app.web import create_app
 from tests.app.conftest import ServerThread, pr_payload
 
 GITHUB_TIMEOUT_MS = 10_000

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.audit import load_audit_rubric, open_snapshot, read_report  # noqa: E402
+from app.audit.run import load_audit_rubric, open_snapshot, read_report  # noqa: E402
 from app.ledger import open_ledger  # noqa: E402
 from app.ledger.local import audit_entanglement  # noqa: E402
 from app.settings import load_settings  # noqa: E402

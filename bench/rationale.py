@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 LOAD_SCRIPT = """
 import time
 start = time.perf_counter()
-from app.embeddings import load_model
+from app.review.embeddings import load_model
 load_model()
 print(time.perf_counter() - start)
 """
@@ -62,7 +62,7 @@ async def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
-    from app.embeddings import BATCH_SIZE, TORCH_THREADS, SentenceEmbedder, load_model
+    from app.review.embeddings import BATCH_SIZE, TORCH_THREADS, SentenceEmbedder, load_model
 
     loads = [time_cold_load() for _ in range(args.runs)]
     print(f"model load (fresh process, incl. torch import): median {statistics.median(loads):.2f} s "

@@ -97,9 +97,9 @@ async def measure(cases: dict[str, Any], ids: Sequence[str], rubric: Any, embedd
 
 
 async def main() -> None:
-    from app.embeddings import SentenceEmbedder, load_model
-    from app.engine import prepare
-    from app.gitrepo import GitRepo
+    from app.review.assembly import prepare
+    from app.review.embeddings import SentenceEmbedder, load_model
+    from app.review.gitrepo import GitRepo
     from app.settings import load_settings
     from rubric import load_rubric
 

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.red import BanditSource
+from app.review.red import BanditSource
 from checks.red import MCTSRedTeam
 from rubric import load_rubric
 from tests.red.fixtures import VULNERABLE, make_case, write_repo

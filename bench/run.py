@@ -43,8 +43,8 @@ from starlette.routing import Route
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from app.receiver.asgi import create_app  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from app.web import create_app  # noqa: E402
 from examples.make_example import PR_BODY, PR_TITLE  # noqa: E402
 from examples.make_example import build as build_example  # noqa: E402
 from tests.app.conftest import ServerThread, generate_app_key, git, pr_payload  # noqa: E402
@@ -181,7 +181,7 @@ async def bench_stages(reviews: int) -> None:
     from prometheus_client import REGISTRY
 
     from app.metrics import STAGES
-    from app.worker import worker_options
+    from app.worker.jobs import worker_options
 
     print(f"2. review stages: the example PR reviewed {reviews} times (offline judges)")
     root = Path(tempfile.mkdtemp(prefix="logomesh-bench-"))
@@ -265,7 +265,7 @@ async def burst(n: int, workers: int, root: Path, github: FakeGitHub, gh_url: st
                "LOGOMESH_EMBEDDING": "off", "LOGOMESH_RED_TEAM": "off", "LOGOMESH_METRICS_PORT": "0",
                "LOGOMESH_CONCURRENCY": "2"}
         started = time.perf_counter()
-        procs = [subprocess.Popen([sys.executable, "-m", "app.cli", "worker", "--burst"], env=env, cwd=ROOT,
+        procs = [subprocess.Popen([sys.executable, "-m", "app.cli.main", "worker", "--burst"], env=env, cwd=ROOT,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(workers)]
         codes = [await asyncio.to_thread(p.wait, 1800) for p in procs]
         elapsed = time.perf_counter() - started
@@ -277,7 +277,7 @@ async def burst(n: int, workers: int, root: Path, github: FakeGitHub, gh_url: st
     finally:
         await cleanup(prefix, ids)
     numbers = range(first, first + n)
-    from app.publish import pr_from_external_id
+    from app.worker.publish import pr_from_external_id
 
     runs: dict[int, list[dict[str, Any]]] = {}
     for r in github.check_runs.values():
@@ -320,15 +320,15 @@ async def bench_burst(n: int) -> None:
 RSS_PROBE = """
 import asyncio, sys
 from app.settings import Settings
-from app.startup import start_up
-import app.worker  # noqa: F401 - everything a worker imports
+from app.worker.startup import start_up
+import app.worker.jobs  # noqa: F401 - everything a worker imports
 def rss():
     fields = dict(l.split(':', 1) for l in open('/proc/self/status'))
     return int(fields['VmRSS'].split()[0]) // 1024, int(fields['VmHWM'].split()[0]) // 1024
 before = rss()
 if sys.argv[1] == 'on':
     asyncio.run(start_up(Settings(_env_file=None, sandbox='off', embedding='on')))
-    from app.embeddings import SentenceEmbedder
+    from app.review.embeddings import SentenceEmbedder
     asyncio.run(SentenceEmbedder.load(None).embed(['a discount code for the cart'] * 64))
 print(*before, *rss())
 """

@@ -174,14 +174,14 @@ async def main() -> None:
     parser.add_argument("--no-model", action="store_true", help="review without the embedding model")
     args = parser.parse_args()
 
-    from app.red import scanner_sources
+    from app.review.red import scanner_sources
     from rubric import load_rubric
 
     rubric = load_rubric()
     sources, notice = scanner_sources(required=False)
     embedder = None
     if not args.no_model:
-        from app.embeddings import SentenceEmbedder
+        from app.review.embeddings import SentenceEmbedder
 
         embedder = SentenceEmbedder.load()
         await embedder.embed(["warm up"])

@@ -47,7 +47,7 @@ if sys.argv[1] == "bare":
 else:
     from app.logs import configure
     from app.settings import Settings
-    from app.web import create_app
+    from app.receiver.asgi import create_app
     settings = Settings(_env_file=None, webhook_secret="bench", redis_url=os.environ["URL"],
                         redis_prefix=os.environ["PREFIX"], queue_name=os.environ["PREFIX"] + "queue",
                         public_url="http://bench", home=Path("/tmp/logomesh-bench"))

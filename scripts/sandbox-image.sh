@@ -14,4 +14,4 @@ fi
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 # build-image does nothing when the tag exists with the current layout's version, and rebuilds an older one
-"$PY" -m app.cli sandbox build-image --tag "$TAG"
+"$PY" -m app.cli.main sandbox build-image --tag "$TAG"

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from app.pages import page_html
+from app.receiver.pages import page_html
 from checks.dbom import AuditDbomBody, DbomBody, DbomRecord
 from checks.fixes import what_to_fix
 from checks.links import GITHUB_WEB, GitHubLinks, cwe_url

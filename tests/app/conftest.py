@@ -23,9 +23,9 @@ from arq.worker import Worker
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from app.receiver.asgi import create_app
 from app.settings import Settings
-from app.web import create_app
-from app.worker import worker_options
+from app.worker.jobs import worker_options
 from tests.app.fakegithub import FIXTURES, FakeGitHub
 from tests.app.sqlite_dbom import SqliteDbom
 

@@ -1,4 +1,4 @@
-"""A small SQLite-backed :class:`app.worker.DbomWriter` for the App's tests (the real ledger lives in app.ledger).
+"""A small SQLite-backed :class:`app.worker.jobs.DbomWriter` for the App's tests (the real ledger lives in app.ledger).
 
 Each record stores the canonical evaluation, its SHA-256 and the entanglement; the id is derived from the
 content and the previous record, so records are chained and a re-append of the same review is a new record.

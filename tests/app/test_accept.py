@@ -13,7 +13,7 @@ from arq.connections import ArqRedis
 from arq.jobs import Job, JobStatus
 
 from app.queue import JOB_NAME, Keys, accept_delivery, redis_settings
-from app.routing import ReviewRequest
+from app.receiver.routing import ReviewRequest
 from app.settings import Settings
 from tests.app.conftest import REDIS_URL
 

@@ -19,9 +19,9 @@ from arq.jobs import Job, JobStatus
 from starlette.applications import Starlette
 
 from app.queue import JOB_NAME, Keys
-from app.routing import ReviewRequest
+from app.receiver.asgi import create_app
+from app.receiver.routing import ReviewRequest
 from app.settings import Settings
-from app.web import create_app
 from tests.app.conftest import INSTALLATION, PR, REPO, SECRET, pr_payload
 
 HEAD = "c" * 40

@@ -14,13 +14,13 @@ from gidgethub import ValidationFailure
 from gidgethub.sansio import validate_event
 from typer.testing import CliRunner
 
-from app.cli import cli
-from app.engine import review_repository
+from app.cli.main import cli
 from app.github import GitHubApp, GitHubNotFound
-from app.manifest import load_manifest
-from app.publish import MAX_SUMMARY, Publisher, Target, clip
+from app.receiver.manifest import load_manifest
+from app.review.assembly import review_repository
 from app.settings import Settings, SettingsError, load_settings, require_app_settings
-from app.workspace import CloneSpec, CloneTooLarge, WorkspaceError, _git_env, checkout
+from app.worker.publish import MAX_SUMMARY, Publisher, Target, clip
+from app.worker.workspace import CloneSpec, CloneTooLarge, WorkspaceError, _git_env, checkout
 from checks.models import Evidence, Location
 from tests.app.conftest import INSTALLATION, PR, REPO, SECRET, Harness, ShopRepo
 from tests.app.fakegithub import FakeGitHub
@@ -39,7 +39,7 @@ def test_githubs_documented_signature_vector() -> None:
 
 
 async def test_the_receiver_accepts_the_documented_vector(settings: Settings, tmp_path: Path) -> None:
-    from app.web import create_app
+    from app.receiver.asgi import create_app
     from tests.app.conftest import ServerThread
 
     doc = settings.model_copy(update={"webhook_secret": __import__("pydantic").SecretStr(DOC_SECRET)})
@@ -57,7 +57,7 @@ async def test_the_receiver_accepts_the_documented_vector(settings: Settings, tm
 
 async def test_a_rejected_signature_is_logged_without_the_body_or_the_signature(settings: Settings,
                                                                                 tmp_path: Path) -> None:
-    from app.web import create_app
+    from app.receiver.asgi import create_app
     from tests.app.conftest import ServerThread
 
     body = b'{"action": "opened", "secret_looking_body_marker": "sk-do-not-log"}'

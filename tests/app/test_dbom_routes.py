@@ -5,10 +5,10 @@ from __future__ import annotations
 import httpx
 from arq.worker import Worker
 
-from app.audit import audit_repository
+from app.audit.run import audit_repository
 from app.ledger import open_ledger
 from app.ledger.local import audit_entanglement
-from app.worker import default_dbom_writer, worker_options
+from app.worker.jobs import default_dbom_writer, worker_options
 from tests.app.conftest import Harness, pr_payload
 
 

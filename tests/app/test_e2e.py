@@ -3,7 +3,7 @@ court → DBOM (SQLite) → check run and comment on the fake GitHub, validated 
 
 from __future__ import annotations
 
-from app.publish import pr_from_external_id
+from app.worker.publish import pr_from_external_id
 from checks.render import MARKER
 from tests.app.conftest import PR, REPO, Harness, pr_payload, verdict_title
 

@@ -283,9 +283,9 @@ async def test_a_review_waits_for_the_per_pr_lock_with_its_run_in_progress(harne
     from redis.asyncio.lock import Lock
 
     from app.github import GitHubApp
-    from app.publish import Publisher
-    from app.routing import ReviewRequest
-    from app.worker import review_pull_request
+    from app.receiver.routing import ReviewRequest
+    from app.worker.jobs import review_pull_request
+    from app.worker.publish import Publisher
 
     h = harness
     lock = Lock(h.redis, Keys(h.settings.redis_prefix).lock(REPO, PR), timeout=60)

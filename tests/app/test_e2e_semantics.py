@@ -102,9 +102,9 @@ async def test_a_comment_with_our_marker_by_anyone_else_is_left_alone(harness: H
 @pytest.fixture
 def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     import app.github
-    import app.worker
+    import app.worker.jobs
 
-    monkeypatch.setattr(app.worker, "OUTAGE_BASE_SECONDS", 0.2)
+    monkeypatch.setattr(app.worker.jobs, "OUTAGE_BASE_SECONDS", 0.2)
     monkeypatch.setattr(app.github, "_retry_after", lambda response: 0.0)
 
 
@@ -177,7 +177,7 @@ async def test_a_worker_is_ready_only_when_its_start_up_is_done(harness: Harness
     import socket
 
     from app import metrics
-    from app.worker import worker_options
+    from app.worker.jobs import worker_options
 
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))

@@ -8,8 +8,8 @@ from pathlib import Path
 import docker
 import pytest
 
+from app.receiver.asgi import create_app
 from app.settings import Settings
-from app.web import create_app
 from tests.app.conftest import REDIS_URL, REPO, Harness, ServerThread, ShopRepo, pr_payload
 from tests.app.fakegithub import FakeGitHub
 from tests.app.sqlite_dbom import SqliteDbom

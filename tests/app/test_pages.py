@@ -27,8 +27,8 @@ from starlette.testclient import TestClient
 
 from app.ledger import open_ledger, render_dbom_html
 from app.ledger.render import MAX_LIST_ROWS
+from app.receiver.asgi import create_app
 from app.settings import Settings
-from app.web import create_app
 from checks.audit.models import AuditResult, Claim, ClaimCheck
 from checks.dbom import AuditEntanglement, DbomRecord, Entanglement, build_audit_body, build_body, evaluation_payload
 from checks.models import (

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from app.github import GitHubApp
-from app.publish import Publication, Publisher, Target, check_annotations, comment_wanted
 from app.settings import Settings
+from app.worker.publish import Publication, Publisher, Target, check_annotations, comment_wanted
 from checks.config import parse_repo_config
 from checks.errors import ConfigError
 from checks.models import Evaluation, Evidence, Location

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.routing import Ignored, ReviewRequest, route
+from app.receiver.routing import Ignored, ReviewRequest, route
 from tests.app.conftest import INSTALLATION, fixture_payload
 
 

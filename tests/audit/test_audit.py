@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.audit import audit_repository, load_audit_rubric
+from app.audit.run import audit_repository, load_audit_rubric
 from app.settings import load_settings
 from checks.models import Brief, JudicialOpinion
 from rubric import Rubric
@@ -139,7 +139,7 @@ def test_the_schema_extension_rejects_bad_levels_and_audit_settings(tmp_path: Pa
 async def test_the_settings_choose_the_bench_and_the_vision_provider_or_say_why_there_is_none() -> None:
     import contextlib
 
-    from app.audit import audit_parts, load_audit_rubric
+    from app.audit.run import audit_parts, load_audit_rubric
     from checks.judges import OfflineJudge
     from checks.judges.llm import LLMJudge
 
@@ -159,7 +159,7 @@ async def test_the_settings_choose_the_bench_and_the_vision_provider_or_say_why_
 
 
 async def test_a_judge_that_fails_is_noted_and_the_court_rules_without_it(repo: Path) -> None:
-    from app.audit import open_snapshot
+    from app.audit.run import open_snapshot
     from checks.audit import AuditParts, run_audit
     from checks.errors import JudgeError
     from checks.judges import Defense, TechLead

@@ -17,7 +17,7 @@ OFFLINE = {"LOGOMESH_LLM_PROVIDER": "offline", "LOGOMESH_SANDBOX": "off", "LOGOM
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "app.cli", "audit", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "app.cli.main", "audit", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
 
 
@@ -79,7 +79,7 @@ def test_the_report_names_its_dbom_and_the_ledger_vouches_for_the_file(
 
     def dbom(*args: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT)}
-        return subprocess.run([sys.executable, "-m", "app.cli", "dbom", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "app.cli.main", "dbom", *args], capture_output=True, text=True,
                               cwd=tmp_path, env=env, timeout=300)
 
     ok = dbom("verify", dbom_id, "--document", str(out))
@@ -93,7 +93,7 @@ def test_the_report_names_its_dbom_and_the_ledger_vouches_for_the_file(
 
 def test_an_unreachable_ledger_loses_no_report(repo: Path, tmp_path: Path) -> None:
     env_db = {"LOGOMESH_DATABASE_URL": "postgresql+asyncpg://nobody:x@127.0.0.1:1/none"}
-    result = subprocess.run([sys.executable, "-m", "app.cli", "audit", str(repo), "--out", str(tmp_path / "a.md")],
+    result = subprocess.run([sys.executable, "-m", "app.cli.main", "audit", str(repo), "--out", str(tmp_path / "a.md")],
                             capture_output=True, text=True, cwd=tmp_path, timeout=300,
                             env={**os.environ, **OFFLINE, **env_db, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0, result.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.audit import audit_repository
+from app.audit.run import audit_repository
 from app.ledger.local import audit_entanglement
 from app.settings import Settings, load_settings
 from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer, Recorded, Step

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.audit import ReportError, SourceError, display_name, is_remote, open_snapshot, read_report
+from app.audit.run import ReportError, SourceError, display_name, is_remote, open_snapshot, read_report
 from tests.audit.fixtures import PAGE_ONE, build_report, git
 
 
@@ -29,7 +29,7 @@ def test_clone_a_file_url_reads_head_and_history_without_running_hooks(repo: Pat
 def test_the_ext_transport_is_refused(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     with pytest.raises(SourceError):
-        from app.audit import clone
+        from app.audit.run import clone
 
         clone(f"ext::sh -c touch% {marker}", tmp_path / "c.git")
     assert not marker.exists()
@@ -147,7 +147,7 @@ def test_a_directory_inside_a_repository_is_audited_alone(repo: Path) -> None:
 
 
 def test_clone_errors_never_show_the_token(tmp_path: Path) -> None:
-    from app.audit import clone
+    from app.audit.run import clone
 
     with pytest.raises(SourceError) as caught:
         clone(f"http://user:s3cret-token@127.0.0.1:9/{tmp_path.name}.git", tmp_path / "c.git", timeout=30)

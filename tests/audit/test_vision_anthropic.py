@@ -8,9 +8,9 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from app.audit import audit_repository, read_report
+from app.audit.run import audit_repository, read_report
+from app.llm.vision_anthropic import AnthropicDiagramClassifier
 from app.settings import load_settings
-from app.vision_anthropic import AnthropicDiagramClassifier
 from checks.audit.vision import StructureSummary
 from checks.errors import DetectiveError
 from tests.audit.fake_anthropic import serve

@@ -20,7 +20,7 @@ FAST = {"LOGOMESH_SANDBOX": "off", "LOGOMESH_EMBEDDING": "off", "LOGOMESH_RED_TE
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **FAST, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "app.cli.main", *args], capture_output=True, text=True,
                           cwd=cwd or ROOT, env=full_env, timeout=300)
 
 
@@ -180,7 +180,7 @@ def test_a_review_run_inside_the_repository_leaves_nothing_in_it(tmp_path: Path)
                               capture_output=True, text=True, check=True).stdout
 
     before = status()
-    result = subprocess.run([sys.executable, "-m", "app.cli", "review", ".", "--base", "main", "--head", "pr",
+    result = subprocess.run([sys.executable, "-m", "app.cli.main", "review", ".", "--base", "main", "--head", "pr",
                              "--title", spec["title"], "--body", spec["body"], "--format", "json"],
                             capture_output=True, text=True, cwd=repo, env=without_home(tmp_path / "user"),
                             timeout=300)
@@ -195,7 +195,7 @@ def test_a_review_run_inside_the_repository_leaves_nothing_in_it(tmp_path: Path)
 def test_a_ledger_left_in_the_old_default_place_is_named_not_moved(tmp_path: Path) -> None:
     repo = build(tmp_path, "clean")
     spec = SCENARIOS["clean"]
-    args = [sys.executable, "-m", "app.cli", "review", ".", "--base", "main", "--head", "pr", "--title",
+    args = [sys.executable, "-m", "app.cli.main", "review", ".", "--base", "main", "--head", "pr", "--title",
             spec["title"], "--body", spec["body"], "--format", "json", "--quiet"]
     # an earlier version's run: ./.logomesh in the working directory
     earlier = subprocess.run(args, capture_output=True, text=True, cwd=repo, timeout=300,

@@ -16,8 +16,8 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from app.cli import ENVIRONMENT, cli, package_version
-from app.cli_console import Progress
+from app.cli.console import Progress
+from app.cli.main import ENVIRONMENT, cli, package_version
 from app.settings import Settings, SettingsError, load_settings
 from tests.core.scenarios import SCENARIOS, build
 
@@ -29,7 +29,7 @@ PROGRESS = re.compile(r"^logomesh: \[ *\d+\.\ds\] \S")
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **FAST, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "app.cli.main", *args], capture_output=True, text=True, cwd=ROOT,
                           env=full_env, timeout=300)
 
 
@@ -96,7 +96,7 @@ def test_version_option_and_command() -> None:
 
 
 def test_the_command_line_loads_nothing_heavy_for_help_and_version() -> None:
-    code = ("import sys\nfrom app.cli import cli\n"
+    code = ("import sys\nfrom app.cli.main import cli\n"
             "for args in (['--help'], ['--version'], ['review', '--help']):\n"
             "    try:\n        cli(args, prog_name='logomesh')\n    except SystemExit:\n        pass\n"
             "print('--- modules'); print('\\n'.join(sorted(sys.modules)))")
@@ -105,8 +105,8 @@ def test_the_command_line_loads_nothing_heavy_for_help_and_version() -> None:
     assert result.returncode == 0, result.stderr
     loaded = set(result.stdout.split("--- modules\n", 1)[1].split())
     heavy = {"torch", "sentence_transformers", "transformers", "numpy", "sqlalchemy", "cryptography", "docker",
-             "yaml", "jsonschema", "pydantic_settings", "app.engine", "app.embeddings", "app.ledger", "app.audit",
-             "app.gitrepo", "app.settings", "checks.court", "rubric", "sandbox"}
+             "yaml", "jsonschema", "pydantic_settings", "app.review.assembly", "app.review.embeddings", "app.ledger",
+             "app.audit.run", "app.review.gitrepo", "app.settings", "checks.court", "rubric", "sandbox"}
     assert not heavy & loaded
 
 
@@ -167,7 +167,7 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
     env = {**os.environ, **FAST, "PYTHONPATH": str(ROOT), "LOGOMESH_HOME": str(tmp_path / "h")}
     for _attempt in range(5):
         # a shell without job control starts background commands with Ctrl-C ignored, and children inherit that
-        with subprocess.Popen([sys.executable, "-m", "app.cli", *review_args(repo)], cwd=ROOT, env=env, text=True,
+        with subprocess.Popen([sys.executable, "-m", "app.cli.main", *review_args(repo)], cwd=ROOT, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as process:
             assert process.stderr is not None

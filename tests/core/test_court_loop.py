@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.gitrepo import GitRepo, read_case
+from app.review.gitrepo import GitRepo, read_case
 from checks.config import parse_repo_config
 from checks.court import CourtParts, review
 from checks.detectives import DocAnalyst, HarnessInspector, RepoInvestigator

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.gitrepo import GitRepo, read_case
+from app.review.gitrepo import GitRepo, read_case
 from checks.config import parse_repo_config
 from checks.detectives import RepoInvestigator
 from rubric import load_rubric

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.gitrepo import GitRepo, read_case
-from app.progress import report_progress
+from app.review.gitrepo import GitRepo, read_case
+from app.review.progress import report_progress
 from checks.config import parse_repo_config
 from checks.court import CourtParts, review
 from checks.models import ProbeResult, TestRunResult, TestSpec

@@ -184,7 +184,7 @@ async def test_a_new_persona_is_one_module_and_a_rubric_entry_in_both_courts(aud
 async def test_offline_the_bench_is_the_rubric_s_judges_and_a_persona_without_a_module_is_said(tmp_path: Path) -> None:
     import contextlib
 
-    from app import engine
+    from app.review import assembly as engine
     from app.settings import Settings
     from checks.config import RepoConfig
     from rubric import JudgePersona

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.gitrepo import GitRepo, read_case
+from app.review.gitrepo import GitRepo, read_case
 from checks.config import parse_repo_config
 from checks.court import CourtParts, review
 from rubric import load_rubric

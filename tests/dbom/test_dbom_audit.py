@@ -1,6 +1,6 @@
 """The audit's DBOM: its own body kind (``logomesh.audit-dbom/v1``) in the same signed, chained logs as reviews.
 
-A real audit (the fixture repository and its PDF through ``app.audit``) is appended to a real SQLite file and a
+A real audit (the fixture repository and its PDF through ``app.audit.run``) is appended to a real SQLite file and a
 real PostgreSQL schema, verified, tampered with, exported and rendered.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.audit import AuditOutcome, audit_repository
+from app.audit.run import AuditOutcome, audit_repository
 from app.ledger import Ledger, render_dbom_html, render_dbom_json
 from app.ledger.export import dsse_envelope, open_dsse
 from app.ledger.keys import load_public_pem

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner, Result
 
-from app.cli import cli
+from app.cli.main import cli
 from app.ledger import open_ledger
 from app.ledger.export import open_dsse
 from app.ledger.keys import load_public_pem
@@ -28,7 +28,7 @@ def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """The real command line in a process of its own."""
     full = {**os.environ, **FAST, "PYTHONPATH": str(ROOT), "LOGOMESH_HOME": str(home),
             "LOGOMESH_DATABASE_URL": "", **env}
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, env=full,
+    return subprocess.run([sys.executable, "-m", "app.cli.main", *args], capture_output=True, text=True, env=full,
                           cwd=ROOT, timeout=300)
 
 

@@ -16,7 +16,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 KUBERNETES_VERSION = "1.30.0"
-# The HTTP routes the App promises (app/web.py, the ledger's /dbom and /.well-known, the metrics endpoint).
+# The HTTP routes the App promises (app/receiver/asgi.py, the ledger's /dbom and /.well-known, the metrics endpoint).
 PROMISED_ROUTES = ("/healthz", "/readyz", "/webhook", "/metrics", "/dbom", "/.well-known")
 SIDE_CAR = "dind"
 
@@ -149,10 +149,11 @@ def test_ingress_exposes_only_public_routes() -> None:
 
 
 def test_probe_paths_exist_in_the_real_app_when_it_is_there() -> None:
-    web = pytest.importorskip("app.web", reason="the web receiver (app/web.py) is not on this branch")
+    web = pytest.importorskip("app.receiver.asgi",
+                              reason="the web receiver (app/receiver/asgi.py) is not on this branch")
     create_app = getattr(web, "create_app", None)
     if create_app is None:
-        pytest.skip("app.web has no create_app")
+        pytest.skip("app.receiver.asgi has no create_app")
     from app.settings import load_settings
 
     app = create_app(load_settings(webhook_secret="x" * 32))

@@ -12,7 +12,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from app.engine import review_repository
+from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation, TestSpec
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions

@@ -13,7 +13,7 @@ import pytest
 from arq.worker import Worker
 
 from app.ledger import Entanglement, open_ledger
-from app.worker import worker_options
+from app.worker.jobs import worker_options
 from checks.models import Evaluation
 from tests.app.conftest import REPO, Harness, pr_payload, verdict_title
 from tests.hardening.conftest import Tally

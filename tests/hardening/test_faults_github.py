@@ -63,9 +63,9 @@ async def test_5xx_and_rate_limits_are_backed_off_then_the_review_lands_once(har
 @pytest.fixture
 def short_outage(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     import app.github
-    import app.worker
+    import app.worker.jobs
 
-    monkeypatch.setattr(app.worker, "OUTAGE_BASE_SECONDS", 0.2)
+    monkeypatch.setattr(app.worker.jobs, "OUTAGE_BASE_SECONDS", 0.2)
     monkeypatch.setattr(app.github, "_retry_after", lambda response: 0.0)
     harness.settings = harness.settings.model_copy(update={"github_outage_seconds": 3})
 

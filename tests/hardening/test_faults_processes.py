@@ -21,9 +21,9 @@ import httpx
 import pytest
 from arq.worker import Worker
 
+from app.receiver.asgi import create_app
 from app.settings import Settings
-from app.web import create_app
-from app.worker import worker_options
+from app.worker.jobs import worker_options
 from tests.app.conftest import REPO, Harness, ServerThread, pr_payload, verdict_title
 from tests.hardening.conftest import Tally
 

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.routing import ROUTES, Ignored, InstallationNote, ReviewRequest, route
+from app.receiver.routing import ROUTES, Ignored, InstallationNote, ReviewRequest, route
 from checks.config import RepoConfig, parse_repo_config
 from checks.errors import ConfigError
 from tests.app.conftest import Harness

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import review_repository
-from app.gitrepo import GitRepo
+from app.review.assembly import review_repository
+from app.review.gitrepo import GitRepo
 from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
@@ -83,9 +83,9 @@ async def test_working_tree_attributes_do_not_change_what_is_analysed(tmp_path: 
 async def test_a_python_file_too_large_to_read_is_named_and_cannot_pass(tmp_path: Path, tally: Tally,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     tally("visibility: a changed Python file past the read cap")
-    import app.gitrepo
+    import app.review.gitrepo
 
-    monkeypatch.setattr(app.gitrepo, "MAX_FILE_BYTES", 2_000)
+    monkeypatch.setattr(app.review.gitrepo, "MAX_FILE_BYTES", 2_000)
     source = "def add(a, b):\n    return a + b\n" + "# padding\n" * 400
     root, head = repo_with(tmp_path / "big", "calc/tool.py", source)
     evaluation = await review(root, head)

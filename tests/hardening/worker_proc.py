@@ -10,7 +10,7 @@ from pathlib import Path
 from arq.worker import Worker
 
 from app.settings import Settings
-from app.worker import worker_options
+from app.worker.jobs import worker_options
 from tests.app.sqlite_dbom import SqliteDbom
 
 

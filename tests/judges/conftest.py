@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import PreparedReview, prepare
-from app.gitrepo import GitRepo
 from app.llm.anthropic_client import AnthropicClient, ReviewBudget
 from app.llm.retry import RetryPolicy
+from app.review.assembly import PreparedReview, prepare
+from app.review.gitrepo import GitRepo
 from app.settings import Settings, load_settings
 from checks.court import CourtParts, review
 from checks.judges import offline_judges

@@ -1,10 +1,10 @@
-"""One review end to end through ``app.engine.review_repository`` with ``llm_provider=anthropic``."""
+"""One review end to end through ``app.review.assembly.review_repository`` with ``llm_provider=anthropic``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from app.engine import review_repository
+from app.review.assembly import review_repository
 from checks.render import render_markdown
 from tests.judges.conftest import BODY, MODEL, TITLE, settings_for
 from tests.judges.fake_anthropic import FakeAnthropic, FakeAnthropicServer, Step

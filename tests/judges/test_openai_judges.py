@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import review_repository
 from app.llm import PROVIDERS, ReviewBudget, make_llm_client, missing_key, prompt_nonce_key
 from app.llm.anthropic_client import AnthropicClient
 from app.llm.openai_client import OpenAICompatibleClient
 from app.llm.providers import provider_for
 from app.llm.retry import RetryPolicy
+from app.review.assembly import review_repository
 from app.settings import Settings, SettingsError, load_settings
 from checks.errors import LLMBudgetExceeded, LLMUnavailable
 from checks.judges import offline_judges
@@ -400,7 +400,7 @@ def test_the_nonce_key_needs_no_api_key_but_is_stable_with_one(tmp_path: Path) -
 
 
 async def test_the_audit_hears_its_judges_on_the_openai_provider(tmp_path: Path) -> None:
-    from app.audit import audit_parts, load_audit_rubric
+    from app.audit.run import audit_parts, load_audit_rubric
 
     rubric = load_audit_rubric(None)
     settings = load_settings(home=tmp_path, llm_provider="openai", llm_base_url="http://localhost:11434/v1",

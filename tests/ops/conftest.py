@@ -46,7 +46,7 @@ async def redis(prefix: str) -> AsyncIterator[aioredis.Redis]:
 def cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """``logomesh …`` in a fresh interpreter, with this worktree's code first on the path."""
     full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, env=full,
+    return subprocess.run([sys.executable, "-m", "app.cli.main", *args], capture_output=True, text=True, env=full,
                           timeout=timeout, cwd=ROOT)
 
 

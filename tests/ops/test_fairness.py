@@ -11,10 +11,10 @@ import redis.asyncio as aioredis
 from arq.jobs import Job
 from arq.worker import Worker
 
-from app import fairness
-from app.publish import pr_from_external_id
 from app.queue import Keys
-from app.worker import worker_options
+from app.worker import fairness
+from app.worker.jobs import worker_options
+from app.worker.publish import pr_from_external_id
 from tests.app.conftest import REPO, Harness, pr_payload
 from tests.app.sqlite_dbom import SqliteDbom
 

@@ -44,7 +44,7 @@ def _env(settings: Settings, **extra: str) -> dict[str, str]:
 
 
 def _spawn_worker(settings: Settings, log: Path, **extra: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=_env(settings, **extra), cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "app.cli.main", "worker"], env=_env(settings, **extra), cwd=ROOT,
                             stdout=log.open("wb"), stderr=subprocess.STDOUT)
 
 
@@ -142,7 +142,7 @@ def _connect(port: int) -> socket.socket | None:
 async def test_sigterm_lets_the_receiver_answer_the_request_in_flight(harness: Harness, tmp_path: Path) -> None:
     port = _free_port()
     env = _env(harness.settings, LOGOMESH_HOST="127.0.0.1", LOGOMESH_PORT=str(port))
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli.main", "serve"], env=env, cwd=ROOT,
                             stdout=(tmp_path / "serve.log").open("wb"), stderr=subprocess.STDOUT)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=2) as client:

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from structlog.testing import capture_logs
 
 from app.settings import Settings
-from app.startup import StartupError, sandbox_capacity, start_up
+from app.worker.startup import StartupError, sandbox_capacity, start_up
 from sandbox.docker_sandbox import LABEL, LABEL_CREATED
 from tests.ops.conftest import REDIS_URL, cli
 
@@ -102,7 +102,7 @@ def test_the_worker_command_refuses_to_start_without_the_required_image(tmp_path
 
 
 async def test_the_embedding_model_is_loaded_once_at_start_up(prefix: str) -> None:
-    from app.embeddings import SentenceEmbedder, _load
+    from app.review.embeddings import SentenceEmbedder, _load
 
     report = await start_up(_settings(prefix, sandbox="off", embedding="on"))
     assert report.embedder_missing is None

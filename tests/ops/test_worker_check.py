@@ -9,7 +9,7 @@ from arq.worker import Worker
 
 from app.queue import Keys
 from app.settings import Settings
-from app.worker import worker_options
+from app.worker.jobs import worker_options
 from tests.ops.conftest import REDIS_URL, cli
 
 

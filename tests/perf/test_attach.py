@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app import engine
-from app.gitrepo import GitRepo
+from app.review import assembly as engine
+from app.review.gitrepo import GitRepo
 from app.settings import Settings
 from checks.config import RepoConfig
 from checks.court import CourtParts

@@ -78,7 +78,7 @@ def summary(scores: LabelledScores, rubric: Rubric) -> str:
 
 
 async def main() -> None:
-    from app.embeddings import SentenceEmbedder
+    from app.review.embeddings import SentenceEmbedder
 
     rubric = load_rubric()
     scores = await score_labelled_set(SentenceEmbedder.load(), rubric)

@@ -9,12 +9,12 @@ import pytest
 from rubric import Rubric, load_rubric
 
 if TYPE_CHECKING:
-    from app.embeddings import SentenceEmbedder
+    from app.review.embeddings import SentenceEmbedder
 
 
 @pytest.fixture(scope="session")
 def embedder() -> SentenceEmbedder:
-    from app.embeddings import SentenceEmbedder, model_available
+    from app.review.embeddings import SentenceEmbedder, model_available
 
     missing = model_available(None)
     if missing is not None:

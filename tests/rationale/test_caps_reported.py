@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.embeddings import SentenceEmbedder
+from app.review.embeddings import SentenceEmbedder
 from checks.models import DetectiveReport, Evidence
 from checks.rationale import measure_rationale
 from rubric import Rubric

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from app import embeddings
-from app.embeddings import EmbeddingModelMissing, SentenceEmbedder, load_model, model_available
-from app.engine import attach_embedder, review_repository
+from app.review import embeddings
+from app.review.assembly import attach_embedder, review_repository
+from app.review.embeddings import EmbeddingModelMissing, SentenceEmbedder, load_model, model_available
 from app.settings import Settings
 from checks.court import CourtParts
 from rubric import Rubric
@@ -102,7 +102,7 @@ async def test_attach_embedder_follows_the_setting(tmp_path: Path, embedder: Sen
 
 SCRIPT = """
 import asyncio, json, sys
-from app.embeddings import SentenceEmbedder
+from app.review.embeddings import SentenceEmbedder
 from checks.rationale import measure_rationale
 from rubric import load_rubric
 from tests.rationale.cases import matching, mismatched

@@ -1,4 +1,5 @@
-"""The light embedding backend (app.minilm) gives sentence-transformers' vectors, loads lazily, falls back cleanly."""
+"""The light embedding backend (app.review.minilm) gives sentence-transformers' vectors, loads lazily, falls back
+cleanly."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from app import embeddings
-from app.embeddings import SentenceEmbedder
-from app.minilm import MiniLM, UnsupportedModel, read_config
+from app.review import embeddings
+from app.review.embeddings import SentenceEmbedder
+from app.review.minilm import MiniLM, UnsupportedModel, read_config
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -99,9 +100,9 @@ def test_empty_input_and_a_bare_string(embedder: SentenceEmbedder) -> None:
 
 IMPORT_SCRIPT = """
 import sys
-import app.embeddings
-assert "torch" not in sys.modules, "importing app.embeddings imported torch"
-from app.embeddings import SentenceEmbedder
+import app.review.embeddings
+assert "torch" not in sys.modules, "importing app.review.embeddings imported torch"
+from app.review.embeddings import SentenceEmbedder
 embedder = SentenceEmbedder.load()
 vector = embedder.embed_sync(["a discount code"])[0]
 print(len(vector), type(embedder.model).__name__, "torch" in sys.modules,

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from app.embeddings import SentenceEmbedder
+from app.review.embeddings import SentenceEmbedder
 from checks import cis
 from checks.models import DetectiveReport, Evidence
 from checks.rationale import measure_rationale

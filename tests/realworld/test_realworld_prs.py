@@ -16,7 +16,7 @@ from typing import Any
 import docker
 import pytest
 
-from app.engine import review_repository
+from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.fixes import what_to_fix
 from checks.render import Links, render_markdown

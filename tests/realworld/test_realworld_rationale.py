@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.embeddings import SentenceEmbedder, load_model, model_available
-from app.engine import prepare
-from app.gitrepo import GitRepo
+from app.review.assembly import prepare
+from app.review.embeddings import SentenceEmbedder, load_model, model_available
+from app.review.gitrepo import GitRepo
 from app.settings import load_settings
 from checks.models import Case, DetectiveReport
 from checks.rationale import measure_rationale

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.red import BanditSource
+from app.review.red import BanditSource
 from checks import cis
 from checks.red import collect_hypotheses
 from rubric import Rubric

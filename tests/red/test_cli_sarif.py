@@ -42,7 +42,7 @@ def review(repo: Path, home: Path, *extra: str, red: str = "auto",
            sandbox: str = "off") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LOGOMESH_HOME": str(home), "LOGOMESH_SANDBOX": sandbox,
            "LOGOMESH_EMBEDDING": "off", "LOGOMESH_RED_TEAM": red, "LOGOMESH_LLM_PROVIDER": "offline"}
-    return subprocess.run([sys.executable, "-m", "app.cli", "review", str(repo), "--base", "main", "--head", "pr",
+    return subprocess.run([sys.executable, "-m", "app.cli.main", "review", str(repo), "--base", "main", "--head", "pr",
                            "--title", "Add shop helpers", "--format", "json", *extra],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
 

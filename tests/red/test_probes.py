@@ -126,7 +126,7 @@ def test_a_timeout_confirms_exhaustion_only_after_a_benign_call_completed() -> N
 
 
 async def test_a_sink_in_a_function_without_parameters_is_not_probed(attack: AttackRunner) -> None:
-    from app.red import BanditSource
+    from app.review.red import BanditSource
 
     source = '"""Main."""\nimport sys\n\n\ndef main():\n    return eval(sys.argv[1])\n'
     analysis, agent, sandbox = await attack({"shop/cli.py": source}, sources=[BanditSource()])

@@ -10,7 +10,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from app.engine import review_repository
+from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import SetupReport, TestSpec
 from rubric import load_rubric

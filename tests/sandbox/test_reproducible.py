@@ -10,9 +10,9 @@ from pathlib import Path
 import docker
 import pytest
 
-from app.engine import review_repository
 from app.ledger import open_ledger
 from app.ledger.local import local_entanglement
+from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation, Mutant, TestSpec
 from sandbox.docker_sandbox import DockerSandbox

@@ -125,7 +125,7 @@ def test_output_is_redacted_and_trimmed() -> None:
 def test_pack_git_tree_reads_objects_not_attributes(tmp_path: Path) -> None:
     import subprocess
 
-    from app.gitrepo import GitRepo
+    from app.review.gitrepo import GitRepo
     from sandbox.tarball import pack_git_tree
 
     env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",

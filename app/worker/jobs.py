@@ -23,11 +23,14 @@ from arq import Retry
 from arq.connections import ArqRedis
 from redis.asyncio.lock import Lock
 
-from app import fairness
-from app.engine import court_parts, prepare
 from app.github import GitHubApp, GitHubError, GitHubNotFound, GitHubRetryable
 from app.metrics import CIS, JOBS, STAGE_SECONDS, WORKER_READY, CourtTimer, serve_worker_metrics, stage
-from app.publish import (
+from app.queue import JOB_NAME, Keys, redis_settings
+from app.receiver.routing import ReviewRequest
+from app.review.assembly import court_parts, prepare
+from app.settings import Settings
+from app.worker import fairness
+from app.worker.publish import (
     CommentMode,
     Publication,
     Publisher,
@@ -37,10 +40,7 @@ from app.publish import (
     pr_from_external_id,
     save_publication,
 )
-from app.queue import JOB_NAME, Keys, redis_settings
-from app.routing import ReviewRequest
-from app.settings import Settings
-from app.workspace import CloneSpec, WorkspaceError, checkout
+from app.worker.workspace import CloneSpec, WorkspaceError, checkout
 from checks.court import review
 from checks.errors import ConfigError
 from checks.models import Evaluation
@@ -624,7 +624,7 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
     """Keyword arguments for :class:`arq.worker.Worker` (the CLI and the tests build the worker from these)."""
 
     async def startup(ctx: dict[str, Any]) -> None:
-        from app.startup import start_up
+        from app.worker.startup import start_up
 
         serve_worker_metrics(settings.metrics_port)
         ctx["startup"] = await start_up(settings)

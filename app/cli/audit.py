@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from app.cli_console import EXIT_FAIL, EXIT_OK, Progress, exit_130_on_ctrl_c, fail, notice, result_line
+from app.cli.console import EXIT_FAIL, EXIT_OK, Progress, exit_130_on_ctrl_c, fail, notice, result_line
 
 if TYPE_CHECKING:
-    from app.audit import AuditOutcome
+    from app.audit.run import AuditOutcome
     from app.settings import Settings
 
-# app.audit (the engine, the rubric, the court) is imported inside the command: `logomesh --help` starts faster
+# app.audit.run (the engine, the rubric, the court) is imported inside the command: `logomesh --help` starts faster
 
 
 class AuditFormat(StrEnum):
@@ -56,9 +56,9 @@ def _audit(repo: str, *, report: Path | None, rubric: Path | None, out: Path | N
            say: Progress) -> None:
     import asyncio
 
-    from app.audit import AuditInputError, audit_repository
-    from app.cli_home import legacy_home_notice
-    from app.gitrepo import GitError
+    from app.audit.run import AuditInputError, audit_repository
+    from app.cli.home import legacy_home_notice
+    from app.review.gitrepo import GitError
     from app.settings import SettingsError, load_settings
     from checks.audit.render import with_dbom_footer
     from rubric import RubricError

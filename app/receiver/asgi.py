@@ -6,8 +6,8 @@ Routes::
     GET  /healthz           the process answers
     GET  /readyz            Redis and the database answer
     GET  /metrics           Prometheus text format (see app.metrics)
-    GET  /setup             the GitHub App manifest flow (see app.manifest)
-    GET  /dbom/{id}[.html]  the signed audit records, when the ledger is built in (see app.dbom_routes)
+    GET  /setup             the GitHub App manifest flow (see app.receiver.manifest)
+    GET  /dbom/{id}[.html]  the signed audit records, when the ledger is built in (see app.receiver.dbom_routes)
 
 Status codes of ``/webhook``: 202 accepted (queued, recorded or ignored with a reason), 200 ping or replayed
 delivery, 400 malformed headers/JSON, 401 bad or missing signature, 413 body above the cap, 503 Redis down.
@@ -41,7 +41,7 @@ from starlette.routing import Route
 
 from app.metrics import QUEUE_DEPTH, WEBHOOKS, queue_label
 from app.queue import Keys, accept_delivery, redis_settings
-from app.routing import Ignored, InstallationNote, ReviewRequest, route
+from app.receiver.routing import Ignored, InstallationNote, ReviewRequest, route
 from app.settings import Settings
 
 log = structlog.get_logger("logomesh.web")
@@ -225,8 +225,8 @@ async def metrics(request: Request) -> Response:
 
 
 def create_app(settings: Settings, *, env_path: Path = Path(".env")) -> Starlette:
-    from app.dbom_routes import dbom_routes, open_ledger_if_built
-    from app.manifest import manifest_routes
+    from app.receiver.dbom_routes import dbom_routes, open_ledger_if_built
+    from app.receiver.manifest import manifest_routes
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

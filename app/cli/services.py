@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from app.cli_console import EXIT_USAGE, fail, print_error, stderr
+from app.cli.console import EXIT_USAGE, fail, print_error, stderr
 
 if TYPE_CHECKING:
     from app.settings import Settings
@@ -40,7 +40,7 @@ def serve(
     from app.logs import configure
 
     configure(settings)
-    from app.web import create_app
+    from app.receiver.asgi import create_app
 
     uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port,
                 proxy_headers=True, access_log=False, log_config=None)
@@ -82,8 +82,8 @@ def worker(
 
     configure(settings)
 
-    from app.startup import StartupError
-    from app.worker import worker_options
+    from app.worker.jobs import worker_options
+    from app.worker.startup import StartupError
 
     async def run() -> None:
         # arq binds the worker to the loop current at construction: build it inside the running loop

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli_console import Progress, fail, print_error, stderr
+from app.cli.console import Progress, fail, print_error, stderr
 
 # the sandbox package (docker) is imported inside the commands: `logomesh --help` starts faster without it
 sandbox_cli = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from app.gitrepo import GitError, GitRepo, network_git_env
+from app.review.gitrepo import GitError, GitRepo, network_git_env
 from app.settings import Settings
 
 FETCH_TIMEOUT = 300.0

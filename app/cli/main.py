@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from app.cli_audit import audit as audit_command
-from app.cli_console import (
+from app.cli.audit import audit as audit_command
+from app.cli.console import (
     EXIT_FAIL,
     EXIT_OK,
     EXIT_USAGE,
@@ -30,8 +30,8 @@ from app.cli_console import (
     notice,
     result_line,
 )
-from app.cli_dbom import dbom_cli
-from app.cli_sandbox import sandbox_cli
+from app.cli.dbom import dbom_cli
+from app.cli.sandbox import sandbox_cli
 
 if TYPE_CHECKING:
     from app.settings import Settings
@@ -195,7 +195,7 @@ def _review(path: Path, base: str, head: str, *, title: str, body: str | None, b
         raise fail(str(exc)) from exc
     body_text = _read_text(body_file) if body_file is not None else body or ""
     config_text = _read_text(config) if config is not None else None
-    from app.cli_home import legacy_home_notice
+    from app.cli.home import legacy_home_notice
 
     if (legacy := legacy_home_notice(settings)) is not None:  # even with --quiet: it is about a private key
         notice(legacy)
@@ -205,7 +205,7 @@ def _review(path: Path, base: str, head: str, *, title: str, body: str | None, b
                              config_source=str(config) if config is not None else ".logomesh.yml", say=say)
 
     if sarif is not None:
-        from app.red import write_sarif
+        from app.review.red import write_sarif
 
         try:
             write_sarif(sarif, evaluation)
@@ -233,9 +233,9 @@ def _run_review(path: Path, base: str, head: str, settings: Settings, *, title: 
     """The engine's review; input errors exit 2."""
     import asyncio
 
-    from app.embeddings import EmbeddingError
-    from app.engine import review_repository
-    from app.gitrepo import GitError
+    from app.review.assembly import review_repository
+    from app.review.embeddings import EmbeddingError
+    from app.review.gitrepo import GitError
     from checks.diff import DiffError
     from checks.errors import ConfigError
     from rubric import RubricError
@@ -264,7 +264,7 @@ def version() -> None:
 
 
 cli.add_typer(dbom_cli, name="dbom")
-from app.cli_app import serve, worker  # noqa: E402 - the App's commands live in their own module
+from app.cli.services import serve, worker  # noqa: E402 - the App's commands live in their own module
 
 cli.command()(serve)
 cli.command()(worker)

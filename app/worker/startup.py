@@ -98,7 +98,7 @@ async def start_up(settings: Settings) -> StartupReport:
     if settings.embedding == "off":
         embedder_missing = "the embedding model is switched off (LOGOMESH_EMBEDDING=off)"
     else:
-        from app.embeddings import EmbeddingModelMissing, load_model, model_available
+        from app.review.embeddings import EmbeddingModelMissing, load_model, model_available
 
         embedder_missing = model_available(settings.embedding_model_path)
         if embedder_missing is None:

@@ -5,7 +5,7 @@
     GET /.well-known/logomesh/keys  the ledger's public keys, to verify signatures offline
 
 The ledger is opened in the web app's lifespan (``app.state.ledger``); without it these routes answer 503.
-A 404 or 503 is a styled HTML page (``app.pages``) for ``.html`` paths and for clients that prefer HTML (a
+A 404 or 503 is a styled HTML page (``app.receiver.pages``) for ``.html`` paths and for clients that prefer HTML (a
 browser following a link); JSON otherwise.
 """
 
@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from app.pages import error_page, html_response, wants_html
+from app.receiver.pages import error_page, html_response, wants_html
 from app.settings import Settings
 
 RECORD_ID = re.compile(r"^[A-Za-z0-9_-]{8,128}$")

@@ -12,7 +12,7 @@ normalisation; and the same batches (texts sorted by length, longest first). On 
 with sentence-transformers' ``encode`` bit for bit; ``tests/rationale/test_minilm.py`` holds them to 1e-5.
 
 Anything this module does not implement — another architecture, activation, pooling, or no ``tokenizer.json`` —
-raises :class:`UnsupportedModel` at load time, and the caller (:mod:`app.embeddings`) falls back to
+raises :class:`UnsupportedModel` at load time, and the caller (:mod:`app.review.embeddings`) falls back to
 sentence-transformers. Importing this module imports no torch; :meth:`MiniLM.load` does.
 
 Exceptions::

@@ -1,6 +1,6 @@
 """The audit's I/O edge: read a repository (a git URL cloned into a temp dir, or a local path) and a PDF report.
 
-A git source is read from git's object store at ``HEAD`` (:class:`app.gitrepo.GitRepo`), never checked out:
+A git source is read from git's object store at ``HEAD`` (:class:`app.review.gitrepo.GitRepo`), never checked out:
 no hook runs (``core.hooksPath=/dev/null``, an empty template), no symlink is materialised, and the ``ext::``
 transport is refused. A plain directory is walked with ``os.walk(followlinks=False)`` and every symlink is
 skipped, never followed. Everything is capped (files, bytes, pages, images); what is left out is listed.
@@ -29,8 +29,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.engine import llm_judges
-from app.gitrepo import SAFE_GIT_CONFIG, GitError, GitRepo, network_git_env
+from app.review.assembly import llm_judges
+from app.review.gitrepo import SAFE_GIT_CONFIG, GitError, GitRepo, network_git_env
 from app.settings import Settings
 from checks.audit import (
     AuditParts,
@@ -384,7 +384,7 @@ def audit_parts(stack: contextlib.AsyncExitStack, settings: Settings, rubric: Ru
         return parts
     import anthropic
 
-    from app.vision_anthropic import AnthropicDiagramClassifier
+    from app.llm.vision_anthropic import AnthropicDiagramClassifier
 
     client = anthropic.AsyncAnthropic(api_key=api_key,
                                       base_url=settings.llm_base_url, timeout=settings.llm_timeout_seconds,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from app.cli_console import fail, notice
+from app.cli.console import fail, notice
 
 if TYPE_CHECKING:
     from app.ledger import Ledger
@@ -49,7 +49,7 @@ def _usage(message: str) -> typer.Exit:
 
 
 def _with_ledger(work: Callable[[Ledger], Awaitable[T]]) -> T:
-    from app.cli_home import legacy_home_notice
+    from app.cli.home import legacy_home_notice
     from app.ledger import LedgerError, open_ledger
     from app.settings import SettingsError, load_settings
 
