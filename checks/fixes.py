@@ -2,7 +2,7 @@
 
 A :class:`Fix` is one problem: a title in words (never an internal id), where it is, the failure message or
 finding, and a one-line hint. The report leads with them (``checks/render.py``) and the check run annotates
-their lines (``app/publish.py``): one entry per problem, so a failing test listed by the test run and again by
+their lines (``app/worker/publish.py``): one entry per problem, so a failing test listed by the test run and again by
 the comparison with the base is said once.
 
 Which facts block: every critical or high fact; and, when the verdict is not ``pass``, the facts behind the rule

@@ -1,6 +1,6 @@
 """Repository audit mode: a whole repository and its PDF report, judged per criterion of any rubric.
 
-Pure like the rest of the court: the edge (``app/audit.py``) reads the repository and the PDF into
+Pure like the rest of the court: the edge (``app/audit/run.py``) reads the repository and the PDF into
 :class:`RepoSnapshot` and :class:`ReportDocument`; :func:`run_audit` judges them; :func:`render_audit` writes
 the Markdown report.
 """

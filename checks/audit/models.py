@@ -1,6 +1,6 @@
 """The audit's data: a whole repository as read at one commit, a PDF report as extracted, and the result.
 
-The edge (``app/audit.py``) builds :class:`RepoSnapshot` and :class:`ReportDocument`; everything after that
+The edge (``app/audit/run.py``) builds :class:`RepoSnapshot` and :class:`ReportDocument`; everything after that
 is pure. Image bytes travel with the report so a vision provider can look at them, but never serialise.
 """
 
