@@ -185,9 +185,12 @@ async def test_symlink_to_a_host_file_is_not_followed(
 
 
 @pytest.mark.parametrize("target", ["/etc/passwd", "HOST"])
-async def test_a_forged_results_file_is_replaced_by_the_runners_own(
+async def test_a_results_file_forged_in_the_out_dir_is_never_read(
         make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox], tmp_path: Path,
         target: str) -> None:
+    """The results travel on the runner's output (tests/sandbox/test_lifecycle.py forges that channel); nothing in
+    ``/sandbox/out`` — a forged file, a symlink to a host or container file, one swapped in late — is taken or
+    followed by the host."""
     secret = tmp_path / "host-secret.txt"
     secret.write_text("root:x:HOST-SECRET-CANARY-beef\n")
     link_to = str(secret) if target == "HOST" else target
