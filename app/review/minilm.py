@@ -23,7 +23,7 @@ Exceptions::
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,7 +148,7 @@ def _load_weights(config: MiniLMConfig) -> dict[str, torch.Tensor]:
     return {name.removeprefix("bert."): tensor.to(torch.float32) for name, tensor in state.items()}
 
 
-def _load_tokenizer(config: MiniLMConfig) -> Tokenizer:
+def load_tokenizer(config: MiniLMConfig) -> Tokenizer:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(config.path / "tokenizer.json"))
@@ -159,6 +159,15 @@ def _load_tokenizer(config: MiniLMConfig) -> Tokenizer:
     pad_token = tokenizer.id_to_token(config.pad_token_id) or "[PAD]"
     tokenizer.enable_padding(direction="right", pad_id=config.pad_token_id, pad_type_id=0, pad_token=pad_token)
     return tokenizer
+
+
+def layer_weights(index: int) -> dict[str, str]:
+    """The weight prefix of each part of encoder layer ``index`` (``.weight`` and ``.bias`` follow), by the name
+    both backends give the part; the parts ending in ``_norm`` are layer norms, the others linear maps."""
+    parts = {"query": "attention.self.query", "key": "attention.self.key", "value": "attention.self.value",
+             "attention_out": "attention.output.dense", "attention_norm": "attention.output.LayerNorm",
+             "intermediate": "intermediate.dense", "output": "output.dense", "output_norm": "output.LayerNorm"}
+    return {field: f"encoder.layer.{index}.{name}" for field, name in parts.items()}
 
 
 @dataclass(frozen=True)
@@ -199,17 +208,8 @@ class MiniLM:
         self.position_embeddings = weight("embeddings.position_embeddings.weight")
         self.token_type_embeddings = weight("embeddings.token_type_embeddings.weight")
         self.embedding_norm = pair("embeddings.LayerNorm")
-        self.layers = [
-            _Layer(query=pair(f"encoder.layer.{i}.attention.self.query"),
-                   key=pair(f"encoder.layer.{i}.attention.self.key"),
-                   value=pair(f"encoder.layer.{i}.attention.self.value"),
-                   attention_out=pair(f"encoder.layer.{i}.attention.output.dense"),
-                   attention_norm=pair(f"encoder.layer.{i}.attention.output.LayerNorm"),
-                   intermediate=pair(f"encoder.layer.{i}.intermediate.dense"),
-                   output=pair(f"encoder.layer.{i}.output.dense"),
-                   output_norm=pair(f"encoder.layer.{i}.output.LayerNorm"))
-            for i in range(config.num_layers)
-        ]
+        self.layers = [_Layer(**{field: pair(prefix) for field, prefix in layer_weights(i).items()})
+                       for i in range(config.num_layers)]
         if self.word_embeddings.shape[1] != config.hidden_size:
             raise UnsupportedModel(config.path, "the word embeddings do not match hidden_size")
         self.position_ids = torch.arange(config.max_position_embeddings).expand((1, -1))
@@ -220,7 +220,7 @@ class MiniLM:
         """Read ``path``; :class:`UnsupportedModel` when it is not a model this backend runs exactly."""
         config = read_config(Path(path))
         try:
-            tokenizer = _load_tokenizer(config)
+            tokenizer = load_tokenizer(config)
             weights = _load_weights(config)
         except Exception as exc:  # tokenizers and safetensors raise plain Exception
             raise UnsupportedModel(config.path, f"cannot load: {exc}") from exc
@@ -285,23 +285,31 @@ class MiniLM:
     def encode(self, texts: Sequence[str], batch_size: int = 32, convert_to_numpy: bool = True,
                normalize_embeddings: bool = False, show_progress_bar: bool = False) -> numpy.ndarray[Any, Any]:
         """``(len(texts), hidden)`` float32 vectors, batched like sentence-transformers (longest texts first)."""
-        import numpy
         import torch
         from torch.nn import functional
 
-        if isinstance(texts, str):
-            raise TypeError("encode takes a sequence of texts, not one str")
-        inputs = [text.lower() if self.config.do_lower_case else text for text in texts]
-        if not inputs:
-            return numpy.zeros((0, self.config.hidden_size), dtype=numpy.float32)
-        # the same order and so the same batches (and padding) as SentenceTransformer.encode
-        order = numpy.argsort([-len(text) for text in inputs])
-        rows: list[torch.Tensor] = []
+        def embed(batch: list[str]) -> numpy.ndarray[Any, Any]:
+            vectors = self._embed_batch(batch)
+            if normalize_embeddings:
+                vectors = functional.normalize(vectors, p=2, dim=1)
+            return vectors.float().numpy()
+
         with torch.inference_mode():
-            for start in range(0, len(inputs), batch_size):
-                batch = self._embed_batch([inputs[i] for i in order[start:start + batch_size]])
-                if normalize_embeddings:
-                    batch = functional.normalize(batch, p=2, dim=1)
-                rows.extend(batch)
-            restored = [rows[i] for i in numpy.argsort(order)]
-            return torch.stack(restored).float().numpy()
+            return encode_sorted(texts, self.config, batch_size, embed)
+
+
+def encode_sorted(texts: Sequence[str], config: MiniLMConfig, batch_size: int,
+                  embed: Callable[[list[str]], numpy.ndarray[Any, Any]]) -> numpy.ndarray[Any, Any]:
+    """``embed`` over ``texts`` in sentence-transformers' batches — sorted by length, longest first, so the same
+    texts share a batch and its padding — and the rows back in the texts' order."""
+    import numpy
+
+    if isinstance(texts, str):
+        raise TypeError("encode takes a sequence of texts, not one str")
+    inputs = [text.lower() if config.do_lower_case else text for text in texts]
+    if not inputs:
+        return numpy.zeros((0, config.hidden_size), dtype=numpy.float32)
+    order = numpy.argsort([-len(text) for text in inputs])
+    rows = numpy.concatenate([embed([inputs[i] for i in order[start:start + batch_size]])
+                              for start in range(0, len(inputs), batch_size)])
+    return numpy.ascontiguousarray(rows[numpy.argsort(order)], dtype=numpy.float32)

@@ -1,5 +1,5 @@
-"""The light embedding backend (app.review.minilm) gives sentence-transformers' vectors, loads lazily, falls back
-cleanly."""
+"""The light embedding backends (app.review.minilm_numpy, the default, and app.review.minilm on torch) give
+sentence-transformers' vectors, load lazily, fall back cleanly."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from app.review import embeddings
 from app.review.embeddings import SentenceEmbedder
 from app.review.minilm import MiniLM, UnsupportedModel, read_config
+from app.review.minilm_numpy import NumpyMiniLM, erf
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -62,12 +63,13 @@ def reference() -> SentenceTransformer:
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_light_backend_gives_sentence_transformers_vectors(
-        embedder: SentenceEmbedder, reference: SentenceTransformer) -> None:
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_light_backends_give_sentence_transformers_vectors(
+        embedder: SentenceEmbedder, reference: SentenceTransformer, backend: str) -> None:
     import numpy
 
-    light = embedder.model
-    assert isinstance(light, MiniLM), "the light backend is the default"
+    assert isinstance(embedder.model, NumpyMiniLM), "the NumPy backend is the default"
+    light: NumpyMiniLM | MiniLM = embedder.model if backend == "numpy" else MiniLM.load(packaged())
     texts = many_texts()
     # one text at a time and all together (several batches of 32, sorted by length, padded)
     for batch in [[t] for t in TEXTS] + [texts]:
@@ -116,7 +118,53 @@ def test_import_is_lazy_and_the_default_never_imports_sentence_transformers() ->
     result = subprocess.run([sys.executable, "-c", IMPORT_SCRIPT], capture_output=True, text=True, env=env,
                             cwd=ROOT, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.split() == ["384", "MiniLM", "True", "False", "False", "False"]
+    # no torch either: the NumPy backend is the default
+    assert result.stdout.split() == ["384", "NumpyMiniLM", "False", "False", "False", "False"]
+
+
+@pytest.mark.model
+def test_the_numpy_backend_multiplies_on_one_blas_thread(embedder: SentenceEmbedder) -> None:
+    """OpenBLAS's idle threads spin on the cores the sandboxed tests need; one thread also fixes the sums' order."""
+    from threadpoolctl import threadpool_info
+
+    assert isinstance(embedder.model, NumpyMiniLM)
+    # NumPy's own BLAS (torch, when another test loaded it, brings its own and is not this backend's)
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas" and "numpy" in pool["filepath"]]
+    assert blas and all(pool["num_threads"] == 1 for pool in blas), threadpool_info()
+
+
+def test_erf_and_gelu_are_exact_to_float32() -> None:
+    import math
+
+    import numpy
+
+    from app.review.minilm_numpy import gelu
+
+    x = numpy.linspace(-7, 7, 20001, dtype=numpy.float32)
+    expected = numpy.array([math.erf(float(v)) for v in x])
+    assert float(numpy.abs(erf(x.copy()).astype(numpy.float64) - expected).max()) <= 5e-7
+    exact = numpy.array([0.5 * float(v) * (1 + math.erf(float(v) / math.sqrt(2))) for v in x])
+    assert float(numpy.abs(gelu(x.copy()).astype(numpy.float64) - exact).max()) <= 2e-6  # |x| up to 7
+    assert erf(numpy.array([0.0, -0.0], dtype=numpy.float32)).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_weights_only_torch_can_read_load_on_the_torch_backend(
+        tmp_path: Path, reference: SentenceTransformer) -> None:
+    import numpy
+    import torch
+    from safetensors.torch import load_file
+
+    model = copy_model(tmp_path)
+    torch.save(load_file(str(model / "model.safetensors")), model / "pytorch_model.bin")
+    (model / "model.safetensors").unlink()
+    with pytest.raises(UnsupportedModel, match="safetensors"):
+        NumpyMiniLM.load(model)
+    loaded = embeddings.load_model(model)
+    assert isinstance(loaded, MiniLM)
+    expected = reference.encode(TEXTS[:4], normalize_embeddings=True)
+    assert numpy.abs(loaded.encode(TEXTS[:4], normalize_embeddings=True) - expected).max() <= 1e-5
 
 
 def copy_model(tmp_path: Path) -> Path:
@@ -144,13 +192,14 @@ def test_read_config_takes_the_sentence_transformers_settings() -> None:
         [*json.loads((d / "modules.json").read_text()),
          {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}])), "modules"),
 ])
-def test_what_the_light_backend_cannot_run_exactly_is_refused(
+def test_what_the_light_backends_cannot_run_exactly_is_refused(
         tmp_path: Path, edit: Callable[[Path], object], reason: str) -> None:
     model = copy_model(tmp_path)
     edit(model)
-    with pytest.raises(UnsupportedModel, match=reason) as err:
-        MiniLM.load(model)
-    assert err.value.path == model
+    for backend in (NumpyMiniLM, MiniLM):
+        with pytest.raises(UnsupportedModel, match=reason) as err:
+            backend.load(model)
+        assert err.value.path == model
 
 
 @pytest.mark.model
@@ -162,7 +211,7 @@ def test_an_unsupported_directory_falls_back_to_sentence_transformers(
     model = copy_model(tmp_path)
     (model / "tokenizer.json").unlink()  # sentence-transformers still loads the slow tokenizer from vocab.txt
     loaded = embeddings.load_model(model)
-    assert not isinstance(loaded, MiniLM) and type(loaded).__name__ == "SentenceTransformer"
+    assert not isinstance(loaded, MiniLM | NumpyMiniLM) and type(loaded).__name__ == "SentenceTransformer"
     vectors = embeddings.SentenceEmbedder(loaded).embed_sync(TEXTS[:4])
     expected = reference.encode(TEXTS[:4], normalize_embeddings=True)
     assert numpy.abs(numpy.array(vectors) - expected).max() <= 1e-5
