@@ -97,8 +97,6 @@ def validate_document(document: Mapping[str, Any], source: str = "rubric") -> No
             raise RubricError(f"criteria.{index}.evidence", "a criterion must list the evidence kinds it is judged "
                               "on (only a security criterion may leave them out: it takes every security fact)",
                               source)
-    if "default" not in document["chief_justice"]["judge_weights"]:
-        raise RubricError("chief_justice.judge_weights.default", "a default weight table is required", source)
 
 
 def build_rubric(document: Mapping[str, Any], source: str = "rubric") -> Rubric:

@@ -51,6 +51,7 @@ def test_hash_is_independent_of_key_order_and_changes_with_content() -> None:
         (lambda d: d["constraints"]["banned_calls"][0].__setitem__("severity", "fatal"),
          "constraints.banned_calls.0.severity"),
         (lambda d: d["verdict"].__setitem__("fail", 0.9), "verdict.fail"),
+        (lambda d: d["chief_justice"]["judge_weights"].pop("default"), "chief_justice.judge_weights.default"),
     ],
 )
 def test_invalid_rubric_names_the_bad_field(mutate: Callable[[dict[str, Any]], object], field: str) -> None:
