@@ -144,8 +144,7 @@ def _load_weights(config: MiniLMConfig) -> dict[str, torch.Tensor]:
         state = load_file(str(config.weights), device="cpu")
     else:
         state = torch.load(str(config.weights), map_location="cpu", weights_only=True)
-    # a checkpoint saved from a task model carries the encoder under "bert."
-    return {name.removeprefix("bert."): tensor.to(torch.float32) for name, tensor in state.items()}
+    return {name: tensor.to(torch.float32) for name, tensor in state.items()}
 
 
 def load_tokenizer(config: MiniLMConfig) -> Tokenizer:
@@ -161,13 +160,47 @@ def load_tokenizer(config: MiniLMConfig) -> Tokenizer:
     return tokenizer
 
 
-def layer_weights(index: int) -> dict[str, str]:
-    """The weight prefix of each part of encoder layer ``index`` (``.weight`` and ``.bias`` follow), by the name
-    both backends give the part; the parts ending in ``_norm`` are layer norms, the others linear maps."""
-    parts = {"query": "attention.self.query", "key": "attention.self.key", "value": "attention.self.value",
-             "attention_out": "attention.output.dense", "attention_norm": "attention.output.LayerNorm",
-             "intermediate": "intermediate.dense", "output": "output.dense", "output_norm": "output.LayerNorm"}
-    return {field: f"encoder.layer.{index}.{name}" for field, name in parts.items()}
+_LAYER_PARTS = {"query": "attention.self.query", "key": "attention.self.key", "value": "attention.self.value",
+                "attention_out": "attention.output.dense", "attention_norm": "attention.output.LayerNorm",
+                "intermediate": "intermediate.dense", "output": "output.dense", "output_norm": "output.LayerNorm"}
+
+
+@dataclass(frozen=True)
+class EncoderWeights:
+    """A BERT encoder's weights by part, in either backend's array type (torch tensors or NumPy arrays). Each
+    layer maps the part's name to its (weight, bias); the parts ending in ``_norm`` are layer norms, the others
+    linear maps."""
+
+    word_embeddings: Any
+    position_embeddings: Any
+    token_type_embeddings: Any
+    embedding_norm: tuple[Any, Any]
+    layers: tuple[dict[str, tuple[Any, Any]], ...]
+
+    @classmethod
+    def read(cls, config: MiniLMConfig, state: dict[str, Any]) -> EncoderWeights:
+        """The parts ``config`` needs from a checkpoint's ``state`` (a task model's "bert." prefix dropped);
+        :class:`UnsupportedModel` names a missing part or a mismatched size."""
+        state = {name.removeprefix("bert."): tensor for name, tensor in state.items()}
+
+        def weight(name: str) -> Any:
+            if name not in state:
+                raise UnsupportedModel(config.path, f"the weights have no {name}")
+            return state[name]
+
+        def pair(prefix: str) -> tuple[Any, Any]:
+            return weight(f"{prefix}.weight"), weight(f"{prefix}.bias")
+
+        parts = cls(
+            word_embeddings=weight("embeddings.word_embeddings.weight"),
+            position_embeddings=weight("embeddings.position_embeddings.weight"),
+            token_type_embeddings=weight("embeddings.token_type_embeddings.weight"),
+            embedding_norm=pair("embeddings.LayerNorm"),
+            layers=tuple({field: pair(f"encoder.layer.{i}.{name}") for field, name in _LAYER_PARTS.items()}
+                         for i in range(config.num_layers)))
+        if parts.word_embeddings.shape[1] != config.hidden_size:
+            raise UnsupportedModel(config.path, "the word embeddings do not match hidden_size")
+        return parts
 
 
 @dataclass(frozen=True)
@@ -192,26 +225,12 @@ class MiniLM:
 
         self.config = config
         self.tokenizer = tokenizer
-
-        def pair(prefix: str) -> tuple[torch.Tensor, torch.Tensor]:
-            try:
-                return weights[f"{prefix}.weight"], weights[f"{prefix}.bias"]
-            except KeyError as exc:
-                raise UnsupportedModel(config.path, f"the weights have no {exc.args[0]}") from exc
-
-        def weight(name: str) -> torch.Tensor:
-            if name not in weights:
-                raise UnsupportedModel(config.path, f"the weights have no {name}")
-            return weights[name]
-
-        self.word_embeddings = weight("embeddings.word_embeddings.weight")
-        self.position_embeddings = weight("embeddings.position_embeddings.weight")
-        self.token_type_embeddings = weight("embeddings.token_type_embeddings.weight")
-        self.embedding_norm = pair("embeddings.LayerNorm")
-        self.layers = [_Layer(**{field: pair(prefix) for field, prefix in layer_weights(i).items()})
-                       for i in range(config.num_layers)]
-        if self.word_embeddings.shape[1] != config.hidden_size:
-            raise UnsupportedModel(config.path, "the word embeddings do not match hidden_size")
+        parts = EncoderWeights.read(config, weights)
+        self.word_embeddings = parts.word_embeddings
+        self.position_embeddings = parts.position_embeddings
+        self.token_type_embeddings = parts.token_type_embeddings
+        self.embedding_norm = parts.embedding_norm
+        self.layers = [_Layer(**layer) for layer in parts.layers]
         self.position_ids = torch.arange(config.max_position_embeddings).expand((1, -1))
         self.scaling = config.head_size ** -0.5
 

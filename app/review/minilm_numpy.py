@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.review.minilm import (
+    EncoderWeights,
     MiniLMConfig,
     UnsupportedModel,
     encode_sorted,
-    layer_weights,
     load_tokenizer,
     read_config,
 )
@@ -118,28 +118,15 @@ class NumpyMiniLM:
 
         self.config = config
         self.tokenizer = tokenizer
-        state = {name.removeprefix("bert."): tensor for name, tensor in weights.items()}
-
-        def array(name: str) -> Array:
-            if name not in state:
-                raise UnsupportedModel(config.path, f"the weights have no {name}")
-            return numpy.ascontiguousarray(state[name], dtype=numpy.float32)
-
-        def pair(prefix: str) -> tuple[Array, Array]:
-            return array(f"{prefix}.weight"), array(f"{prefix}.bias")
-
-        def linear(prefix: str) -> _Linear:
-            return _Linear(*pair(prefix))
-
-        self.word_embeddings = array("embeddings.word_embeddings.weight")
-        self.position_embeddings = array("embeddings.position_embeddings.weight")
-        self.token_type_embeddings = array("embeddings.token_type_embeddings.weight")
-        self.embedding_norm = pair("embeddings.LayerNorm")
-        self.layers = [_Layer(**{field: pair(prefix) if field.endswith("_norm") else linear(prefix)
-                                 for field, prefix in layer_weights(i).items()})  # type: ignore[arg-type]
-                       for i in range(config.num_layers)]
-        if self.word_embeddings.shape[1] != config.hidden_size:
-            raise UnsupportedModel(config.path, "the word embeddings do not match hidden_size")
+        parts = EncoderWeights.read(config, {name: numpy.ascontiguousarray(tensor, dtype=numpy.float32)
+                                             for name, tensor in weights.items()})
+        self.word_embeddings = parts.word_embeddings
+        self.position_embeddings = parts.position_embeddings
+        self.token_type_embeddings = parts.token_type_embeddings
+        self.embedding_norm = parts.embedding_norm
+        self.layers = [_Layer(**{field: pair if field.endswith("_norm") else _Linear(*pair)
+                                 for field, pair in layer.items()})  # type: ignore[arg-type]
+                       for layer in parts.layers]
         self.scaling = numpy.float32(config.head_size ** -0.5)
 
     @staticmethod

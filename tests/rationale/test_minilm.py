@@ -202,6 +202,28 @@ def test_what_the_light_backends_cannot_run_exactly_is_refused(
         assert err.value.path == model
 
 
+def test_a_task_models_prefix_is_dropped_and_a_missing_part_is_named() -> None:
+    """Both backends read the encoder's parts through EncoderWeights: a checkpoint saved from a task model keeps
+    them under "bert.", and a checkpoint without one of them is not a model either backend runs."""
+    import numpy
+    from safetensors.numpy import load_file
+
+    from app.review.minilm import EncoderWeights, load_tokenizer
+
+    config = read_config(packaged())
+    state = load_file(str(config.weights))
+    plain = NumpyMiniLM(config, load_tokenizer(config), state)
+    prefixed = NumpyMiniLM(config, load_tokenizer(config), {f"bert.{name}": t for name, t in state.items()})
+    assert (plain.encode(TEXTS[2:4]) == prefixed.encode(TEXTS[2:4])).all()
+    del state["encoder.layer.3.intermediate.dense.bias"]
+    with pytest.raises(UnsupportedModel, match=r"the weights have no encoder\.layer\.3\.intermediate\.dense\.bias"):
+        EncoderWeights.read(config, state)
+    state = load_file(str(config.weights))
+    state["embeddings.word_embeddings.weight"] = numpy.zeros((10, 7), dtype=numpy.float32)
+    with pytest.raises(UnsupportedModel, match="hidden_size"):
+        NumpyMiniLM(config, load_tokenizer(config), state)
+
+
 @pytest.mark.model
 @pytest.mark.slow
 def test_an_unsupported_directory_falls_back_to_sentence_transformers(
