@@ -273,12 +273,14 @@ class JudgePersona(_Frozen):
 
 
 class AuditRules(_Frozen):
-    """Optional settings of the repository audit mode (``logomesh audit``)."""
+    """Optional settings of the repository audit mode (``logomesh audit``): the report's depth is its words and
+    the theory terms it uses."""
 
-    theory_terms: tuple[Annotated[str, Field(min_length=1)], ...] | None = Field(
-        None, json_schema_extra={"uniqueItems": True})
-    min_report_words: int | None = Field(None, ge=0)
-    min_theory_terms: int | None = Field(None, ge=0)
+    theory_terms: tuple[Annotated[str, Field(min_length=1)], ...] = Field(
+        ("dialectic", "fan-out", "fan-in", "reducer", "metacognition", "synthesis", "persona", "deterministic",
+         "state"), json_schema_extra={"uniqueItems": True})
+    min_report_words: int = Field(300, ge=0)
+    min_theory_terms: int = Field(4, ge=0)
 
 
 class RubricDocument(_Frozen):

@@ -10,7 +10,6 @@ Example: ``hallucination: the report names src/memory/vector_store.py, which doe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from checks.audit.ast_facts import ArchitectureFacts
 from checks.audit.claims import extract_claims
@@ -21,23 +20,9 @@ from checks.models import Evidence, Location, Severity
 from rubric import Rubric
 
 ID = "report"
-DEFAULT_THEORY_TERMS = ("dialectic", "fan-out", "fan-in", "reducer", "metacognition", "synthesis", "persona",
-                        "deterministic", "state")
-DEFAULT_MIN_WORDS = 300
-DEFAULT_MIN_TERMS = 4
 MAX_PASSAGE = 300
 STATUS_KIND = {"verified": "claim-verified", "hallucination": "hallucination", "unverified": "claim-unverified"}
 STATUS_SEVERITY: dict[str, Severity] = {"verified": "info", "hallucination": "medium", "unverified": "low"}
-
-
-def audit_settings(rubric: Rubric) -> dict[str, Any]:
-    """The rubric's optional ``audit`` section (theory terms, depth thresholds), with defaults."""
-    section = rubric.audit
-    return {
-        "theory_terms": DEFAULT_THEORY_TERMS if section.theory_terms is None else section.theory_terms,
-        "min_report_words": DEFAULT_MIN_WORDS if section.min_report_words is None else section.min_report_words,
-        "min_theory_terms": DEFAULT_MIN_TERMS if section.min_theory_terms is None else section.min_theory_terms,
-    }
 
 
 def report_location(report: ReportDocument, page: int) -> Location:
@@ -64,16 +49,16 @@ def claim_evidence(report: ReportDocument, checks: Sequence[ClaimCheck]) -> list
 
 
 def depth_evidence(report: ReportDocument, index: DocumentIndex, rubric: Rubric) -> Evidence:
-    settings = audit_settings(rubric)
+    settings = rubric.audit
     found: dict[str, int] = {}
-    for term in settings["theory_terms"]:
+    for term in settings.theory_terms:
         hits = index.contains(term)
         if hits:
             found[term] = hits[0].page
-    enough = index.words >= settings["min_report_words"] and len(found) >= settings["min_theory_terms"]
+    enough = index.words >= settings.min_report_words and len(found) >= settings.min_theory_terms
     summary = (f"{index.words} word(s) on {len(report.pages)} page(s), {len(report.sections)} outlined "
                f"section(s), {len(index.chunks)} chunk(s); "
-               f"{len(found)} of {len(settings['theory_terms'])} theory terms: "
+               f"{len(found)} of {len(settings.theory_terms)} theory terms: "
                + (", ".join(f"{t} (p. {p})" for t, p in found.items()) or "none"))
     return Evidence(id=f"{ID}.depth", detective=ID, kind="report-depth" if enough else "report-shallow",
                     summary=summary, severity="info" if enough else "low",

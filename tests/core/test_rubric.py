@@ -117,7 +117,8 @@ def test_an_optional_field_may_be_left_out_but_not_written_as_null() -> None:
 def test_the_audit_section_is_read_through_the_model() -> None:
     auditor = load_rubric(Path(__file__).resolve().parents[2] / "rubric" / "auditor.json")
     assert auditor.audit.theory_terms and "dialectic" in auditor.audit.theory_terms
-    assert load_rubric().audit.theory_terms is None  # the PR rubric has none: the audit's defaults apply
+    default = load_rubric().audit  # the PR rubric has no audit section: the model's defaults apply
+    assert "dialectic" in default.theory_terms and (default.min_report_words, default.min_theory_terms) == (300, 4)
     doc = read_document()
     doc["audit"] = {"theory_terms": ["x", "x"]}
     with pytest.raises(RubricError) as info:
