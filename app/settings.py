@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     concurrency: int = Field(default=2, ge=1, le=64)
     job_timeout_seconds: int = Field(default=900, ge=10, le=7200)
     max_tries: int = Field(default=5, ge=1, le=20)
+    # how long a running job's claims (arq's in-progress mark, the installation's lease, the PR's lock) outlive
+    # its last heartbeat: a worker killed mid-review hands its work over within this many seconds
+    job_liveness_seconds: int = Field(default=30, ge=3, le=600)
     # how long a job keeps retrying through a GitHub outage (5xx, rate limits) before it gives up; these retries
     # back off exponentially, honour Retry-After, and do not count against max_tries
     github_outage_seconds: int = Field(default=900, ge=0, le=86400)

@@ -3,8 +3,9 @@ across every worker sharing the Redis, so one busy organisation cannot hold all 
 
 A running review holds a **lease** in the sorted set ``{prefix}running:<installation>`` (member: the job id,
 score: when the lease ends). Taking a lease is one Lua script — drop expired leases, then add ours if the set
-is below the cap — so two workers never both take the last slot; a worker killed with SIGKILL loses its lease
-when it expires (the job timeout plus a margin). A job over the cap is deferred with ``Retry(defer=…)``; the
+is below the cap — so two workers never both take the last slot. A lease lasts ``settings.job_liveness_seconds``
+and the job's heartbeat renews it (:func:`renew`, :mod:`app.worker.liveness`): a worker killed with SIGKILL loses
+its leases within seconds, not after the job timeout. A job over the cap is deferred with ``Retry(defer=…)``; the
 deferral does not count as one of the job's ``max_tries`` (see :func:`uncount_try`), so a burst from one
 organisation waits instead of failing.
 """
@@ -38,6 +39,16 @@ return 0
 """
 
 
+_RENEW = """
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+return 0
+"""
+
+
 class Deferred(Retry):
     """The job waits for a slot of its installation (arq re-runs it after ``defer``)."""
 
@@ -54,6 +65,16 @@ async def acquire(redis: Redis, keys: Keys, installation_id: int, job_id: str, *
         _ACQUIRE, 1, running_key(keys, installation_id), str(now), job_id, str(now + lease_seconds), str(cap),
         str(int((lease_seconds + LEASE_MARGIN_SECONDS) * 1000)))
     return bool(taken)
+
+
+async def renew(redis: Redis, keys: Keys, installation_id: int, job_id: str, *, lease_seconds: float,
+                now: float | None = None) -> bool:
+    """Extend ``job_id``'s lease (False: it lapsed or was released, and is no longer ours)."""
+    now = time.time() if now is None else now
+    renewed = await redis.eval(  # type: ignore[misc]
+        _RENEW, 1, running_key(keys, installation_id), job_id, str(now + lease_seconds),
+        str(int((lease_seconds + LEASE_MARGIN_SECONDS) * 1000)))
+    return bool(renewed)
 
 
 async def release(redis: Redis, keys: Keys, installation_id: int, job_id: str) -> None:

@@ -30,6 +30,7 @@ from app.receiver.routing import ReviewRequest
 from app.review.assembly import court_parts, prepare
 from app.settings import Settings
 from app.worker import fairness
+from app.worker.liveness import ClaimLost, Heartbeat, in_progress_claim, lock_claim
 from app.worker.publish import (
     CommentMode,
     Publication,
@@ -204,18 +205,30 @@ async def _review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str
     keys = Keys(settings.redis_prefix)
     installation_id = int(data["installation_id"])
     job_id = str(ctx.get("job_id") or data.get("delivery_id"))
-    if not await fairness.acquire(redis, keys, installation_id, job_id, cap=settings.installation_concurrency,
-                                  lease_seconds=settings.job_timeout_seconds + fairness.LEASE_MARGIN_SECONDS):
-        log.info("installation at its concurrency cap; deferring", installation_id=installation_id, job_id=job_id,
-                 cap=settings.installation_concurrency)
-        JOBS.labels("deferred").inc()
-        await fairness.uncount_try(redis, job_id)
-        raise fairness.Deferred(defer=fairness.defer_seconds())
-    try:
-        return await _review_with_slot(ctx, data)
-    finally:
-        with contextlib.suppress(Exception):
-            await fairness.release(redis, keys, installation_id, job_id)
+    liveness = float(settings.job_liveness_seconds)
+    async with Heartbeat(liveness) as heartbeat:
+        if ctx.get("job_id"):
+            heartbeat.add("in-progress mark", in_progress_claim(redis, job_id, liveness))
+            await heartbeat.renew_now()  # arq set the mark to the job timeout: a dead worker must not hold it that long
+        if not await fairness.acquire(redis, keys, installation_id, job_id, cap=settings.installation_concurrency,
+                                      lease_seconds=liveness):
+            log.info("installation at its concurrency cap; deferring", installation_id=installation_id,
+                     job_id=job_id, cap=settings.installation_concurrency)
+            JOBS.labels("deferred").inc()
+            await fairness.uncount_try(redis, job_id)
+            raise fairness.Deferred(defer=fairness.defer_seconds())
+
+        async def renew_lease() -> None:
+            if not await fairness.renew(redis, keys, installation_id, job_id, lease_seconds=liveness):
+                raise ClaimLost("installation lease")
+
+        heartbeat.add("installation lease", renew_lease)
+        try:
+            return await _review_with_slot(ctx, data, heartbeat)
+        finally:
+            heartbeat.drop("installation lease")
+            with contextlib.suppress(Exception):
+                await fairness.release(redis, keys, installation_id, job_id)
 
 
 async def _pull(ctx: dict[str, Any], req: ReviewRequest, pr_number: int) -> dict[str, Any]:
@@ -334,15 +347,19 @@ async def _until_superseded(ctx: dict[str, Any], req: ReviewRequest, pr_number: 
 
 
 async def _acquire_pr_lock(ctx: dict[str, Any], req: ReviewRequest, pr_number: int, head: str,
-                           bound: Any) -> Lock:
+                           bound: Any, heartbeat: Heartbeat) -> Lock:
     """The PR's lock. A review still holding it is told to stop (it watches the latest head), so waiting is
-    short and costs no try; a job that finds its own token (an earlier try that died) takes it over."""
+    short and costs no try; a job that finds its own token (an earlier try that died) takes it over. The lock
+    lives ``job_liveness_seconds`` past the holder's last heartbeat: a dead holder's lapses in seconds."""
     settings: Settings = ctx["settings"]
     redis: ArqRedis = ctx["redis"]
     keys = Keys(settings.redis_prefix)
     lock_key = keys.lock(req.repo, pr_number)
-    lock = Lock(redis, lock_key, timeout=settings.job_timeout_seconds + 60)
+    lock = Lock(redis, lock_key, timeout=heartbeat.liveness)
     token = str(ctx.get("job_id") or req.delivery_id).encode()
+    job_id = token.decode()
+    claim = f"lock of {req.repo}#{pr_number}"
+    heartbeat.lost = None if heartbeat.lost == claim else heartbeat.lost
     deadline = time.monotonic() + review_deadline(settings.job_timeout_seconds)
     waited = False
     while not await lock.acquire(blocking=False, token=token):
@@ -350,6 +367,7 @@ async def _acquire_pr_lock(ctx: dict[str, Any], req: ReviewRequest, pr_number: i
             lock.local.token = token
             await lock.reacquire()
             bound.info("took over the lock of an earlier try of this job")
+            heartbeat.add(claim, lock_claim(lock, claim))
             return lock
         if not waited:
             bound.info("another review of this PR is running; waiting for it")
@@ -359,8 +377,10 @@ async def _acquire_pr_lock(ctx: dict[str, Any], req: ReviewRequest, pr_number: i
             bound.info("superseded while waiting", hint=hint)
             raise Superseded(newer)
         if time.monotonic() > deadline:
+            await fairness.uncount_try(redis, job_id)  # waiting for a live review is not a failed try
             raise Retry(defer=LOCK_RETRY_SECONDS)
         await asyncio.sleep(LOCK_POLL_SECONDS)
+    heartbeat.add(claim, lock_claim(lock, claim))
     return lock
 
 
@@ -386,7 +406,7 @@ async def _outage(ctx: dict[str, Any], exc: GitHubRetryable, bound: Any) -> None
     raise Retry(defer=defer) from exc
 
 
-async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
+async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any], heartbeat: Heartbeat) -> str:
     settings: Settings = ctx["settings"]
     redis: ArqRedis = ctx["redis"]
     keys = Keys(settings.redis_prefix)
@@ -405,23 +425,32 @@ async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any]) -> str:
         bound.warning("cannot start the review", error=str(exc))
         return f"failed before the check run: {exc}"
     if isinstance(opened, str):
+        # an earlier try of this job (its worker died) may have started a check run: it must not stay in progress
+        await _complete_started_run(ctx, job_id, "The pull request is no longer open; nothing was reviewed.",
+                                    bound, title="The pull request was closed")
         return opened
     pr_number, pr = opened
     head = head_to_review(req, pr)
     bound = bound.bind(pr=pr_number)
     if head is None:
         bound.info("a late event for an older head", event_head=req.head_sha, head=pr["head"]["sha"])
+        newer = str(pr["head"]["sha"])
+        await _complete_started_run(ctx, job_id, f"A newer commit was pushed: superseded by {newer}.", bound,
+                                    title=f"Superseded by {newer[:12]}")
         return f"ignored: {req.head_sha} is no longer the head of the pull request"
     target = Target(req.installation_id, req.repo, pr_number, head)
     bound = bound.bind(head_sha=head)
-    result = await _review_and_publish(ctx, req, target, pr, job_id, bound)  # a Retry keeps the outage's clock
+    # a Retry keeps the outage's clock
+    result = await _review_and_publish(ctx, req, target, pr, job_id, bound, heartbeat)
     with contextlib.suppress(Exception):
         await redis.delete(keys.outage(job_id), keys.publication(job_id), keys.run(job_id))
     return result
 
 
-async def _complete_started_run(ctx: dict[str, Any], job_id: str, message: str, bound: Any) -> None:
-    """A try that gives up before it can even read the PR still completes the check run an earlier try created."""
+async def _complete_started_run(ctx: dict[str, Any], job_id: str, message: str, bound: Any, *,
+                                title: str | None = None) -> None:
+    """A try that ends before it reviews (it gives up, the PR was closed or moved on) still completes the check run
+    an earlier try created: with ``title`` as a plain neutral outcome, without one as LogoMesh's own failure."""
     redis: ArqRedis = ctx["redis"]
     keys = Keys(ctx["settings"].redis_prefix)
     saved = await redis.get(keys.run(job_id))
@@ -429,7 +458,15 @@ async def _complete_started_run(ctx: dict[str, Any], job_id: str, message: str, 
         return
     run = json.loads(saved)
     target = Target(int(run["installation_id"]), str(run["repo"]), int(run["pr_number"]), str(run["head_sha"]))
-    await _give_up(ctx["publisher"], target, int(run["check_run_id"]), message, bound)
+    if title is None:
+        await _give_up(ctx["publisher"], target, int(run["check_run_id"]), message, bound)
+    else:
+        try:
+            await ctx["publisher"].finish_neutral(target, int(run["check_run_id"]), title, message)
+        except GitHubError as exc:
+            bound.error("could not complete the check run of an earlier try", error=str(exc))
+            return
+        bound.info("completed the check run an earlier try started", title=title)
     await redis.delete(keys.run(job_id), keys.outage(job_id), keys.publication(job_id))
 
 
@@ -454,7 +491,7 @@ class Deps:
 
 
 async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: Target, pr: dict[str, Any],
-                              job_id: str, bound: Any) -> str:
+                              job_id: str, bound: Any, heartbeat: Heartbeat) -> str:
     """Start the check run, take the PR's lock, decide (:func:`_decide`) unless a decision is already durable,
     publish it (:func:`_publish`); every failure completes the check run with what went wrong."""
     deps = Deps.of(ctx)
@@ -473,7 +510,7 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                     "check_run_id": check_run_id, "installation_id": target.installation_id, "repo": target.repo,
                     "pr_number": target.pr_number, "head_sha": target.head_sha}),
                     ex=settings.job_timeout_seconds + deps.publication_ttl)
-            lock = await _acquire_pr_lock(ctx, req, target.pr_number, target.head_sha, bound)
+            lock = await _acquire_pr_lock(ctx, req, target.pr_number, target.head_sha, bound, heartbeat)
             if pending is None:
                 decided = await _decide(ctx, deps, req, target, pr, job_id, check_run_id)
                 if decided is None:
@@ -482,6 +519,14 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
             elif await _closed_or_superseded(ctx, req, target):
                 await deps.redis.delete(deps.keys.publication(job_id))
                 return await _closed(publisher, target, check_run_id, bound)
+            if heartbeat.lost is not None:
+                # Redis was away longer than the lock lives: publish only once the PR is ours again
+                bound.warning("the PR's lock lapsed during the review; taking it again before publishing",
+                              claim=heartbeat.lost)
+                lock = await _acquire_pr_lock(ctx, req, target.pr_number, target.head_sha, bound, heartbeat)
+                if await _closed_or_superseded(ctx, req, target):
+                    await deps.redis.delete(deps.keys.publication(job_id))
+                    return await _closed(publisher, target, check_run_id, bound)
             publishing = time.perf_counter()
             pending = await _publish_check_run(deps, target, job_id, pending)
             finished = True
@@ -527,6 +572,8 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                 return f"failed: comment not posted: {exc}"
             await _give_up(publisher, target, check_run_id, f"A GitHub call failed: {exc}", bound)
             return f"failed: {exc}"
+        except Retry:
+            raise  # arq runs the job again later (a wait, an outage): not a failure, the check run stays in progress
         except Exception as exc:
             # A failure of LogoMesh itself must never leave the run in_progress nor fail the PR.
             bound.exception("review crashed")
