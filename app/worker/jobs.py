@@ -39,6 +39,7 @@ from app.worker.publish import (
     external_id,
     load_publication,
     pr_from_external_id,
+    public_reason,
     save_publication,
 )
 from app.worker.workspace import CloneSpec, WorkspaceError, checkout
@@ -575,10 +576,12 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
         except Retry:
             raise  # arq runs the job again later (a wait, an outage): not a failure, the check run stays in progress
         except Exception as exc:
-            # A failure of LogoMesh itself must never leave the run in_progress nor fail the PR.
+            # A failure of LogoMesh itself must never leave the run in_progress nor fail the PR; its detail (which
+            # may name the operator's hosts and paths) goes to the logs, under the delivery id the author sees.
             bound.exception("review crashed")
             await _give_up(publisher, target, check_run_id,
-                           f"LogoMesh failed while reviewing ({type(exc).__name__}: {exc}).", bound)
+                           f"LogoMesh failed while reviewing ({type(exc).__name__}); its operators find the detail "
+                           f"in its logs under delivery `{req.delivery_id}`.", bound)
             return f"failed: {type(exc).__name__}"
     finally:
         if lock is not None:
@@ -662,7 +665,7 @@ async def _give_up(publisher: Publisher, target: Target, check_run_id: int | Non
               if ours else "Fix the configuration on the base branch, then comment `/recheck`.")
     try:
         await publisher.finish_neutral(target, check_run_id, "LogoMesh could not review this change",
-                                       f"{message}\n\n{advice}")
+                                       f"{public_reason(message)}\n\n{advice}")
     except GitHubError as exc:
         bound.error("could not complete the check run", error=str(exc))
 

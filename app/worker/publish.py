@@ -47,6 +47,23 @@ def clip(text: str, limit: int = MAX_SUMMARY) -> str:
     return text[: limit - len(note)] + note
 
 
+# What a PR author may read of LogoMesh's own failures: never the operator's network or file system. An address
+# (IPv4, IPv6, host:port of a private name), a path of the worker's machine or a traceback goes to the logs only.
+_ADDRESS = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b|\[[0-9A-Fa-f:]+\](?::\d+)?"
+                      r"|\b[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{0,4}){2,7}\b")
+_INTERNAL_HOST = re.compile(r"(?<![\w./-])(?:localhost|[a-z0-9-]+(?:\.(?:local|internal|svc|cluster\.local|lan))+|"
+                            r"[a-z][a-z0-9-]*):\d{2,5}\b", re.IGNORECASE)
+_HOST_PATH = re.compile(r"(?<![\w.])/(?:opt|tmp|var|home|root|srv|run|usr|etc|proc|sandbox|work)(?:/[^\s'\",)]*)?")
+
+
+def public_reason(text: str) -> str:
+    """``text`` with the worker's addresses, internal host names with ports and local paths replaced by words."""
+    text = text.split("\nTraceback (most recent call last)", 1)[0]
+    text = _ADDRESS.sub("[internal address]", text)
+    text = _INTERNAL_HOST.sub("[internal address]", text)
+    return _HOST_PATH.sub("[internal path]", text)
+
+
 def visible_bidi(text: str) -> str:
     """Bidi controls shown as ``<U+202E>``: live, they make an annotation read differently (Trojan Source),
     and a reader should see that a file name or line carries them."""
