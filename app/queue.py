@@ -9,7 +9,8 @@ Keys (all under ``settings.redis_prefix``)::
     delivery:<id>            SET NX, TTL ≥ 30 days: a delivery we already accepted
     latest:<owner/repo>#<n>  the newest head SHA announced for a PR (supersede)
     sha:<owner/repo>@<sha>   the PR a head SHA belongs to (check runs of forks carry no pull_requests)
-    lock:<owner/repo>#<n>    held by the worker reviewing that PR
+    lock:<owner/repo>#<n>    held by the worker reviewing that PR (renewed by its heartbeat: app.worker.liveness)
+    owner:<job id>           the try that runs the job (a fencing token renewed by its heartbeat)
     publication:<job id>     a decision made and recorded (DBOM) but not yet published: retries publish it
     outage:<job id>          when this job first met a GitHub outage, and how often it retried since
     run:<job id>             the check run this job created (so a try that cannot even read the PR completes it)
@@ -24,6 +25,7 @@ dedupes the delivery, announces the head and enqueues the arq job atomically, ex
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
@@ -32,7 +34,9 @@ from arq.connections import ArqRedis, RedisSettings
 from arq.constants import expires_extra_ms, job_key_prefix, result_key_prefix
 from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
-from redis.exceptions import NoScriptError
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError, NoScriptError, TimeoutError
 
 from app.receiver.routing import ReviewRequest
 from app.settings import Settings
@@ -67,6 +71,9 @@ class Keys:
         """Set once a refused ``/recheck`` was explained to ``requester`` on this PR (one reply a day)."""
         return f"{self.prefix}refusal:{repo}:{pr}:{requester}"
 
+    def owner(self, job_id: str) -> str:
+        return f"{self.prefix}owner:{job_id}"
+
     def run(self, job_id: str) -> str:
         return f"{self.prefix}run:{job_id}"
 
@@ -77,8 +84,24 @@ class Keys:
         return f"{self.prefix}health-check"
 
 
-def redis_settings(settings: Settings) -> RedisSettings:
-    return RedisSettings.from_dsn(settings.redis_url)
+REDIS_BACKOFF_CAP_SECONDS = 4.0
+
+
+def redis_settings(settings: Settings, *, patient: bool = False) -> RedisSettings:
+    """How to reach Redis. The receiver is impatient (GitHub waits 10 s for its answer: a delivery it cannot
+    enqueue goes to its spool at once); a worker is ``patient``: every command rides out an outage of up to
+    ``settings.redis_outage_seconds``, retried with exponential backoff, so a restart of Redis neither ends the
+    worker nor the review in flight."""
+    redis = RedisSettings.from_dsn(settings.redis_url)
+    if patient:
+        # each attempt costs up to the connect timeout plus the backoff (capped): enough attempts to span the outage
+        attempts = max(1, math.ceil(settings.redis_outage_seconds / (REDIS_BACKOFF_CAP_SECONDS + redis.conn_timeout)))
+        redis.retry = Retry(ExponentialBackoff(cap=REDIS_BACKOFF_CAP_SECONDS, base=0.25), attempts)
+        redis.retry_on_error = [ConnectionError, TimeoutError, OSError]  # OSError: a refused connect
+        redis.retry_on_timeout = True
+        redis.conn_retries = attempts
+        redis.conn_retry_delay = int(REDIS_BACKOFF_CAP_SECONDS)
+    return redis
 
 
 # KEYS: delivery, arq job, arq result, queue, latest (or the delivery again), sha (or the delivery again)

@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     # how long a running job's claims (arq's in-progress mark, the installation's lease, the PR's lock) outlive
     # its last heartbeat: a worker killed mid-review hands its work over within this many seconds
     job_liveness_seconds: int = Field(default=30, ge=3, le=600)
+    # how long a worker's Redis commands ride out an outage (retried with backoff) before the worker restarts its
+    # connection; a review in flight keeps its result and publishes when Redis is back
+    redis_outage_seconds: int = Field(default=300, ge=0, le=3600)
     # how long a job keeps retrying through a GitHub outage (5xx, rate limits) before it gives up; these retries
     # back off exponentially, honour Retry-After, and do not count against max_tries
     github_outage_seconds: int = Field(default=900, ge=0, le=86400)

@@ -82,18 +82,35 @@ def worker(
 
     configure(settings)
 
+    import contextlib
+
+    import structlog
+
     from app.worker.jobs import worker_options
     from app.worker.startup import StartupError
 
+    log = structlog.get_logger("logomesh.worker")
+
     async def run() -> None:
-        # arq binds the worker to the loop current at construction: build it inside the running loop
-        worker = Worker(**worker_options(settings), burst=burst)
-        try:
-            await worker.async_run()
-        except asyncio.CancelledError:
-            pass  # SIGTERM/SIGINT: arq has re-queued what it had to cancel
-        finally:
-            await worker.close()
+        from redis.exceptions import RedisError
+
+        pause = 1.0
+        while True:
+            # arq binds the worker to the loop current at construction: build it inside the running loop
+            worker = Worker(**worker_options(settings), burst=burst)
+            try:
+                await worker.async_run()
+                return
+            except asyncio.CancelledError:
+                return  # SIGTERM/SIGINT: arq has re-queued what it had to cancel
+            except (RedisError, OSError) as exc:
+                # Redis was away longer than the commands ride out: the process stays, and reconnects
+                log.warning("lost Redis; starting the worker again", error=type(exc).__name__, retry_in=pause)
+            finally:
+                with contextlib.suppress(Exception):
+                    await worker.close()
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 30.0)
 
     try:
         asyncio.run(run())

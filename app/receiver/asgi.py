@@ -9,8 +9,9 @@ Routes::
     GET  /setup             the GitHub App manifest flow (see app.receiver.manifest)
     GET  /dbom/{id}[.html]  the signed audit records, when the ledger is built in (see app.receiver.dbom_routes)
 
-Status codes of ``/webhook``: 202 accepted (queued, recorded or ignored with a reason), 200 ping or replayed
-delivery, 400 malformed headers/JSON, 401 bad or missing signature, 413 body above the cap, 503 Redis down.
+Status codes of ``/webhook``: 202 accepted (queued, recorded or ignored with a reason; or ``spooled`` when Redis
+is away: kept on local disk and admitted when it returns, :mod:`app.receiver.spool`), 200 ping or replayed delivery,
+400 malformed headers/JSON, 401 bad or missing signature, 413 body above the cap, 503 Redis down and the spool full.
 
 The body is parsed once, after the signature verified, by orjson: strict RFC 8259 JSON in UTF-8, so NaN, a byte
 order mark, invalid UTF-8 or nesting deeper than 1024 levels is a 400 like any other malformed body. A delivery
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -42,6 +44,7 @@ from starlette.routing import Route
 from app.metrics import QUEUE_DEPTH, WEBHOOKS, queue_label
 from app.queue import Keys, accept_delivery, redis_settings
 from app.receiver.routing import Ignored, InstallationNote, ReviewRequest, route
+from app.receiver.spool import Spool, SpoolFull
 from app.settings import Settings
 
 log = structlog.get_logger("logomesh.web")
@@ -158,37 +161,76 @@ async def _webhook(request: Request) -> Response:
     if event == "ping":
         bound.info("ping", zen=payload.get("zen"))
         return _answer(200, status="pong")
+    try:
+        return await admit(settings, redis, event, payload, delivery, bound, started)
+    except RedisError as exc:
+        bound.error("redis unavailable", error=str(exc))
+        keys = Keys(settings.redis_prefix)
+        with contextlib.suppress(RedisError):
+            await redis.delete(keys.delivery(delivery))
+        spool: Spool | None = getattr(request.app.state, "spool", None)
+        if spool is not None:
+            try:
+                await asyncio.to_thread(spool.put, delivery, event, body)
+            except (SpoolFull, OSError, sqlite3.Error) as spool_error:
+                bound.error("the spool cannot keep the delivery", error=str(spool_error))
+            else:
+                bound.warning("delivery spooled until Redis returns")
+                request.app.state.spool_wakeup.set()
+                return _answer(202, status="spooled", job_id=delivery)
+        return _answer(503, error="queue unavailable, please redeliver")
 
+
+async def admit(settings: Settings, redis: ArqRedis, event: str, payload: dict[str, Any], delivery: str,
+                bound: Any, started: float) -> JSONResponse:
+    """Route a verified delivery and dedupe/enqueue/record it; raises RedisError when Redis does not answer."""
     keys = Keys(settings.redis_prefix)
     ttl = timedelta(days=settings.delivery_ttl_days)
     outcome = route(event, payload, delivery, review_drafts=settings.review_drafts)  # pure: no I/O
-    try:
-        if isinstance(outcome, ReviewRequest):  # dedupe + announce + enqueue: one round trip
-            accepted = await accept_delivery(redis, settings, event, outcome, ttl)
-            if accepted == "duplicate":
-                bound.info("replayed delivery ignored")
-                return _answer(200, status="duplicate", delivery=delivery)
-            bound.info("queued", installation_id=outcome.installation_id, repo=outcome.repo,
-                       pr=outcome.pr_number, head_sha=outcome.head_sha, kind=outcome.kind, job_id=delivery,
-                       ms=round((time.perf_counter() - started) * 1000, 2))
-            return _answer(202, status=accepted, job_id=delivery)
-        if not await redis.set(keys.delivery(delivery), event, nx=True, ex=ttl):
+    if isinstance(outcome, ReviewRequest):  # dedupe + announce + enqueue: one round trip
+        accepted = await accept_delivery(redis, settings, event, outcome, ttl)
+        if accepted == "duplicate":
             bound.info("replayed delivery ignored")
             return _answer(200, status="duplicate", delivery=delivery)
-        if isinstance(outcome, InstallationNote):
-            note = {"account": outcome.account, "action": outcome.action,
-                    "repos_added": ",".join(outcome.repos_added), "repos_removed": ",".join(outcome.repos_removed)}
-            await redis.hset(keys.installation(outcome.installation_id), mapping=note)  # type: ignore[misc]
-            bound.info("installation recorded", installation_id=outcome.installation_id, account=outcome.account)
-            return _answer(202, status="recorded")
-        assert isinstance(outcome, Ignored)
-        bound.info("ignored", reason=outcome.reason)
-        return _answer(202, status="ignored", reason=outcome.reason)
-    except RedisError as exc:
-        bound.error("redis unavailable", error=str(exc))
-        with contextlib.suppress(RedisError):
-            await redis.delete(keys.delivery(delivery))
-        return _answer(503, error="queue unavailable, please redeliver")
+        bound.info("queued", installation_id=outcome.installation_id, repo=outcome.repo,
+                   pr=outcome.pr_number, head_sha=outcome.head_sha, kind=outcome.kind, job_id=delivery,
+                   ms=round((time.perf_counter() - started) * 1000, 2))
+        return _answer(202, status=accepted, job_id=delivery)
+    if not await redis.set(keys.delivery(delivery), event, nx=True, ex=ttl):
+        bound.info("replayed delivery ignored")
+        return _answer(200, status="duplicate", delivery=delivery)
+    if isinstance(outcome, InstallationNote):
+        note = {"account": outcome.account, "action": outcome.action,
+                "repos_added": ",".join(outcome.repos_added), "repos_removed": ",".join(outcome.repos_removed)}
+        await redis.hset(keys.installation(outcome.installation_id), mapping=note)  # type: ignore[misc]
+        bound.info("installation recorded", installation_id=outcome.installation_id, account=outcome.account)
+        return _answer(202, status="recorded")
+    assert isinstance(outcome, Ignored)
+    bound.info("ignored", reason=outcome.reason)
+    return _answer(202, status="ignored", reason=outcome.reason)
+
+
+async def drain_spool(app: Starlette, *, idle_seconds: float = 2.0) -> None:
+    """Replay spooled deliveries through :func:`admit` while Redis answers; runs for the receiver's lifetime."""
+    spool: Spool = app.state.spool
+    wakeup: asyncio.Event = app.state.spool_wakeup
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wakeup.wait(), idle_seconds)
+        wakeup.clear()
+        for entry in await asyncio.to_thread(spool.oldest):
+            bound = log.bind(delivery_id=entry.delivery, github_event=entry.event)
+            try:
+                payload = orjson.loads(entry.body)
+                await admit(app.state.settings, app.state.redis, entry.event, payload, entry.delivery, bound,
+                            time.perf_counter())
+            except RedisError:
+                break  # still away: the next round tries again
+            except Exception:
+                bound.exception("a spooled delivery could not be admitted; it is dropped")
+            else:
+                bound.info("spooled delivery admitted", waited=round(time.time() - entry.received_at, 1))
+            await asyncio.to_thread(spool.remove, entry.delivery)
 
 
 async def healthz(request: Request) -> Response:
@@ -232,6 +274,9 @@ def create_app(settings: Settings, *, env_path: Path = Path(".env")) -> Starlett
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.settings = settings
         app.state.redis = await create_pool(redis_settings(settings), default_queue_name=settings.queue_name)
+        app.state.spool = Spool(settings.home / "spool" / "deliveries.sqlite3")
+        app.state.spool_wakeup = asyncio.Event()
+        draining = asyncio.ensure_future(drain_spool(app))
         try:
             app.state.ledger = await open_ledger_if_built(settings)
         except Exception as exc:
@@ -240,6 +285,10 @@ def create_app(settings: Settings, *, env_path: Path = Path(".env")) -> Starlett
         try:
             yield
         finally:
+            draining.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await draining
+            app.state.spool.close()
             await app.state.redis.aclose()
             if app.state.ledger is not None:
                 await app.state.ledger.close()

@@ -14,6 +14,7 @@ import contextlib
 import json
 import re
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -22,6 +23,7 @@ import structlog
 from arq import Retry
 from arq.connections import ArqRedis
 from redis.asyncio.lock import Lock
+from redis.exceptions import RedisError
 
 from app.github import GitHubApp, GitHubError, GitHubNotFound, GitHubRetryable
 from app.metrics import CIS, JOBS, STAGE_SECONDS, WORKER_READY, CourtTimer, serve_worker_metrics, stage
@@ -30,7 +32,7 @@ from app.receiver.routing import ReviewRequest
 from app.review.assembly import court_parts, prepare
 from app.settings import Settings
 from app.worker import fairness
-from app.worker.liveness import ClaimLost, Heartbeat, in_progress_claim, lock_claim
+from app.worker.liveness import Heartbeat, Ownership, lock_claim
 from app.worker.publish import (
     CommentMode,
     Publication,
@@ -103,6 +105,11 @@ class DbomUnavailable(Exception):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
+
+
+class Abandoned(Exception):
+    """Another try took this job over (this one was cut off from Redis longer than its claims live): it publishes
+    nothing and records nothing; the try that holds the job does."""
 
 
 class Superseded(Exception):
@@ -204,32 +211,47 @@ async def _review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str
     settings: Settings = ctx["settings"]
     redis: ArqRedis = ctx["redis"]
     keys = Keys(settings.redis_prefix)
-    installation_id = int(data["installation_id"])
     job_id = str(ctx.get("job_id") or data.get("delivery_id"))
     liveness = float(settings.job_liveness_seconds)
     async with Heartbeat(liveness) as heartbeat:
-        if ctx.get("job_id"):
-            heartbeat.add("in-progress mark", in_progress_claim(redis, job_id, liveness))
-            await heartbeat.renew_now()  # arq set the mark to the job timeout: a dead worker must not hold it that long
-        if not await fairness.acquire(redis, keys, installation_id, job_id, cap=settings.installation_concurrency,
-                                      lease_seconds=liveness):
-            log.info("installation at its concurrency cap; deferring", installation_id=installation_id,
-                     job_id=job_id, cap=settings.installation_concurrency)
-            JOBS.labels("deferred").inc()
-            await fairness.uncount_try(redis, job_id)
-            raise fairness.Deferred(defer=fairness.defer_seconds())
-
-        async def renew_lease() -> None:
-            if not await fairness.renew(redis, keys, installation_id, job_id, lease_seconds=liveness):
-                raise ClaimLost("installation lease")
-
-        heartbeat.add("installation lease", renew_lease)
+        if ctx.get("job_id"):  # run by arq: this try owns the job (and arq's mark lives no longer than the try)
+            await heartbeat.own(Ownership(redis, keys.owner(job_id), job_id, uuid.uuid4().hex, liveness))
         try:
-            return await _review_with_slot(ctx, data, heartbeat)
+            return await _review_with_lease(ctx, data, heartbeat)
         finally:
-            heartbeat.drop("installation lease")
-            with contextlib.suppress(Exception):
-                await fairness.release(redis, keys, installation_id, job_id)
+            if heartbeat.job is not None:
+                with contextlib.suppress(Exception):
+                    await heartbeat.job.release()
+
+
+async def _review_with_lease(ctx: dict[str, Any], data: dict[str, Any], heartbeat: Heartbeat) -> str:
+    """One of the installation's slots (:mod:`app.worker.fairness`), held while the heartbeat beats."""
+    settings: Settings = ctx["settings"]
+    redis: ArqRedis = ctx["redis"]
+    keys = Keys(settings.redis_prefix)
+    installation_id = int(data["installation_id"])
+    job_id = str(ctx.get("job_id") or data.get("delivery_id"))
+    if not await fairness.acquire(redis, keys, installation_id, job_id, cap=settings.installation_concurrency,
+                                  lease_seconds=heartbeat.liveness):
+        log.info("installation at its concurrency cap; deferring", installation_id=installation_id,
+                 job_id=job_id, cap=settings.installation_concurrency)
+        JOBS.labels("deferred").inc()
+        await fairness.uncount_try(redis, job_id)
+        raise fairness.Deferred(defer=fairness.defer_seconds())
+
+    async def renew_lease() -> None:
+        # a lease that lapsed while Redis was away is taken again: the review is running, the slot is its own
+        if not await fairness.renew(redis, keys, installation_id, job_id, lease_seconds=heartbeat.liveness):
+            await fairness.acquire(redis, keys, installation_id, job_id, cap=settings.installation_concurrency,
+                                   lease_seconds=heartbeat.liveness)
+
+    heartbeat.add("installation lease", renew_lease)
+    try:
+        return await _review_with_slot(ctx, data, heartbeat)
+    finally:
+        heartbeat.drop("installation lease")
+        with contextlib.suppress(Exception):
+            await fairness.release(redis, keys, installation_id, job_id)
 
 
 async def _pull(ctx: dict[str, Any], req: ReviewRequest, pr_number: int) -> dict[str, Any]:
@@ -317,7 +339,10 @@ async def _watch_for_newer_head(ctx: dict[str, Any], req: ReviewRequest, pr_numb
     asked: set[str] = set()
     while True:
         await asyncio.sleep(WATCH_SECONDS)
-        hint = await _latest(ctx["redis"], keys, req, pr_number, head)
+        try:
+            hint = await _latest(ctx["redis"], keys, req, pr_number, head)
+        except RedisError:  # Redis away: keep reviewing; the check before publishing decides
+            continue
         if hint is None or hint in asked:
             continue
         asked.add(hint)
@@ -513,7 +538,7 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                     ex=settings.job_timeout_seconds + deps.publication_ttl)
             lock = await _acquire_pr_lock(ctx, req, target.pr_number, target.head_sha, bound, heartbeat)
             if pending is None:
-                decided = await _decide(ctx, deps, req, target, pr, job_id, check_run_id)
+                decided = await _decide(ctx, deps, req, target, pr, job_id, check_run_id, heartbeat)
                 if decided is None:
                     return await _closed(publisher, target, check_run_id, bound)
                 pending = decided
@@ -528,10 +553,15 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
                 if await _closed_or_superseded(ctx, req, target):
                     await deps.redis.delete(deps.keys.publication(job_id))
                     return await _closed(publisher, target, check_run_id, bound)
+            if not await heartbeat.owns_job():
+                raise Abandoned()
             publishing = time.perf_counter()
             pending = await _publish_check_run(deps, target, job_id, pending)
             finished = True
             return await _publish_comment(deps, target, job_id, pending, bound, publishing)
+        except Abandoned:
+            bound.warning("another try took this job over while this one was cut off from Redis; it publishes")
+            return "abandoned: another try holds this job"
         except Superseded as exc:
             assert check_run_id is not None
             await publisher.finish_neutral(target, check_run_id, f"Superseded by {exc.newer[:12]}",
@@ -592,7 +622,7 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
 
 
 async def _decide(ctx: dict[str, Any], deps: Deps, req: ReviewRequest, target: Target, pr: dict[str, Any],
-                  job_id: str, check_run_id: int) -> Publication | None:
+                  job_id: str, check_run_id: int, heartbeat: Heartbeat) -> Publication | None:
     """Review the head, record its DBOM and make the decision durable (a GitHub failure from then on retries the
     publication, not the review); None when the PR was closed meanwhile."""
     settings = deps.settings
@@ -601,6 +631,8 @@ async def _decide(ctx: dict[str, Any], deps: Deps, req: ReviewRequest, target: T
             ctx, req, target.pr_number, target.head_sha, run_court(ctx, settings, req, target, pr))
     if await _closed_or_superseded(ctx, req, target):
         return None
+    if not await heartbeat.owns_job():
+        raise Abandoned()  # one DBOM per decision: the try that holds the job records it
     dbom_url = None
     if deps.dbom is not None:
         try:
@@ -695,7 +727,7 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
         "functions": [func(review_pull_request, name=JOB_NAME, timeout=settings.job_timeout_seconds,
                            max_tries=settings.max_tries)],
         "queue_name": settings.queue_name,
-        "redis_settings": redis_settings(settings),
+        "redis_settings": redis_settings(settings, patient=True),
         "on_startup": startup,
         "on_shutdown": shutdown,
         "max_jobs": settings.concurrency,

@@ -3,7 +3,9 @@
 A review holds three claims in Redis:
 
 - arq's **in-progress mark** of the job (``arq:in-progress:<job id>``): while it exists no other worker starts the
-  job; once it lapses, arq hands the job (still in the queue) to the next worker that polls;
+  job; once it lapses, arq hands the job (still in the queue) to the next worker that polls; beside it the job's
+  **owner** token (:class:`Ownership`), which fences a try that was cut off from Redis from publishing beside the
+  try that took its job over;
 - the installation's **fairness lease** (:mod:`app.worker.fairness`);
 - the PR's **lock** (one review of a pull request at a time).
 
@@ -59,12 +61,27 @@ class Heartbeat:
         self._task: asyncio.Task[None] | None = None
         self.lost: str | None = None
         self.beats = 0
+        self.job: Ownership | None = None
+
+    async def owns_job(self) -> bool:
+        """False once another try took this job over: this one must publish nothing."""
+        if self.job is None:
+            return True
+        if self.lost == "job":
+            return False
+        return await self.job.held()
 
     def add(self, name: str, renew: Renewal) -> None:
         self._claims[name] = renew
 
     def drop(self, name: str) -> None:
         self._claims.pop(name, None)
+
+    async def own(self, job: Ownership) -> None:
+        """Take the job for this try and keep it while the heartbeat runs."""
+        await job.take()
+        self.job = job
+        self.add("job", job.renew)
 
     async def renew_now(self) -> None:
         for name, renew in list(self._claims.items()):
@@ -95,14 +112,46 @@ class Heartbeat:
                 await self._task
 
 
-def in_progress_claim(redis: Redis, job_id: str, liveness: float) -> Renewal:
-    """arq's in-progress mark of ``job_id``, held to ``liveness`` seconds (arq sets it to the job timeout)."""
-    key, ms = in_progress_key(job_id), int(liveness * 1000)
+# KEYS: the job's owner key, arq's in-progress mark. ARGV: this try's token, liveness in ms.
+# The owner key names the try that runs the job; a try that finds another's token there was taken over.
+_OWN = """
+local owner = redis.call('GET', KEYS[1])
+if owner and owner ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+return 1
+"""
 
-    async def renew() -> None:
-        await redis.pexpire(key, ms)  # a mark arq has deleted (the job ended) stays deleted
 
-    return renew
+class Ownership:
+    """Which try runs a job: a fencing token in ``{prefix}owner:<job id>``, with arq's in-progress mark beside it.
+
+    A new try writes its token when it starts (a later try always wins: the earlier one is dead, or was cut off
+    from Redis longer than its claims live). Each beat re-asserts both keys — recreating them if they lapsed while
+    Redis was away, unless another try took the job meanwhile. Before it writes the DBOM or publishes, a try checks
+    :meth:`held`: a try that lost its job publishes nothing, so a decision is recorded and published once.
+    """
+
+    def __init__(self, redis: Redis, owner_key: str, job_id: str, token: str, liveness: float) -> None:
+        self.redis, self.owner_key, self.mark = redis, owner_key, in_progress_key(job_id)
+        self.token, self.ms = token, int(liveness * 1000)
+
+    async def take(self) -> None:
+        await self.redis.set(self.owner_key, self.token, px=self.ms)
+        await self.redis.set(self.mark, b"1", px=self.ms)  # arq set it to the job timeout
+
+    async def renew(self) -> None:
+        if not await self.redis.eval(_OWN, 2, self.owner_key, self.mark, self.token, str(self.ms)):  # type: ignore[misc]
+            raise ClaimLost("job")
+
+    async def held(self) -> bool:
+        owner = await self.redis.get(self.owner_key)
+        return owner is None or (owner.decode() if isinstance(owner, bytes) else owner) == self.token
+
+    async def release(self) -> None:
+        owner = await self.redis.get(self.owner_key)
+        if owner is not None and (owner.decode() if isinstance(owner, bytes) else owner) == self.token:
+            await self.redis.delete(self.owner_key)
 
 
 def lock_claim(lock: object, name: str) -> Renewal:

@@ -11,7 +11,7 @@ from redis.asyncio.lock import Lock
 
 from app.queue import Keys
 from app.worker import fairness
-from app.worker.liveness import Heartbeat, in_progress_claim, in_progress_key, lock_claim
+from app.worker.liveness import Heartbeat, Ownership, in_progress_key, lock_claim
 from tests.app.conftest import REPO, Harness, pr_payload, verdict_title
 
 LIVENESS = 0.6
@@ -26,9 +26,8 @@ async def test_the_heartbeat_keeps_claims_alive_and_a_dead_one_lapses_in_seconds
     assert await lock.acquire(blocking=False, token=job.encode())
     try:
         async with Heartbeat(LIVENESS) as heartbeat:
-            heartbeat.add("mark", in_progress_claim(redis, job, LIVENESS))
+            await heartbeat.own(Ownership(redis, f"{prefix}owner:{job}", job, "try-1", LIVENESS))
             heartbeat.add("lock", lock_claim(lock, "lock"))
-            await heartbeat.renew_now()
             assert 0 < await redis.pttl(mark) <= LIVENESS * 1000
             await asyncio.sleep(LIVENESS * 3)  # three lifetimes: only renewals keep them
             assert await redis.exists(mark) and await redis.get(lock.name) == job.encode()
@@ -37,10 +36,33 @@ async def test_the_heartbeat_keeps_claims_alive_and_a_dead_one_lapses_in_seconds
             assert heartbeat.beats >= 4 and heartbeat.lost is None
         # the worker "dies": nothing renews, and both claims lapse within one lifetime
         await asyncio.sleep(LIVENESS * 1.5)
-        assert not await redis.exists(mark)
+        assert not await redis.exists(mark) and not await redis.exists(f"{prefix}owner:{job}")
         assert await other.acquire(blocking=False, token=b"someone-else")
     finally:
         await redis.delete(mark, lock.name)
+
+
+async def test_a_try_cut_off_from_redis_keeps_its_job_unless_another_try_took_it(
+        redis: aioredis.Redis, prefix: str) -> None:
+    """Claims lapse while Redis is away; the try that still runs takes them back, unless a later try took the job:
+    then it learns it lost the job and must publish nothing (one decision, one DBOM)."""
+    job = f"job-{uuid.uuid4().hex[:8]}"
+    owner_key, mark = f"{prefix}owner:{job}", in_progress_key(job)
+    try:
+        async with Heartbeat(60) as first:  # beats only when asked: the test plays the outage
+            await first.own(Ownership(redis, owner_key, job, "try-1", LIVENESS))
+            await redis.delete(owner_key, mark)  # both lapsed during an outage; nobody else started the job
+            await first.renew_now()
+            assert first.lost is None and await first.owns_job()
+            assert await redis.get(owner_key) == b"try-1" and await redis.exists(mark)  # arq sees it running
+            await redis.delete(owner_key, mark)  # lapsed again, and this time arq handed the job to a new try
+            async with Heartbeat(60) as second:
+                await second.own(Ownership(redis, owner_key, job, "try-2", LIVENESS))
+                await first.renew_now()
+                assert first.lost == "job" and not await first.owns_job()
+                assert await second.owns_job() and await redis.get(owner_key) == b"try-2"
+    finally:
+        await redis.delete(owner_key, mark)
 
 
 async def test_a_claim_taken_over_is_reported_and_a_redis_error_is_not_fatal(
