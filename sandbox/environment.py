@@ -32,6 +32,7 @@ from pathlib import PurePosixPath
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from checks.models import EnvironmentPlan
+from sandbox.runners_config import nox_deps, requirement_ok, tox_deps
 
 Reader = Callable[[str], str | None]
 TEST_NAMES = ("test", "tests", "testing")
@@ -137,8 +138,12 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
     sources: list[str] = []
     requirements: list[str] = []
 
+    skipped: list[str] = []
+
     def add(source: str, lines: Sequence[str]) -> None:
-        fresh = [line for line in lines if line not in requirements]
+        # pip gets requirements only: a path, a bare URL or a leftover ``factor:`` prefix is named, not installed
+        skipped.extend(line for line in lines if not requirement_ok(line) and line not in skipped)
+        fresh = [line for line in lines if line not in requirements and requirement_ok(line)]
         if lines:
             sources.append(source)
         requirements.extend(fresh)
@@ -178,6 +183,18 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         pipfile = _toml(read, "Pipfile")
         add("Pipfile [packages]", _poetry(_table(pipfile.get("packages"))))
         add("Pipfile [dev-packages]", _poetry(_table(pipfile.get("dev-packages"))))
+    cfg_extras: dict[str, str] = {}
+
+    def extras_of(extra: str) -> list[str]:
+        optional = _table(project.get("optional-dependencies"))
+        for name, value in optional.items():
+            if _normal(name) == _normal(extra):
+                return _strings(value)
+        for name, text in cfg_extras.items():
+            if _normal(name) == _normal(extra):
+                return _cfg_list(text)
+        return []
+
     if "setup.cfg" in names:
         parser = configparser.ConfigParser(interpolation=None)
         try:
@@ -190,6 +207,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
             requires_python = parser.get("options", "python_requires").strip() or None
         if parser.has_section("options.extras_require"):
             section = dict(parser.items("options.extras_require"))
+            cfg_extras.update(section)
             for extra in _pick(list(section)):
                 add(f"setup.cfg extras_require {extra}", _cfg_list(section[extra]))
     if ("setup.py" in names or "setup.cfg" in names) and not install_project:
@@ -204,25 +222,21 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         stem = stems[path]
         if (stem == "" and path.startswith("requirements.")) or (stem and stem in picked):
             add(path, _requirement_lines(read, path))
-    if "tox.ini" in names:
-        parser = configparser.ConfigParser(interpolation=None, strict=False)
-        try:
-            parser.read_string(read("tox.ini") or "")
-        except configparser.Error:
-            parser = configparser.ConfigParser()
-        if parser.has_section("testenv"):
-            deps = parser.get("testenv", "deps", fallback="")
-            tox_lines: list[str] = []
-            for dep in _cfg_list(deps.replace("{toxinidir}/", "")):
-                include = re.match(r"^-r\s*(\S+)", dep)
-                tox_lines.extend(_requirement_lines(read, include.group(1)) if include else
-                                 [] if dep.startswith("-") else [dep])
-            add("tox.ini [testenv] deps", tox_lines)
-            tox_extras = _pick(_cfg_list(parser.get("testenv", "extras", fallback="").replace(",", "\n")))
-            optional = _table(project.get("optional-dependencies"))
-            for extra in tox_extras:
-                add(f"tox.ini [testenv] extras {extra}", _strings(optional.get(extra)))
     python, error = choose_python(requires_python, offered)
+
+    def follow(path: str) -> list[str]:
+        return _requirement_lines(read, path)
+
+    for tool in (tox_deps(read, paths, python, follow),
+                 nox_deps(read("noxfile.py") if "noxfile.py" in names else None, follow)):
+        if tool is None:
+            continue
+        add(f"{tool.source} deps", tool.requirements)
+        for extra in dict.fromkeys(tool.extras):
+            add(f"{tool.source} extras {extra}", extras_of(extra))
+        skipped.extend(line for line in tool.skipped if line not in skipped)
+    if skipped:
+        sources.append("not requirements pip installs from the index, left out: " + ", ".join(skipped[:10]))
     src_layout = any(p.startswith("src/") and p.endswith(".py") for p in names)
     requirements = requirements[:MAX_REQUIREMENTS]
     return EnvironmentPlan(
@@ -265,6 +279,10 @@ def plan_key(python: str | None, requirements: Sequence[str]) -> str:
     """What an environment is cached under (with the image and the index): the interpreter and the requirements."""
     return hashlib.sha256(json.dumps({"python": python, "requirements": list(requirements)},
                                      sort_keys=True).encode()).hexdigest()
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _cfg_list(value: str) -> list[str]:

@@ -1,0 +1,115 @@
+"""tox and nox configurations read as tox and nox would install them, with nothing but requirements reaching pip."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sandbox.environment import plan_environment
+from sandbox.runners_config import choose_env, condition_holds, conditional_lines, expand
+
+PY = ("3.11",)
+
+
+def reader(files: dict[str, str]) -> Callable[[str], str | None]:
+    return lambda path: files.get(path)
+
+
+def plan(files: dict[str, str], offered: tuple[str, ...] = PY) -> tuple[list[str], tuple[str, ...]]:
+    result = plan_environment(reader(files), sorted(files), offered)
+    return list(result.requirements), result.sources
+
+
+def test_factor_conditions_keep_what_fits_the_plain_test_env_and_never_pass_a_prefix_to_pip() -> None:
+    tox = ("[tox]\nenvlist = py3{10,11}-{cov,nocov}, lint\n[testenv]\ndeps =\n    pytest>=7\n"
+           "    coverage: coverage\n    py3{10,11}: foo\n    py39: old-thing\n    !pypy: bar\n    pypy: pypy-only\n"
+           "    py311-cov: cov-only\n    py310,py311: either\n    {py310,py311}-!cov: nocov-only\n")
+    requirements, _ = plan({"tox.ini": tox, "test_x.py": ""})
+    assert requirements == ["pytest>=7", "foo", "bar", "either", "nocov-only"]
+    assert not any(":" in r for r in requirements)
+    # on an interpreter the conditions name nowhere, the py-conditioned lines go too
+    requirements, _ = plan({"tox.ini": tox, "test_x.py": ""}, ("3.12",))
+    assert requirements == ["pytest>=7", "bar"]
+
+
+def test_condition_grammar() -> None:
+    assert expand("py3{10,11}-{a,b}") == ["py310-a", "py310-b", "py311-a", "py311-b"]
+    factors = {"py311", "tests"}
+    assert condition_holds("py3{10,11}", factors) and condition_holds("!pypy", factors)
+    assert not condition_holds("py311-cov", factors) and not condition_holds("!py311", factors)
+    assert condition_holds("cov,tests", factors)
+    # a requirement with a URL or a marker is not a condition
+    assert conditional_lines("pkg @ https://example.org/p.whl\nfoo; python_version<'3.12'", factors) == [
+        "pkg @ https://example.org/p.whl", "foo; python_version<'3.12'"]
+
+
+def test_substitutions_placeholders_includes_constraints_and_extras() -> None:
+    files = {
+        "pyproject.toml": ('[project]\nname = "p"\n[project.optional-dependencies]\nfancy = ["rich"]\n'
+                           'docs = ["sphinx"]\n'),
+        "tox.ini": ("[base]\ndeps =\n    attrs\n    six\n[testenv]\ndeps =\n    {[base]deps}\n"
+                    "    -r{toxinidir}/requirements/test.txt\n    -c {toxinidir}/constraints.txt\n"
+                    "    --pre\n    {env:EXTRA_DEP:freezegun}\n    {envtmpdir}/local.whl\n    ./vendored/pkg\n"
+                    "extras = fancy\n"),
+        "requirements/test.txt": "pytest==8.3.5\n",
+        "constraints.txt": "attrs<99\n",
+    }
+    requirements, sources = plan(files)
+    # requirements/test.txt is also read as a test requirements file, before tox.ini
+    assert requirements == ["setuptools>=61", "wheel", "pytest==8.3.5", "attrs", "six", "freezegun", "rich"]
+    assert "attrs<99" not in requirements and "sphinx" not in requirements
+    assert not any("{" in r or r.startswith((".", "-")) for r in requirements)
+    assert any("left out" in s and "./vendored/pkg" in s for s in sources)
+
+
+def test_the_plain_test_environment_is_chosen_among_named_ones() -> None:
+    assert choose_env(["lint", "docs", "py311", "py310"], "3.11")[0] == "py311"
+    assert choose_env(["lint", "tests", "py"], "3.11")[0] == "py"
+    assert choose_env(["lint", "docs"], "3.11")[0] == "py311"
+    files = {"tox.ini": ("[testenv]\ndeps = base-dep\n[testenv:tests]\ndeps =\n    {[testenv]deps}\n    tests-dep\n"
+                         "[testenv:lint]\ndeps = ruff\n[testenv:docs]\ndeps = sphinx\n")}
+    requirements, sources = plan(files)
+    assert requirements == ["base-dep", "tests-dep"]
+    assert any("[testenv:tests]" in s for s in sources)
+
+
+def test_tox4_toml_and_legacy_ini_in_pyproject() -> None:
+    toml = ('env_list = ["3.11", "lint"]\n[env_run_base]\ndeps = ["pytest", "-r requirements-test.txt"]\n'
+            'extras = ["testing"]\n[env.lint]\ndeps = ["ruff"]\n')
+    files = {"tox.toml": toml, "requirements-test.txt": "hypothesis\n",
+             "pyproject.toml": '[project]\nname = "p"\n[project.optional-dependencies]\ntesting = ["pyfakefs"]\n'}
+    requirements, _ = plan(files)
+    assert {"pytest", "hypothesis", "pyfakefs"} <= set(requirements) and "ruff" not in requirements
+    legacy = ('[tool.tox]\nlegacy_tox_ini = """\n[testenv]\ndeps =\n    mock\n    cov: pytest-cov\n"""\n')
+    requirements, _ = plan({"pyproject.toml": legacy})
+    assert requirements == ["mock"]
+
+
+def test_nox_session_dependencies_read_statically_never_run(tmp_path: object) -> None:
+    noxfile = (
+        "import nox, os\n"
+        "os.system('touch /tmp/noxfile-was-run')\n"
+        "TEST_DEPS = ['pytest-mock', 'freezegun']\n"
+        "@nox.session(python=['3.10', '3.11'])\n"
+        "def tests(session):\n"
+        "    session.install('pytest', '-r', 'requirements/test.txt', '.[test]', *TEST_DEPS)\n"
+        "    session.install('-c', 'constraints.txt', 'coverage[toml]')\n"
+        "    session.run('pytest')\n"
+        "@nox.session(name='lint')\n"
+        "def lint(session):\n"
+        "    session.install('ruff')\n"
+    )
+    files = {"noxfile.py": noxfile, "requirements/test.txt": "hypothesis\n",
+             "pyproject.toml": '[project]\nname = "p"\n[project.optional-dependencies]\ntest = ["pyfakefs"]\n'}
+    requirements, sources = plan(files)
+    assert {"pytest", "hypothesis", "pytest-mock", "freezegun", "coverage[toml]", "pyfakefs"} <= set(requirements)
+    assert "ruff" not in requirements and "constraints.txt" not in requirements
+    assert any(s.startswith("noxfile.py session tests") for s in sources)
+    import os
+    assert not os.path.exists("/tmp/noxfile-was-run")  # noqa: S108
+
+
+def test_a_nox_session_under_another_name_that_runs_pytest_and_a_broken_noxfile() -> None:
+    noxfile = ("import nox\n@nox.session\ndef check(s):\n    s.install('attrs')\n    s.run('pytest', 'tests')\n"
+               "@nox.session\ndef docs(s):\n    s.install('sphinx')\n")
+    assert plan({"noxfile.py": noxfile})[0] == ["attrs"]
+    assert plan({"noxfile.py": "def (:\n"})[0] == []
