@@ -14,6 +14,8 @@ Layout the sandbox relies on (both images):
   ``org.logomesh.image-version`` the layout's version: an image of an older layout is rebuilt, never used.
 - the non-root user ``sandbox`` (uid 10001) owns ``/sandbox`` (each run's tmpfs volume) and ``/opt/logomesh/envs``
   (where the setup phase builds a project's environment).
+- the system tools real test suites call: ``git``, ``less``, the locales ``C.UTF-8`` and ``en_US.UTF-8``, and the
+  time zone database (``/usr/share/zoneinfo``, read by ``zoneinfo``).
 """
 
 from __future__ import annotations
@@ -35,10 +37,13 @@ DEFAULT_TAG = "logomesh-sandbox:latest"
 DEFAULT_CACHE = Path("/var/cache/logomesh")
 DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-PACKAGES = ("python3", "python3-venv", "python3-pip")
+# the interpreter, and the system tools real suites call (git, less, locales, the time zone database)
+PACKAGES = ("python3", "python3-venv", "python3-pip", "git", "less", "locales", "tzdata")
+# generated into the image (C.UTF-8 is built into glibc); what /etc/locale.gen lists
+LOCALES = ("en_US.UTF-8 UTF-8",)
 IMAGE_LABEL = "org.logomesh.image"
 # bump when the layout above changes: an image with another version is rebuilt, never run
-IMAGE_VERSION = "2"
+IMAGE_VERSION = "3"
 VERSION_LABEL = "org.logomesh.image-version"
 PYTHON_LABEL = "org.logomesh.python"
 PYTHON_VERSIONS = "3.11"
@@ -48,7 +53,7 @@ ENVS = "/opt/logomesh/envs"
 TOOL_REQUIREMENTS = ("pytest>=8,<9", "coverage>=7.4,<8")
 # dropped from the image: package caches and documentation, nothing a test run reads
 EXCLUDES = ("./var/cache/apt/archives", "./var/lib/apt/lists", "./usr/share/doc", "./usr/share/man",
-            "./usr/share/locale", "./usr/share/info")
+            "./usr/share/locale", "./usr/share/info", "./usr/share/i18n")
 CHANGES = (
     f"USER {SANDBOX_UID}:{SANDBOX_UID}",
     "WORKDIR /sandbox/repo",
@@ -110,6 +115,7 @@ def _debootstrap(rootfs: Path, suite: str, mirror: str, say: Say) -> None:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise SandboxError(f"debootstrap failed (exit {proc.returncode}):\n{tail}")
     _add_user(partial)
+    _add_locales(partial, say)
     _add_tools(partial, say)
     (partial / "opt/logomesh/image-version").write_text(IMAGE_VERSION + "\n", encoding="utf-8")
     partial.rename(rootfs)
@@ -141,6 +147,16 @@ def _add_tools(root: Path, say: Say) -> None:
     envs = root / ENVS.lstrip("/")
     envs.mkdir(parents=True, exist_ok=True)
     os.chown(envs, SANDBOX_UID, SANDBOX_UID)
+
+
+def _add_locales(root: Path, say: Say) -> None:
+    """Generate the locales tests set (``en_US.UTF-8``) into ``/usr/lib/locale``; ``C.UTF-8`` comes with glibc."""
+    say("generating the locales " + ", ".join(LOCALES))
+    (root / "etc/locale.gen").write_text("".join(f"{name}\n" for name in LOCALES), encoding="utf-8")
+    proc = subprocess.run(["chroot", str(root), "locale-gen"], capture_output=True, text=True, check=False,
+                          env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
+    if proc.returncode != 0:
+        raise SandboxError(f"locale-gen failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-2000:]}")
 
 
 def _add_user(root: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from sandbox.environment import plan_environment
@@ -84,7 +85,7 @@ def test_tox4_toml_and_legacy_ini_in_pyproject() -> None:
     assert requirements == ["mock"]
 
 
-def test_nox_session_dependencies_read_statically_never_run(tmp_path: object) -> None:
+def test_nox_session_dependencies_read_statically_never_run() -> None:
     noxfile = (
         "import nox, os\n"
         "os.system('touch /tmp/noxfile-was-run')\n"
@@ -104,8 +105,7 @@ def test_nox_session_dependencies_read_statically_never_run(tmp_path: object) ->
     assert {"pytest", "hypothesis", "pytest-mock", "freezegun", "coverage[toml]", "pyfakefs"} <= set(requirements)
     assert "ruff" not in requirements and "constraints.txt" not in requirements
     assert any(s.startswith("noxfile.py session tests") for s in sources)
-    import os
-    assert not os.path.exists("/tmp/noxfile-was-run")  # noqa: S108
+    assert not os.path.exists("/tmp/noxfile-was-run")
 
 
 def test_a_nox_session_under_another_name_that_runs_pytest_and_a_broken_noxfile() -> None:
