@@ -287,3 +287,47 @@ def _normal(name: str) -> str:
 
 def _cfg_list(value: str) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+NOT_INSTALLED = "LOGOMESH-NOT-INSTALLED"
+
+
+def install_script(python: str, env_dir: str, requirements_file: str) -> str:
+    """The shell script that makes the venv and installs a plan's requirements, one failure not sinking the rest.
+
+    The requirements are installed together first (one resolution, pins honoured together). When that fails, each
+    line is installed on its own: a line pip cannot install is printed as ``LOGOMESH-NOT-INSTALLED <line>``
+    followed by pip's last error line, and the others stay installed. Only when none of them installs does the
+    script fail (an index that cannot be reached, say)."""
+    pip = f"{env_dir}/bin/python -m pip install --quiet"
+    return f"""set -e
+{python} -m venv {env_dir}
+if ! {pip} -r {requirements_file} 2>/tmp/logomesh-pip.log; then
+  tail -n 5 /tmp/logomesh-pip.log >&2
+  echo "installing the requirements together failed; installing them one by one" >&2
+  total=0; failed=0
+  while IFS= read -r requirement; do
+    [ -n "$requirement" ] || continue
+    total=$((total + 1))
+    if ! {pip} "$requirement" 2>/tmp/logomesh-pip.log; then
+      failed=$((failed + 1))
+      echo "{NOT_INSTALLED} $requirement"
+      grep -v '^[[:space:]]*$' /tmp/logomesh-pip.log | grep -iv 'notice' | tail -n 1
+    fi
+  done < {requirements_file}
+  if [ "$failed" -eq "$total" ]; then echo "none of the $total requirements could be installed" >&2; exit 1; fi
+fi
+"""
+
+
+def not_installed(output: str) -> tuple[str, ...]:
+    """The requirements ``install_script`` reported it could not install, with pip's reason: ``req (reason)``."""
+    lines = output.splitlines()
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if line.startswith(NOT_INSTALLED + " "):
+            requirement = line[len(NOT_INSTALLED) + 1:].strip()
+            reason = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].startswith(NOT_INSTALLED) \
+                else ""
+            out.append(f"{requirement} ({reason[:200]})" if reason else requirement)
+    return tuple(out)

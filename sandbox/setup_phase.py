@@ -36,6 +36,7 @@ from docker.errors import DockerException, ImageNotFound
 
 from checks.models import EnvironmentPlan, SetupReport, TestSpec
 from sandbox.egress import EgressProxy, allowed_for
+from sandbox.environment import install_script, not_installed
 from sandbox.errors import SandboxError
 from sandbox.limits import SANDBOX_UID
 from sandbox.redact import clean_test_output
@@ -53,6 +54,7 @@ SETUP_DIR = "/opt/logomesh/envs/setup"
 ENV_REPOSITORY = "logomesh-env"
 ENV_LABEL = "org.logomesh.env"
 REFUSED_LABEL = "org.logomesh.env.refused"  # what the build was refused, reported again on every cache hit
+NOT_INSTALLED_LABEL = "org.logomesh.env.not-installed"  # requirements pip failed on, reported again on a hit
 OUTPUT_TAIL = 4000
 _BUILD_LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -119,7 +121,8 @@ def _cached_or_built(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, t
             # the same report as the build gave: whether this review built it is the cache's state, not a fact
             # about the change, and would make two identical reviews differ
             return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True),
-                            report=SetupReport(status="installed", refused=_refused_label(image.labels)))
+                            report=SetupReport(status="installed", refused=_refused_label(image.labels),
+                                               reason=_missing_reason(_missing_label(image.labels))))
         except ImageNotFound:
             pass
     return _build(sandbox, run, plan, tree, spec, tag)
@@ -131,6 +134,21 @@ def _refused_label(labels: dict[str, str] | None) -> tuple[str, ...]:
     except ValueError:
         return ()
     return tuple(sorted(str(r) for r in refused)) if isinstance(refused, list) else ()
+
+
+def _missing_label(labels: dict[str, str] | None) -> tuple[str, ...]:
+    try:
+        missing = json.loads((labels or {}).get(NOT_INSTALLED_LABEL) or "[]")
+    except ValueError:
+        return ()
+    return tuple(str(m) for m in missing) if isinstance(missing, list) else ()
+
+
+def _missing_reason(missing: tuple[str, ...]) -> str | None:
+    """What a partly installed environment lacks, named (the requirements pip failed on, with pip's reason)."""
+    if not missing:
+        return None
+    return "not installed (pip failed on them; the other requirements are installed): " + "; ".join(missing)
 
 
 def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree, spec: TestSpec,
@@ -177,9 +195,9 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         python = f"python{plan.python}" if plan.python else "python3"
         site = f"{ENV_DIR}/lib/python{plan.python or '3'}/site-packages"
         tools = f"/opt/logomesh/tools/lib/python{plan.python or '3'}/site-packages"
-        script = (f"set -e\n{python} -m venv {ENV_DIR}\n"
-                  f"{ENV_PYTHON} -m pip install --quiet -r {SETUP_DIR}/requirements.txt\n"
-                  f"echo {tools} > {site}/zz-logomesh-tools.pth\n")
+        # installed together, else one by one: a requirement pip cannot install is named, the rest kept
+        script = (install_script(python, ENV_DIR, f"{SETUP_DIR}/requirements.txt")
+                  + f"echo {tools} > {site}/zz-logomesh-tools.pth\n")
         steps: list[tuple[list[str], str]] = [(["sh", "-c", script], "/")]
         if spec.setup_command:
             steps.append((list(spec.setup_command), PREPARED_TREE))
@@ -199,8 +217,9 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                                 output=text, report=SetupReport(status="failed", reason=why,
                                                                 refused=tuple(sorted(proxy.log.refused))))
         refused = tuple(sorted(proxy.log.refused))
+    missing = not_installed(clean_test_output(bytes(output), OUTPUT_TAIL * 16))
     labels = {**_image_labels(sandbox), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or "",
-              REFUSED_LABEL: json.dumps(list(refused))}
+              REFUSED_LABEL: json.dumps(list(refused)), NOT_INSTALLED_LABEL: json.dumps(list(missing))}
     try:
         api.kill(helper)
         repository, _, version = tag.partition(":")
@@ -209,7 +228,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
     except DockerException as exc:
         raise SandboxError(f"the environment could not be committed: {exc}") from exc
     log.info("sandbox environment %s: built in %.3f s", tag, time.monotonic() - started)
-    report = SetupReport(status="installed", refused=refused)
+    report = SetupReport(status="installed", refused=refused, reason=_missing_reason(missing))
     if spec.setup_command:
         run.images.append(tag)  # it holds this tree: used once, removed with the run
         return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,
