@@ -112,12 +112,18 @@ def _groups(project: dict[str, object], groups: dict[str, object], name: str, de
     return out
 
 
-def choose_python(requires: str | None, offered: Sequence[str]) -> tuple[str | None, str | None]:
-    """(version, error): the newest offered version ``requires`` admits."""
+def choose_python(requires: str | None, offered: Sequence[str],
+                  classifiers: Sequence[str] = ()) -> tuple[str | None, str | None]:
+    """(version, error): the newest offered version ``requires`` admits. Without ``requires-python``, the newest
+    offered version the ``Programming Language :: Python :: 3.X`` classifiers list (when they list any offered one:
+    classifiers inform, they never refuse)."""
     if not offered:
         return None, "the sandbox image offers no Python interpreter"
     if not requires:
-        return sorted(offered, key=_version_key)[-1], None
+        listed = {c.rsplit("::", 1)[-1].strip() for c in classifiers
+                  if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c.strip())}
+        fitting = [v for v in offered if v in listed]
+        return sorted(fitting or offered, key=_version_key)[-1], None
     try:
         spec = SpecifierSet(requires)
     except InvalidSpecifier:
@@ -222,7 +228,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         stem = stems[path]
         if (stem == "" and path.startswith("requirements.")) or (stem and stem in picked):
             add(path, _requirement_lines(read, path))
-    python, error = choose_python(requires_python, offered)
+    python, error = choose_python(requires_python, offered, _strings(project.get("classifiers")))
 
     def follow(path: str) -> list[str]:
         return _requirement_lines(read, path)

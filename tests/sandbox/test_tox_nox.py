@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from sandbox.environment import plan_environment
+from sandbox.environment import choose_python, plan_environment
 from sandbox.runners_config import choose_env, condition_holds, conditional_lines, expand
 
 PY = ("3.11",)
@@ -113,3 +113,14 @@ def test_a_nox_session_under_another_name_that_runs_pytest_and_a_broken_noxfile(
                "@nox.session\ndef docs(s):\n    s.install('sphinx')\n")
     assert plan({"noxfile.py": noxfile})[0] == ["attrs"]
     assert plan({"noxfile.py": "def (:\n"})[0] == []
+
+
+def test_without_requires_python_the_classifiers_choose_among_the_offered_interpreters() -> None:
+    classifiers = ["Programming Language :: Python :: 3", "Programming Language :: Python :: 3.10",
+                   "Programming Language :: Python :: 3.11", "Programming Language :: Python :: 3 :: Only"]
+    assert choose_python(None, ("3.11", "3.13"), classifiers) == ("3.11", None)
+    # requires-python wins over classifiers; classifiers naming nothing offered do not refuse
+    assert choose_python(">=3.12", ("3.11", "3.13"), classifiers) == ("3.13", None)
+    assert choose_python(None, ("3.11", "3.13"), ["Programming Language :: Python :: 3.8"]) == ("3.13", None)
+    files = {"pyproject.toml": '[project]\nname = "p"\nclassifiers = ["Programming Language :: Python :: 3.11"]\n'}
+    assert plan_environment(reader(files), sorted(files), ("3.11", "3.13")).python == "3.11"
