@@ -16,7 +16,14 @@ DESIGN.md exactly. ``rejection_first`` (rubric or repo config) turns any KILL in
 The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
 
 - *Rule of Regression*    — a test that passed at base and fails with the change: ``fail``.
-- *Rule of New Failures*  — a test the change adds or edits fails: ``fail`` (a red test is a red check).
+- *Rule of New Failures*  — a test the change adds or edits fails, or one skipped or expected to fail (xfail) at
+                            base fails with the change: ``fail`` (a red test is a red check), measured base or not.
+- *Rule of the Unmeasured Base* — the base could not run its tests and tests the change did not touch fail at head:
+                            not ``pass`` (``neutral``, the base's failure named): nothing says whether they failed
+                            before, so they are neither charged nor passed over.
+- *Rule of the Environment* — a failing test whose error is the sandbox's environment (a missing program or
+                            system library, the absent network, a missing third-party module): not ``pass``, the
+                            cause named; never ``fail`` on its own.
 - *Rule of the Oracle*    — a test passes only under the change's harness (it fails under the base's test files
                             and configuration) or was reported passing although it raised: not ``pass``.
 - *Rule of Completion*    — the change's own test run did not complete: not ``pass``.
@@ -35,7 +42,7 @@ from pathlib import PurePosixPath
 from checks import cis
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
-from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, round_score
+from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, TestDiff, round_score
 from rubric import Criterion, Rubric
 
 
@@ -152,6 +159,15 @@ def _not_pass(verdict: str, reasons: list[str], why: str, *, always_say: bool = 
     return "neutral" if verdict == "pass" else verdict
 
 
+def _rule_of_environment(diff: TestDiff, verdict: str, reasons: list[str]) -> str:
+    if not diff.environmental:
+        return verdict
+    first = diff.environmental[0]
+    return _not_pass(verdict, reasons, f"Rule of the Environment: {len(diff.environmental)} failing test(s) failed "
+                     f"because of the sandbox, not this change (first: {first.name}: {first.cause})",
+                     always_say=True)
+
+
 def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     """The verdict after the test facts' rules (module docstring), each applied reason recorded."""
     files = brief.case.files
@@ -159,6 +175,16 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         reasons.append("Rule of Measurement: nothing to review (the change is empty)")
         return "neutral"
     diff = brief.differential
+    if diff is not None and diff.status != "measured":
+        if diff.new_failing:
+            reasons.append(f"Rule of New Failures: {len(diff.new_failing)} test(s) of this change fail (first: "
+                           f"{diff.new_failing[0].name}); the base could not be compared: {diff.reason}")
+            return "fail"
+        if diff.unattributed:
+            verdict = _not_pass(verdict, reasons, f"Rule of the Unmeasured Base: {len(diff.unattributed)} test(s) "
+                                f"fail at head (first: {diff.unattributed[0].name}) and {diff.reason}, so they can "
+                                "be neither charged to this change nor passed over", always_say=True)
+        verdict = _rule_of_environment(diff, verdict, reasons)
     if diff is not None and diff.status == "measured":
         if diff.tampered:  # said even when a regression fails the change below: it says how it was hidden
             verdict = _not_pass(verdict, reasons, f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only "
@@ -171,6 +197,7 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
             reasons.append(f"Rule of New Failures: {len(diff.new_failing)} test(s) of this change fail (first: "
                            f"{diff.new_failing[0].name})")
             return "fail"
+        verdict = _rule_of_environment(diff, verdict, reasons)
         if brief.tests is not None and brief.tests.status in ("timeout", "error"):
             verdict = _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
                                 f"({brief.tests.reason})")

@@ -16,17 +16,27 @@ tampered               passed at base, fails under the base's oracle, passes at 
                        behaviour broke); also any head test reported passing while its call raised (``rewritten``)
 removed                passed at base; missing (deleted, deselected) or skipped at head
 fixed                  failed at base, passes under the base's oracle
-pre-existing failure   fails at base and at head: not charged to the change
-new passing / failing  a node id the base did not have
+pre-existing failure   fails at base and at head the same way (``failed`` both times, or ``error`` both times):
+                       not charged to the change
+new passing / failing  a node id the base did not have; also a test skipped or expected to fail (``xfail``) at
+                       base that fails at head, and one that failed at base and errors at head (or the reverse):
+                       every failing test at head lands in one category, and only *pre-existing* is not charged
+environmental          a regressed or new failing test whose error is the sandbox's environment
+                       (:func:`environment_cause`): a missing program or system library, the sandbox's absent
+                       network, a missing third-party module in a test file the change does not touch
 =====================  ==========================================================================================
 
-The base run itself failing to run its tests (an import error, a failed install) makes the whole result
-``env_error``: nothing can be charged to the change.
+A base run that could not run its tests (an import error, a failed install, a crash) leaves no reference: the head
+is then judged on its own. Its failing tests in test files the change touched are *new failing* (a red test of the
+change is red whatever the base did); its other failing tests are *unattributed*: not charged, never passed over
+(the court makes the verdict ``neutral`` and names the base's failure).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
+from pathlib import PurePosixPath
 
 from checks.models import TestCaseResult, TestChange, TestDiff, TestRunResult
 
@@ -68,12 +78,111 @@ def base_failure(base: TestRunResult) -> str | None:
     return None
 
 
+MISSING_PROGRAM = re.compile(r"(?:FileNotFoundError|No such file or directory)[^'\"]*['\"]([\w.+-]+)['\"]")
+COMMAND_NOT_FOUND = re.compile(r"\b([\w.+-]+): (?:command )?not found\b")
+MISSING_LIBRARY = re.compile(r"(lib[\w.+-]*\.so[\w.]*): cannot open shared object file"
+                             r"|(?:library|Library) ['\"]?([\w.+-]+)['\"]? (?:not found|could not be found)"
+                             r"|Unable to find library ['\"]?([\w.+-]+)")
+NO_NETWORK = re.compile(r"Temporary failure in name resolution|Name or service not known|Network is unreachable"
+                        r"|\[Errno (?:-3|-2|101)\]|nodename nor servname provided")
+MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+PROGRAM_SUFFIXES = ("", ".sh", ".exe")
+
+
+def _is_program_name(name: str) -> bool:
+    """A bare command name (``less``, ``git``, ``pg_ctl``): no path, no file extension other than a script's."""
+    _stem, dot, suffix = name.rpartition(".")
+    return "/" not in name and (not dot or "." + suffix in PROGRAM_SUFFIXES) and bool(name.strip("."))
+
+
+def _top_levels(paths: Collection[str]) -> set[str]:
+    """The top-level module names a set of repository paths can define (``src/`` and ``lib/`` layouts too)."""
+    names: set[str] = set()
+    for path in paths:
+        parts = list(PurePosixPath(path).parts)
+        if parts and parts[0] in ("src", "lib", "python") and len(parts) > 1:
+            parts = parts[1:]
+        if parts:
+            names.add(parts[0][:-3] if parts[0].endswith(".py") else parts[0])
+    return names
+
+
+def environment_cause(result: TestCaseResult, changed_paths: Collection[str]) -> str | None:
+    """Why a failing test's error is the sandbox's environment and not the change, or None.
+
+    Only errors that no change to the project's own code can produce in the sandbox count: a program the image
+    lacks (the name must be a bare command, so a missing data file of the project is not one), a system library
+    that cannot be loaded, the sandbox's missing network (name resolution or an unreachable network, never a refused
+    local connection, which a broken local server also gives), and, in a test file the change does not touch, a
+    module that is not the project's own and that the change's paths do not define.
+    """
+    message = result.message or ""
+    program = MISSING_PROGRAM.search(message)
+    if program and _is_program_name(program.group(1)) and program.group(1) not in _top_levels(changed_paths):
+        return f"the sandbox has no program '{program.group(1)}' (the test runs it)"
+    command = COMMAND_NOT_FOUND.search(message)
+    if command and _is_program_name(command.group(1)):
+        return f"the sandbox has no program '{command.group(1)}' (command not found)"
+    library = MISSING_LIBRARY.search(message)
+    if library:
+        name = next(g for g in library.groups() if g)
+        return f"the sandbox lacks the system library {name}"
+    if NO_NETWORK.search(message):
+        return "the test needs the network, which the sandbox does not have"
+    module = MISSING_MODULE.search(message)
+    if module and result.outcome == "error" and _file_of(result.name) not in changed_paths:
+        top = module.group(1).split(".")[0]
+        if top not in _top_levels(changed_paths):
+            return f"the module '{module.group(1)}' is not installed in the sandbox's environment"
+    return None
+
+
+def _failing(result: TestCaseResult | None) -> bool:
+    return result is not None and result.outcome in FAILING
+
+
+def _base_outcome(result: TestCaseResult) -> str:
+    if result.outcome == "skipped" and (result.message or "").startswith("xfail"):
+        return "xfailed"
+    return result.outcome
+
+
+def head_alone(reason: str, status: str, base: TestRunResult, head: TestRunResult, guard: TestRunResult | None,
+               changed_tests: Collection[str], changed_paths: Collection[str]) -> TestDiff:
+    """The head judged without a reference: its failing tests are the change's when their file is."""
+    changed_dirs = {path.rsplit("/", 1)[0] for path in changed_tests if "/" in path}
+    new_failing: list[TestChange] = []
+    unattributed: list[TestChange] = []
+    environmental: list[TestChange] = []
+    for name, result in sorted(outcomes(head).items()):
+        if result.outcome not in FAILING:
+            continue
+        change = _change(name, None, result, result.outcome)
+        cause = environment_cause(result, changed_paths)
+        test_file = _file_of(name)
+        if cause is not None:
+            environmental.append(change.model_copy(update={"cause": cause}))
+        elif test_file in changed_tests or any(test_file.startswith(d + "/") for d in changed_dirs):
+            new_failing.append(change)
+        else:
+            unattributed.append(change)
+    new_passing = [n for n, r in sorted(outcomes(head).items()) if r.outcome == PASSED]
+    return TestDiff(status="env_error" if status == "env_error" else "not_measured", reason=reason,
+                    new_failing=tuple(new_failing[:LISTED]), unattributed=tuple(unattributed[:LISTED]),
+                    environmental=tuple(environmental[:LISTED]), new_passing=tuple(new_passing[:LISTED * 5]),
+                    base_tests=base, guard_tests=guard, mutants=head.mutants)
+
+
 def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | None,
-             changed_tests: Collection[str]) -> TestDiff:
-    """Classify every test; ``changed_tests`` are the test paths (files and data) the change touched."""
+             changed_tests: Collection[str], changed_paths: Collection[str] = ()) -> TestDiff:
+    """Classify every test; ``changed_tests`` are the test paths (files and data) the change touched,
+    ``changed_paths`` every path it touched (for :func:`environment_cause`)."""
+    changed_paths = set(changed_paths) | set(changed_tests)
     failure = base_failure(base)
     if failure is not None:
         status = "env_error" if base.status in ("env_error", "ran", "no_tests") else "not_measured"
+        if head.status in ("ran", "timeout", "error") and (head.tests or head.collection_errors):
+            return head_alone(failure, status, base, head, guard, changed_tests, changed_paths)
         return TestDiff(status=status, reason=failure, base_tests=base, guard_tests=guard, mutants=head.mutants)
     oracle = guard if guard is not None else head
     if oracle.status in ("not_measured",):
@@ -116,10 +225,14 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
             else:
                 regressed.append(_change(name, was.outcome, now or at_h, now_outcome))
         elif was.outcome in FAILING:
-            if now_outcome == PASSED:
+            if _failing(at_h) and at_h is not None and at_h.outcome != was.outcome:
+                new_failing.append(_change(name, was.outcome, at_h, head_outcome))  # it fails another way now
+            elif now_outcome == PASSED and not _failing(at_h):
                 fixed.append(name)
             else:
                 pre_existing.append(name)
+        elif _failing(at_h):  # skipped or expected to fail at base (xfail), failing at head
+            new_failing.append(_change(name, _base_outcome(was), at_h, head_outcome))
     for name, result in sorted(at_head.items()):
         if result.rewritten:
             tampered.append(_change(name, at_base[name].outcome if name in at_base else None, result, "rewritten"))
@@ -129,6 +242,17 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
             new_passing.append(name)
         elif result.outcome in FAILING:
             new_failing.append(_change(name, None, result, result.outcome))
+    environmental: list[TestChange] = []
+    for group in (regressed, new_failing):
+        for change in list(group):
+            if any(t.name == change.name for t in tampered):
+                continue
+            case = TestCaseResult(name=change.name, outcome="error" if change.head == "error" else "failed",
+                                  message=change.message)
+            cause = environment_cause(case, changed_paths)
+            if cause is not None:
+                group.remove(change)
+                environmental.append(change.model_copy(update={"cause": cause}))
     return TestDiff(
         status="measured",
         guarded=guard is not None,
@@ -141,6 +265,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         expectation_changed=tuple(expectation[:LISTED]),
         unchanged_passing=unchanged,
         tampered=tuple(tampered[:LISTED]),
+        environmental=tuple(environmental[:LISTED]),
         mutants=head.mutants,
         base_tests=base,
         guard_tests=guard,

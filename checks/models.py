@@ -337,13 +337,15 @@ class TestChange(Model):
     head: str = Field(description="outcome at head (under the base's oracle for existing tests); 'missing'")
     message: str | None = None
     location: str | None = None
+    cause: str | None = Field(default=None, description="why the failure is the environment's, not the change's")
 
 
 class TestDiff(Model):
     """The tests at base and at head, keyed by node id (see ``checks/differential.py``).
 
     ``status`` is ``measured`` only when both sides ran; ``env_error`` when the base itself could not run its
-    tests (then nothing is charged to the change); ``not_measured`` otherwise.
+    tests and ``not_measured`` when the base run did not complete: then the head is judged on its own (the
+    failing tests of files the change touched are ``new_failing``, the others ``unattributed``).
     """
 
     __test__ = False  # not a pytest test class
@@ -362,6 +364,10 @@ class TestDiff(Model):
     unchanged_passing: int = 0
     tampered: tuple[TestChange, ...] = Field(default=(), description="passing at head, failing under the base's "
                                              "oracle or rewritten by a hook")
+    unattributed: tuple[TestChange, ...] = Field(default=(), description="failing at head while the base could "
+                                                 "not be measured: neither charged nor passed over")
+    environmental: tuple[TestChange, ...] = Field(default=(), description="failing for a reason of the sandbox's "
+                                                  "environment (named in ``cause``), not of the change")
     mutants: tuple[MutantResult, ...] = ()
     base_tests: TestRunResult | None = None
     guard_tests: TestRunResult | None = None

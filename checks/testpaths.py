@@ -6,13 +6,38 @@ named ``test``, ``tests`` or ``testing`` (data files included: a test's expectat
 
 from __future__ import annotations
 
+import re
+import tomllib
 from pathlib import PurePosixPath
 
 TEST_DIRS = frozenset({"test", "tests", "testing"})
-# pytest's own order of precedence for the file that holds its configuration, and the section it reads
-PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-PYTEST_SECTIONS = {"pytest.ini": "", ".pytest.ini": "", "pyproject.toml": "[tool.pytest.ini_options]",
-                   "tox.ini": "[pytest]", "setup.cfg": "[tool:pytest]"}
+# pytest's own order of precedence for the file that holds its configuration (pytest 9 added pytest.toml and
+# .pytest.toml first), and the section it reads: "" = the file is the configuration even when empty
+PYTEST_CONFIGS = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini",
+                  "setup.cfg")
+PYTEST_SECTIONS = {"pytest.toml": "", ".pytest.toml": "", "pytest.ini": "", ".pytest.ini": "",
+                   "pyproject.toml": "[tool.pytest]", "tox.ini": "[pytest]", "setup.cfg": "[tool:pytest]"}
+
+
+def holds_pytest_config(name: str, text: str) -> bool:
+    """Whether pytest would take its configuration from this file (``name`` one of :data:`PYTEST_CONFIGS`).
+
+    ``pyproject.toml`` counts with pytest 9's native ``[tool.pytest]`` table as well as with
+    ``[tool.pytest.ini_options]`` (the document is parsed, so dotted keys and inline tables count too; a file that
+    does not parse is read for the table headers); the ini files count by their section header.
+    """
+    section = PYTEST_SECTIONS.get(name)
+    if section is None:
+        return False
+    if not section:
+        return True
+    if name == "pyproject.toml":
+        try:
+            tool = tomllib.loads(text).get("tool")
+        except tomllib.TOMLDecodeError:
+            return re.search(r"^\s*\[\s*tool\s*\.\s*pytest\s*[\].]", text, re.MULTILINE) is not None
+        return isinstance(tool, dict) and isinstance(tool.get("pytest"), dict)
+    return re.search(r"^\s*" + re.escape(section), text, re.MULTILINE) is not None
 
 
 def is_test_path(path: str) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from checks.testpaths import PYTEST_CONFIGS, PYTEST_SECTIONS, is_test_path
+from checks.testpaths import PYTEST_CONFIGS, holds_pytest_config, is_test_path
 from sandbox.tarball import GitBytes, pack_directory, pack_git_entries
 
 MAX_READ = 1024 * 1024
@@ -26,8 +26,7 @@ def pytest_config(read: Callable[[str], str | None]) -> tuple[str, str] | None:
         text = read(name)
         if text is None:
             continue
-        section = PYTEST_SECTIONS[name]
-        if not section or section in text:
+        if holds_pytest_config(name, text):
             return name, text
     return None
 

@@ -303,7 +303,7 @@ def read_case(
         commits_total=repo.commit_count(merge_base, head_sha),
         head_paths=tuple(sorted(head_tree)),
         linguist=linguist_marks(_attributes_at(repo, merge_base), [f.path for f in files]),
-        test_spec=TestSpec(command=test.command, setup_command=test.setup,
+        test_spec=TestSpec(command=test.command, setup_command=test.setup, environment=test.environment,
                            timeout_seconds=test.timeout_seconds or timeout_seconds),
         config_sha256=config.sha256,
     )

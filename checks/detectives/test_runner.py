@@ -84,7 +84,8 @@ def differential(case: Case, base: TestRunResult, head: TestRunResult, guard: Te
                         base_tests=base)
     changed = {f.path for f in case.files if is_test_path(f.path)} | {
         f.old_path for f in case.files if f.old_path and is_test_path(f.old_path)}
-    return classify(base, head, guard, changed)
+    touched = {f.path for f in case.files} | {f.old_path for f in case.files if f.old_path}
+    return classify(base, head, guard, changed, touched)
 
 
 def _facts(result: TestRunResult) -> dict[str, object]:
@@ -180,29 +181,26 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
         "new_failing": len(diff.new_failing), "tampered": len(diff.tampered), "fixed": len(diff.fixed),
         "new_passing": len(diff.new_passing), "pre_existing": len(diff.pre_existing), "removed": len(diff.removed),
         "expectation_changed": len(diff.expectation_changed), "unchanged_passing": diff.unchanged_passing,
+        "unattributed": len(diff.unattributed), "environmental": len(diff.environmental),
     }
     if diff.status != "measured":
-        return [Evidence(id=f"{ID}.differential", detective=ID, kind="tests-differential", severity="low",
-                         summary=f"No comparison with the base: {diff.reason}", facts=facts)]
+        alone = (f"; the head judged on its own: {len(diff.new_failing)} failing in test files this change "
+                 f"touched, {len(diff.unattributed)} other failing (not attributable), {len(diff.environmental)} "
+                 "failing because of the sandbox" if diff.new_failing or diff.unattributed or diff.environmental
+                 else "")
+        return [Evidence(id=f"{ID}.differential", detective=ID, kind="tests-differential",
+                         severity="high" if diff.new_failing else "medium" if diff.unattributed else "low",
+                         summary=f"No comparison with the base: {diff.reason}{alone}", facts=facts),
+                *_change_evidence(diff)]
     summary = (f"against the base: {len(diff.regressed)} regressed, {len(diff.new_failing)} new failing, "
                f"{len(diff.fixed)} fixed, {len(diff.new_passing)} new passing, {len(diff.pre_existing)} failing "
-               f"before and after (not charged), {len(diff.removed)} removed")
+               f"before and after (not charged), {len(diff.removed)} removed"
+               + (f", {len(diff.environmental)} failing because of the sandbox (not charged)"
+                  if diff.environmental else ""))
     serious = diff.regressed or diff.new_failing or diff.tampered
     items = [Evidence(id=f"{ID}.differential", detective=ID, kind="tests-differential", summary=summary,
-                      severity="high" if serious else "low" if diff.removed else "info", facts=facts)]
-    groups = (("regressed", diff.regressed, "critical", "passed at base, fails with this change"),
-              ("new-failing", diff.new_failing, "high", "a test of this change fails"),
-              ("tampered", diff.tampered, "critical", "passes only with this change's harness: under the base's "
-               "test files and configuration it fails"))
-    for kind, changes, severity, meaning in groups:
-        for change in changes[:MAX_FAILURES_LISTED]:
-            message = f" — {change.message}" if change.message else ""
-            items.append(Evidence(
-                id=f"{ID}.{kind}:{change.name}", detective=ID, kind="test-" + kind, severity=severity,
-                summary=f"{kind.replace('-', ' ')}: {change.name} ({meaning}){message}"[:600],
-                location=_location(change.location, change.name),
-                facts={"name": change.name, "base": change.base, "head": change.head,
-                       "message": (change.message or "")[:2000]}))
+                      severity="high" if serious else "low" if diff.removed else "info", facts=facts),
+             *_change_evidence(diff)]
     for name in diff.removed[:MAX_FAILURES_LISTED]:
         items.append(Evidence(id=f"{ID}.removed:{name}", detective=ID, kind="test-removed", severity="medium",
                               summary=f"removed: {name} passed at base and no longer runs at head",
@@ -213,6 +211,28 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
             summary=f"{len(diff.expectation_changed)} existing test(s) now expect something else (they fail under "
                     f"the base's version and pass under the change's): {', '.join(diff.expectation_changed[:5])}",
             facts={"names": list(diff.expectation_changed[:50])}))
+    return items
+
+
+def _change_evidence(diff: TestDiff) -> list[Evidence]:
+    items: list[Evidence] = []
+    groups = (("regressed", diff.regressed, "critical", "passed at base, fails with this change"),
+              ("new-failing", diff.new_failing, "high", "a test of this change fails"),
+              ("tampered", diff.tampered, "critical", "passes only with this change's harness: under the base's "
+               "test files and configuration it fails"),
+              ("unattributed", diff.unattributed, "medium", "fails at head; the base could not be measured, so "
+               "whether it failed before is unknown"),
+              ("environmental", diff.environmental, "low", "fails because of the sandbox's environment"))
+    for kind, changes, severity, meaning in groups:
+        for change in changes[:MAX_FAILURES_LISTED]:
+            message = f" — {change.message}" if change.message else ""
+            why = f": {change.cause}" if change.cause else ""
+            items.append(Evidence(
+                id=f"{ID}.{kind}:{change.name}", detective=ID, kind="test-" + kind, severity=severity,
+                summary=f"{kind.replace('-', ' ')}: {change.name} ({meaning}{why}){message}"[:600],
+                location=_location(change.location, change.name),
+                facts={"name": change.name, "base": change.base, "head": change.head, "cause": change.cause,
+                       "message": (change.message or "")[:2000]}))
     return items
 
 
@@ -241,6 +261,7 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
 @register(ID, order=40, emits=(
     "test-environment", "tests-not-measured", "tests-env-error", "no-tests", "tests-timeout", "tests-error", "tests",
     "test-failure", "runtime-sink", "harness-hook", "tests-differential", "test-regressed", "test-new-failing",
-    "test-tampered", "test-removed", "test-expectation-changed", "test-mutation", "surviving-mutant"))
+    "test-tampered", "test-unattributed", "test-environmental", "test-removed", "test-expectation-changed",
+    "test-mutation", "surviving-mutant"))
 def build(resources: CourtResources) -> TestRunner:
     return TestRunner(resources.sandbox, resources.sandbox_missing)

@@ -1,0 +1,181 @@
+"""Test verdicts that are never wrong outright: an unmeasurable base, an xfail removed, the environment's failures,
+pytest 9's configuration files and ``.logomesh.yml`` ``test.environment`` reaching the sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.review.gitrepo import GitRepo, read_case
+from checks.chief_justice import rules_of_tests
+from checks.config import parse_repo_config
+from checks.differential import classify, environment_cause
+from checks.models import Brief, Case, ChangedFile, RedAnalysis, TestCaseResult, TestDiff, TestRunResult
+from checks.testpaths import holds_pytest_config, is_harness_path
+from sandbox.trees import pytest_config
+from tests.gitfixture import RepoBuilder
+
+PRODUCT = ChangedFile(path="pkg/calc.py", status="modified", added_lines=(1,), content="x = 1\n")
+TEST_FILE = ChangedFile(path="tests/test_calc.py", status="modified", added_lines=(1,), content="x = 1\n")
+
+
+def case(outcome: str, name: str, message: str | None = None) -> TestCaseResult:
+    return TestCaseResult(name=name, outcome=outcome, message=message)
+
+
+def run(*cases: TestCaseResult, status: str = "ran", reason: str | None = None) -> TestRunResult:
+    return TestRunResult(status=status, tests=cases, reason=reason,
+                         passed=sum(c.outcome == "passed" for c in cases),
+                         failed=sum(c.outcome == "failed" for c in cases))
+
+
+def verdict_of(diff: TestDiff, *files: ChangedFile) -> tuple[str, list[str]]:
+    brief = Brief(case=Case(base_sha="a" * 40, head_sha="b" * 40, diff="", files=files or (PRODUCT,)),
+                  evidence=(), tests=None, semantic=None, red=RedAnalysis(), differential=diff,
+                  components={"rationale": None, "architecture": 0.8, "testing": 0.85})
+    reasons: list[str] = []
+    return rules_of_tests(brief, "pass", reasons), reasons
+
+
+# --- an unmeasurable base never switches the test rules off ---------------------------------------------------
+
+CRASHED_BASE = TestRunResult(status="error", reason="pytest ended (exit code 137) before LogoMesh's collector "
+                             "could report")
+HEAD_254 = run(*(case("failed", f"tests/test_old.py::test_{i}", "AssertionError") for i in range(254)),
+               case("passed", "tests/test_old.py::test_ok"))
+
+
+def test_a_crashed_base_with_254_failing_tests_at_head_is_not_a_pass() -> None:
+    diff = classify(CRASHED_BASE, HEAD_254, None, changed_tests=(), changed_paths=("pkg/calc.py",))
+    assert diff.status == "not_measured" and len(diff.unattributed) == 200 and not diff.new_failing
+    verdict, reasons = verdict_of(diff)
+    assert verdict == "neutral"
+    assert any("Rule of the Unmeasured Base" in r and "exit code 137" in r for r in reasons)
+
+
+def test_with_an_unmeasurable_base_the_change_s_own_failing_test_still_fails_it() -> None:
+    base = TestRunResult(status="env_error", reason="the tests could not import what they need")
+    head = run(case("failed", "tests/test_calc.py::test_new", "assert 2 == 3"),
+               case("passed", "tests/test_other.py::test_ok"))
+    diff = classify(base, head, None, changed_tests={"tests/test_calc.py"}, changed_paths={"pkg/calc.py"})
+    assert diff.status == "env_error" and [c.name for c in diff.new_failing] == ["tests/test_calc.py::test_new"]
+    verdict, reasons = verdict_of(diff, PRODUCT, TEST_FILE)
+    assert verdict == "fail" and "Rule of New Failures" in reasons[-1]
+    # honest twin: nothing fails at head, nothing is charged or withheld
+    green = classify(base, run(case("passed", "tests/test_calc.py::test_new")), None, {"tests/test_calc.py"})
+    assert verdict_of(green, PRODUCT, TEST_FILE)[0] == "pass"
+
+
+# --- every failing test at head is classified ------------------------------------------------------------------
+
+def test_removing_an_xfail_mark_without_a_fix_is_a_new_failure() -> None:
+    name = "tests/test_calc.py::test_bug"
+    base = run(case("skipped", name, "xfail: bug 12"), case("passed", "tests/test_calc.py::test_ok"))
+    head = run(case("failed", name, "assert 1 == 2"), case("passed", "tests/test_calc.py::test_ok"))
+    guard = base  # the base's test file still marks it xfail
+    diff = classify(base, head, guard, changed_tests={"tests/test_calc.py"})
+    assert [(c.name, c.base, c.head) for c in diff.new_failing] == [(name, "xfailed", "failed")]
+    assert verdict_of(diff, PRODUCT, TEST_FILE)[0] == "fail"
+    # the honest twin: the fix lands with the mark removed, the test passes
+    fixed = classify(base, run(case("passed", name), case("passed", "tests/test_calc.py::test_ok")), guard,
+                     changed_tests={"tests/test_calc.py"})
+    assert not fixed.new_failing and verdict_of(fixed, PRODUCT, TEST_FILE)[0] == "pass"
+
+
+def test_a_failure_is_pre_existing_only_when_it_failed_the_same_way() -> None:
+    base = run(case("failed", "t.py::a", "assert x"), case("error", "t.py::b", "fixture"),
+               case("skipped", "t.py::c", "needs linux"))
+    head = run(case("failed", "t.py::a", "assert y"), case("failed", "t.py::b", "assert"),
+               case("failed", "t.py::c", "assert"))
+    diff = classify(base, head, None, changed_tests=())
+    assert diff.pre_existing == ("t.py::a",)
+    assert sorted(c.name for c in diff.new_failing) == ["t.py::b", "t.py::c"]
+    # a test failing at base that still fails at head is never 'fixed' because the oracle passed it
+    guard = run(case("passed", "t.py::a"), case("error", "t.py::b"), case("skipped", "t.py::c"))
+    assert "t.py::a" not in classify(base, head, guard, changed_tests={"t.py"}).fixed
+
+
+# --- the environment's failures are named, never charged, never a pass -------------------------------------------
+
+def test_failures_caused_by_the_sandbox_are_neutral_with_the_cause_named() -> None:
+    base = run(case("passed", "tests/test_cli.py::test_pager"), case("passed", "tests/test_net.py::test_fetch"))
+    head = run(case("failed", "tests/test_cli.py::test_pager",
+                    "FileNotFoundError: [Errno 2] No such file or directory: 'less'"),
+               case("failed", "tests/test_net.py::test_fetch",
+                    "socket.gaierror: [Errno -3] Temporary failure in name resolution"))
+    diff = classify(base, head, None, changed_tests=(), changed_paths={"pkg/calc.py"})
+    assert not diff.regressed and len(diff.environmental) == 2
+    assert "'less'" in (diff.environmental[0].cause or "")
+    verdict, reasons = verdict_of(diff)
+    assert verdict == "neutral" and "Rule of the Environment" in reasons[-1] and "less" in reasons[-1]
+
+
+def test_a_regression_that_looks_environmental_still_fails() -> None:
+    base = run(case("passed", "tests/test_io.py::test_load"), case("passed", "tests/test_srv.py::test_local"),
+               case("passed", "tests/test_imp.py::test_it"))
+    head = run(case("failed", "tests/test_io.py::test_load",
+                    "FileNotFoundError: [Errno 2] No such file or directory: 'config.json'"),
+               case("failed", "tests/test_srv.py::test_local",
+                    "ConnectionRefusedError: [Errno 111] Connection refused"))
+    # the change deleted pkg/util.py: an untouched test file that imports it is its regression, not the sandbox's
+    broken = TestCaseResult(name="tests/test_imp.py", outcome="error",
+                            message="ModuleNotFoundError: No module named 'pkg.util'")
+    head = head.model_copy(update={"collection_errors": (broken,)})
+    diff = classify(base, head, None, changed_tests=(), changed_paths={"pkg/util.py"})
+    assert not diff.environmental
+    assert sorted(c.name for c in diff.regressed) == ["tests/test_imp.py::test_it", "tests/test_io.py::test_load",
+                                                      "tests/test_srv.py::test_local"]
+    assert verdict_of(diff)[0] == "fail"
+    # and a real regression next to an environmental failure still fails the change
+    mixed = classify(base, run(case("failed", "tests/test_io.py::test_load", "assert 1 == 2"),
+                               case("failed", "tests/test_srv.py::test_local", "/bin/sh: 1: pg_ctl: not found"),
+                               case("passed", "tests/test_imp.py::test_it")), None, changed_tests=())
+    assert [c.name for c in mixed.environmental] == ["tests/test_srv.py::test_local"]
+    assert verdict_of(mixed)[0] == "fail"
+
+
+def test_environment_cause_names_each_kind_and_refuses_look_alikes() -> None:
+    def cause(message: str, outcome: str = "failed", name: str = "tests/test_a.py::t") -> str | None:
+        return environment_cause(TestCaseResult(name=name, outcome=outcome, message=message),
+                                 {"pkg/calc.py"})
+    assert "git" in (cause("FileNotFoundError: [Errno 2] No such file or directory: 'git'") or "")
+    assert "libGL.so.1" in (cause("ImportError: libGL.so.1: cannot open shared object file: No such file") or "")
+    assert "network" in (cause("OSError: [Errno 101] Network is unreachable") or "")
+    assert "yaml" in (cause("ModuleNotFoundError: No module named 'yaml'", "error", "tests/test_a.py") or "")
+    assert cause("FileNotFoundError: [Errno 2] No such file or directory: 'data/x.csv'") is None
+    assert cause("FileNotFoundError: [Errno 2] No such file or directory: 'x.json'") is None
+    assert cause("ModuleNotFoundError: No module named 'pkg.calc'", "error", "tests/test_a.py") is None
+    assert cause("ConnectionRefusedError: [Errno 111] Connection refused") is None
+    assert cause("AssertionError: assert 'less' == 'more'") is None
+
+
+# --- pytest 9's configuration files ---------------------------------------------------------------------------
+
+def test_pytest_9_native_table_and_pytest_toml_are_the_configuration() -> None:
+    native = '[project]\nname = "p"\n\n[tool.pytest]\ntestpaths = ["tests"]\nxfail_strict = true\n'
+    files = {"pyproject.toml": native, "tox.ini": "[pytest]\ntestpaths = other\n"}
+    assert pytest_config(files.get) == ("pyproject.toml", native)
+    assert holds_pytest_config("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-q"\n')
+    assert holds_pytest_config("pyproject.toml", 'tool.pytest.addopts = ["-q"]\n')
+    # a pyproject.toml without pytest's table is not the configuration: tox.ini is
+    files["pyproject.toml"] = '[tool.pytest-cov]\nx = 1\n[tool.ruff]\nline-length = 1\n'
+    assert pytest_config(files.get) == ("tox.ini", files["tox.ini"])
+    # pytest.toml comes first, even when empty
+    files["pytest.toml"] = ""
+    assert pytest_config(files.get) == ("pytest.toml", "")
+    assert is_harness_path("pytest.toml") and is_harness_path(".pytest.toml")
+    assert not holds_pytest_config("setup.cfg", "[metadata]\nname = tool:pytest\n")
+
+
+# --- .logomesh.yml test.environment reaches the sandbox -----------------------------------------------------------
+
+def test_the_repository_s_environment_override_reaches_the_test_spec(tmp_path: Path) -> None:
+    repo = RepoBuilder(tmp_path / "r")
+    repo.commit("Start", {"pkg/__init__.py": ""})
+    repo.branch("pr")
+    repo.commit("Add a function", {"pkg/calc.py": "def f():\n    return 1\n"})
+    config = parse_repo_config('test:\n  environment:\n    python: "3.12"\n    requirements: ["numpy==2.1.0"]\n')
+    spec = read_case(GitRepo.open(repo.path), "main", "pr", config=config).test_spec
+    assert spec.environment is not None and spec.environment.python == "3.12"
+    assert spec.environment.requirements == ("numpy==2.1.0",)
+    plain = read_case(GitRepo.open(repo.path), "main", "pr", config=parse_repo_config(None)).test_spec
+    assert plain.environment is None
