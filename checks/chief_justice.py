@@ -198,6 +198,11 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                            f"{diff.new_failing[0].name})")
             return "fail"
         verdict = _rule_of_environment(diff, verdict, reasons)
+        if diff.unattributed:
+            verdict = _not_pass(verdict, reasons, f"Rule of the Unmeasured Base: {len(diff.unattributed)} test(s) "
+                                f"fail at head (first: {diff.unattributed[0].name}) that the base's run did not "
+                                "record, so they can be neither charged to this change nor passed over",
+                                always_say=True)
         if brief.tests is not None and brief.tests.status in ("timeout", "error"):
             verdict = _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
                                 f"({brief.tests.reason})")

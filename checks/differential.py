@@ -14,7 +14,9 @@ expectation changed    passed at base, fails under the base's oracle, and the ch
 tampered               passed at base, fails under the base's oracle, passes at head although the change did not
                        edit the test: the harness made it pass (it is also *regressed*: under the base's oracle the
                        behaviour broke); also any head test reported passing while its call raised (``rewritten``)
-removed                passed at base; missing (deleted, deselected) or skipped at head
+removed                passed at base; missing (deleted, deselected) or skipped at head — unless the head's run
+                       (or the oracle's) went past the cap on recorded tests: then it is *past the cap*, not
+                       measured
 fixed                  failed at base, passes under the base's oracle
 pre-existing failure   fails at base and at head the same way (``failed`` both times, or ``error`` both times):
                        not charged to the change
@@ -199,6 +201,8 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
     pre_existing: list[str] = []
     removed: list[str] = []
     expectation: list[str] = []
+    past_cap: list[str] = []
+    unattributed: list[TestChange] = []
     unchanged = 0
     for name, was in sorted(at_base.items()):
         now = under_oracle.get(name)
@@ -206,7 +210,9 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         at_h = at_head.get(name)
         head_outcome = at_h.outcome if at_h else "missing"
         if was.outcome == PASSED:
-            if now_outcome == PASSED:
+            if (now is None and oracle.past_cap) or (now_outcome == PASSED and at_h is None and head.past_cap):
+                past_cap.append(name)  # the run recorded no outcome for it: not measured, never 'removed'
+            elif now_outcome == PASSED:
                 if head_outcome in FAILING:
                     new_failing.append(_change(name, was.outcome, at_h, head_outcome))
                 elif head_outcome in ("missing", "skipped"):
@@ -241,7 +247,12 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         if result.outcome == PASSED:
             new_passing.append(name)
         elif result.outcome in FAILING:
-            new_failing.append(_change(name, None, result, result.outcome))
+            test_file = _file_of(name)
+            touched = test_file in changed_tests or any(test_file.startswith(d + "/") for d in changed_dirs)
+            if base.past_cap and not touched:  # perhaps a base test the base's run did not record
+                unattributed.append(_change(name, None, result, result.outcome))
+            else:
+                new_failing.append(_change(name, None, result, result.outcome))
     environmental: list[TestChange] = []
     for group in (regressed, new_failing):
         for change in list(group):
@@ -266,6 +277,8 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         unchanged_passing=unchanged,
         tampered=tuple(tampered[:LISTED]),
         environmental=tuple(environmental[:LISTED]),
+        past_cap=tuple(past_cap[:LISTED]),
+        unattributed=tuple(unattributed[:LISTED]),
         mutants=head.mutants,
         base_tests=base,
         guard_tests=guard,

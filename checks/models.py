@@ -255,6 +255,8 @@ class TestRunResult(Model):
     runtime: tuple[RuntimeCall, ...] = Field(default=(), description="dangerous calls seen at run time")
     cases_omitted: int = Field(default=0, description="test cases not stored (passing ones, and any past the cap): "
                                "the counts above still hold them")
+    past_cap: int = Field(default=0, description="tests collected past the sandbox's cap on recorded tests: "
+                          "they ran, but their outcomes were not recorded (not measured, never 'removed')")
     passed: int = 0
     failed: int = 0
     errored: int = 0
@@ -368,6 +370,8 @@ class TestDiff(Model):
                                                  "not be measured: neither charged nor passed over")
     environmental: tuple[TestChange, ...] = Field(default=(), description="failing for a reason of the sandbox's "
                                                   "environment (named in ``cause``), not of the change")
+    past_cap: tuple[str, ...] = Field(default=(), description="base tests not recorded at head because the run "
+                                      "passed the cap on recorded tests: not measured, never 'removed'")
     mutants: tuple[MutantResult, ...] = ()
     base_tests: TestRunResult | None = None
     guard_tests: TestRunResult | None = None

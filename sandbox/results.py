@@ -33,6 +33,35 @@ IMPORT_ERROR = re.compile(r"\b(ModuleNotFoundError|ImportError)\b[^|]*")
 MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 OUTCOMES = ("passed", "failed", "error", "skipped")
 MUTANT_STATUSES = ("killed", "survived", "uncovered", "timeout", "not_run")
+LAST_LINES = 12
+LAST_CHARS = 1500
+# how a process that ended without its collector's record was stopped: exit codes and negative signal numbers
+ENDINGS = {
+    137: "killed (SIGKILL): most often the memory limit (the kernel's out-of-memory killer ends the largest "
+         "process); a larger memory limit for the sandbox, or fewer tests at once, would let it finish",
+    -9: "killed (SIGKILL): most often the memory limit (the kernel's out-of-memory killer ends the largest "
+        "process); a larger memory limit for the sandbox, or fewer tests at once, would let it finish",
+    139: "crashed (segmentation fault) in native code", -11: "crashed (segmentation fault) in native code",
+    134: "aborted (SIGABRT), usually by native code", -6: "aborted (SIGABRT), usually by native code",
+    143: "terminated (SIGTERM)", -15: "terminated (SIGTERM)",
+}
+
+
+def last_lines(output: str) -> str:
+    """pytest's own last lines (the output is already redacted): what a reader needs to see why a run ended."""
+    lines = [line for line in output.rstrip().splitlines() if line.strip()][-LAST_LINES:]
+    text = "\n".join(lines)
+    return text[-LAST_CHARS:]
+
+
+def early_end(code: Any, output: str) -> str:
+    """Why a run ended before the collector's record, with the likely cause and pytest's last lines."""
+    known = ENDINGS.get(code) if isinstance(code, int) and not isinstance(code, bool) else None
+    why = known or ("something the run loaded stopped the process early (os._exit, a plugin's exit, a crash)"
+                    if code not in (None, 0) else "the process stopped without reporting")
+    tail = last_lines(output)
+    shown = f"; pytest's last lines:\n{tail}" if tail else "; pytest printed nothing"
+    return f"pytest ended (exit code {code}) before LogoMesh's collector could report: {why}{shown}"
 
 
 def _text(value: Any, limit: int) -> str | None:
@@ -91,10 +120,9 @@ def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -
                              collected=1, **base)
     record = loaded.get("record")
     if not isinstance(record, dict):
-        code = loaded.get("exit_code")
-        return TestRunResult(status="error", reason=(
-            f"pytest ended (exit code {code}) before LogoMesh's collector could report: something the run loaded "
-            "stopped the process early"), **base)
+        output = base.get("output")
+        return TestRunResult(status="error", reason=early_end(loaded.get("exit_code"),
+                                                              output if isinstance(output, str) else ""), **base)
     tests = [c for c in (_case(t) for t in _list(record.get("tests"))) if c is not None]
     errors = [c for c in (_case({**e, "outcome": "error"}) for e in _list(record.get("errors"), 200)
                           if isinstance(e, dict)) if c is not None]
@@ -105,6 +133,8 @@ def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -
                   and isinstance(h.get("line"), int))
     deselected = tuple(d[:MAX_NAME] for d in _list(record.get("deselected")) if isinstance(d, str))
     collected = len([c for c in _list(record.get("collected")) if isinstance(c, str)])
+    total = record.get("collected_total")
+    past_cap = max(0, total - MAX_TESTS) if isinstance(total, int) and not isinstance(total, bool) else 0
     mutants = _mutants(loaded, spec)
     counts = {"passed": sum(t.outcome == "passed" for t in tests),
               "failed": sum(t.outcome == "failed" for t in tests),
@@ -116,7 +146,7 @@ def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -
                     and isinstance(r.get("line"), int))
     fields = {**counts, **base, "tests": tuple(tests), "collection_errors": tuple(errors), "hooks": hooks,
               "runtime": runtime,
-              "deselected": deselected, "collected": collected, "mutants": mutants}
+              "deselected": deselected, "collected": collected, "mutants": mutants, "past_cap": past_cap}
     messages = [e.message for e in errors] + [t.message for t in tests if t.outcome == "error"]
     import_line = import_error_line(messages)
     install_failed = install_status == "failed"
@@ -130,6 +160,9 @@ def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -
         return TestRunResult(status="env_error", reason="; ".join(why), **fields)
     executed = counts["passed"] + counts["failed"] + counts["errored"]
     status = "ran" if executed else "no_tests"
+    if past_cap:
+        fields["reason"] = (f"{past_cap} test(s) past the first {MAX_TESTS} ran but were not recorded: they are "
+                            "not measured")
     return TestRunResult(status=status, **fields)
 
 

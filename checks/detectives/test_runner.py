@@ -182,6 +182,7 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
         "new_passing": len(diff.new_passing), "pre_existing": len(diff.pre_existing), "removed": len(diff.removed),
         "expectation_changed": len(diff.expectation_changed), "unchanged_passing": diff.unchanged_passing,
         "unattributed": len(diff.unattributed), "environmental": len(diff.environmental),
+        "past_cap": len(diff.past_cap),
     }
     if diff.status != "measured":
         alone = (f"; the head judged on its own: {len(diff.new_failing)} failing in test files this change "
@@ -205,6 +206,12 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
         items.append(Evidence(id=f"{ID}.removed:{name}", detective=ID, kind="test-removed", severity="medium",
                               summary=f"removed: {name} passed at base and no longer runs at head",
                               location=_location(None, name), facts={"name": name}))
+    if diff.past_cap:
+        items.append(Evidence(
+            id=f"{ID}.past-cap", detective=ID, kind="tests-past-cap", severity="low",
+            summary=f"{len(diff.past_cap)} test(s) that passed at base have no recorded outcome with this change: "
+                    "the run went past the sandbox's cap on recorded tests, so they are not measured (not removed)",
+            facts={"names": list(diff.past_cap[:50])}))
     if diff.expectation_changed:
         items.append(Evidence(
             id=f"{ID}.expectation-changed", detective=ID, kind="test-expectation-changed", severity="low",
@@ -262,6 +269,6 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
     "test-environment", "tests-not-measured", "tests-env-error", "no-tests", "tests-timeout", "tests-error", "tests",
     "test-failure", "runtime-sink", "harness-hook", "tests-differential", "test-regressed", "test-new-failing",
     "test-tampered", "test-unattributed", "test-environmental", "test-removed", "test-expectation-changed",
-    "test-mutation", "surviving-mutant"))
+    "test-mutation", "surviving-mutant", "tests-past-cap"))
 def build(resources: CourtResources) -> TestRunner:
     return TestRunner(resources.sandbox, resources.sandbox_missing)

@@ -69,6 +69,7 @@ class Collector:
         self.raw: dict = {}
         self.errors: list = []
         self.collected: list = []
+        self.collected_total = 0
         self.deselected: list = []
         self.hooks: list = []
         self.coverage_paths = coverage_paths
@@ -111,6 +112,7 @@ class Collector:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session) -> None:
         self.collected = [item.nodeid for item in session.items][:MAX_TESTS]
+        self.collected_total = len(session.items)  # past MAX_TESTS the tests run but are not recorded
         manager = session.config.pluginmanager
         for name in SENSITIVE_HOOKS:
             caller = getattr(manager.hook, name, None)
@@ -179,6 +181,7 @@ class Collector:
                 coverage_map[filename[len(self.repo) + 1:]] = {
                     str(line): sorted(c or IMPORT_CONTEXT for c in contexts) for line, contexts in lines.items()}
         record = {"exit_code": exit_code, "seconds": round(seconds, 3), "collected": self.collected,
+                  "collected_total": self.collected_total,
                   "deselected": self.deselected[:MAX_TESTS], "errors": self.errors[:200],
                   "tests": list(self.tests.values()), "hooks": self.hooks[:200], "coverage": coverage_map,
                   "runtime": self.sightings.take()}

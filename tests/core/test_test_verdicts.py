@@ -8,9 +8,12 @@ from pathlib import Path
 from app.review.gitrepo import GitRepo, read_case
 from checks.chief_justice import rules_of_tests
 from checks.config import parse_repo_config
+from checks.detectives.test_runner import diff_evidence
 from checks.differential import classify, environment_cause
-from checks.models import Brief, Case, ChangedFile, RedAnalysis, TestCaseResult, TestDiff, TestRunResult
+from checks.models import Brief, Case, ChangedFile, RedAnalysis, TestCaseResult, TestDiff, TestRunResult, TestSpec
 from checks.testpaths import holds_pytest_config, is_harness_path
+from sandbox.redact import clean_test_output
+from sandbox.results import MAX_TESTS, read_results
 from sandbox.trees import pytest_config
 from tests.gitfixture import RepoBuilder
 
@@ -179,3 +182,41 @@ def test_the_repository_s_environment_override_reaches_the_test_spec(tmp_path: P
     assert spec.environment.requirements == ("numpy==2.1.0",)
     plain = read_case(GitRepo.open(repo.path), "main", "pr", config=parse_repo_config(None)).test_spec
     assert plain.environment is None
+
+
+# --- a suite above the cap: tests past it are not measured, never 'removed' ---------------------------------------
+
+def test_tests_past_the_cap_are_not_measured_and_a_real_removal_still_counts() -> None:
+    spec = TestSpec()
+    ids = [f"tests/test_big.py::test_{i}" for i in range(MAX_TESTS + 5)]
+    base = read_results({"record": {"collected": ids[5:], "collected_total": MAX_TESTS, "tests": [
+        {"id": n, "outcome": "passed"} for n in ids[5:]]}}, spec, {})
+    # the change adds five tests first in the order: five base tests fall past the cap at head
+    head = read_results({"record": {"collected": ids, "collected_total": MAX_TESTS + 5, "tests": [
+        {"id": n, "outcome": "passed"} for n in ids]}}, spec, {})
+    assert head.past_cap == 5 and "not measured" in (head.reason or "") and base.past_cap == 0
+    diff = classify(base, head, None, changed_tests={"tests/test_big.py"})
+    assert len(diff.past_cap) == 5 and not diff.removed and not diff.regressed
+    assert verdict_of(diff, PRODUCT, TEST_FILE)[0] == "pass"
+    assert any(e.kind == "tests-past-cap" and "not measured" in e.summary for e in diff_evidence(diff))
+    # hostile twin: below the cap, a test the change deselects is still removed
+    small_base = run(case("passed", "t.py::a"), case("passed", "t.py::b"))
+    gone = classify(small_base, run(case("passed", "t.py::a")), small_base, changed_tests={"conftest.py"})
+    assert gone.removed == ("t.py::b",) and not gone.past_cap
+
+
+# --- a run that ended before the collector could report says why ------------------------------------------------
+
+def test_an_early_end_names_the_likely_cause_and_pytest_s_last_lines() -> None:
+    output = "\n".join(f"tests/test_{i}.py ........" for i in range(40)) + "\nKilled\n"
+    result = read_results({"exit_code": -9, "record": None}, TestSpec(), {"output": output})
+    assert result.status == "error"
+    reason = result.reason or ""
+    assert "memory limit" in reason and "tests/test_39.py" in reason and "Killed" in reason
+    assert "tests/test_0.py" not in reason  # trimmed to the last lines
+    # a secret printed by a test reaches the reason redacted, and a forged 'all passed' line changes nothing
+    token = "ghp_" + "a" * 36
+    forged = read_results({"exit_code": 3, "record": None}, TestSpec(),
+                          {"output": clean_test_output(f"token={token}\n== 500 passed ==\n".encode(), 10_000)})
+    assert forged.status == "error" and token not in (forged.reason or "")
+    assert "stopped the process early" in (forged.reason or "") and "500 passed" in (forged.reason or "")
