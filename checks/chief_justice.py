@@ -21,6 +21,8 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
 - *Rule of the Unmeasured Base* — the base could not run its tests and tests the change did not touch fail at head:
                             not ``pass`` (``neutral``, the base's failure named): nothing says whether they failed
                             before, so they are neither charged nor passed over.
+- *Rule of Reproduction*  — a regressed or new failing test that its re-runs do not reproduce is *flaky*: not
+                            ``fail`` on its own, never ``pass`` (a test can tell a re-run from a first run).
 - *Rule of the Environment* — a failing test whose error is the sandbox's environment (a missing program or
                             system library, the absent network, a missing third-party module): not ``pass``, the
                             cause named; never ``fail`` on its own.
@@ -198,6 +200,11 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                            f"{diff.new_failing[0].name})")
             return "fail"
         verdict = _rule_of_environment(diff, verdict, reasons)
+        if diff.flaky:
+            first = diff.flaky[0]
+            verdict = _not_pass(verdict, reasons, f"Rule of Reproduction: {len(diff.flaky)} failing test(s) did not "
+                                f"fail again when re-run (first: {first.name}: {first.cause}): flaky, not charged "
+                                "to this change, and not a pass", always_say=True)
         if diff.unattributed:
             verdict = _not_pass(verdict, reasons, f"Rule of the Unmeasured Base: {len(diff.unattributed)} test(s) "
                                 f"fail at head (first: {diff.unattributed[0].name}) that the base's run did not "

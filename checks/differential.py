@@ -23,6 +23,10 @@ pre-existing failure   fails at base and at head the same way (``failed`` both t
 new passing / failing  a node id the base did not have; also a test skipped or expected to fail (``xfail``) at
                        base that fails at head, and one that failed at base and errors at head (or the reverse):
                        every failing test at head lands in one category, and only *pre-existing* is not charged
+flaky                  a regressed or new failing test that its re-runs (:data:`RERUNS`, only its node id, the same
+                       tree and environment) do not reproduce: it passed on a re-run under the oracle or at head,
+                       or, for a regressed test, failed on a re-run at base (:func:`apply_reruns`); not charged,
+                       and the court never passes a change with one (a re-run is something a test can detect)
 environmental          a regressed or new failing test whose error is the sandbox's environment
                        (:func:`environment_cause`): a missing program or system library, the sandbox's absent
                        network, a missing third-party module in a test file the change does not touch
@@ -149,10 +153,66 @@ def _base_outcome(result: TestCaseResult) -> str:
     return result.outcome
 
 
+RERUNS = 2  # how many times each failing test is run again before it counts
+MAX_RERUN = 50  # node ids re-run per tree: a change with more failures than this is judged on the first run
+
+
+def _passed(result: TestCaseResult | None) -> bool:
+    return result is not None and result.outcome == PASSED and not result.rewritten
+
+
+def _tally(name: str, reruns: Collection[TestRunResult], good: str) -> tuple[int, int]:
+    """``(runs that reported the test, runs where it was 'good')``; good = ``passed`` or ``failing``."""
+    seen = hits = 0
+    for run in reruns:
+        if run.status not in ("ran", "no_tests"):
+            continue
+        result = outcomes(run).get(name)
+        if result is None:
+            continue
+        seen += 1
+        if (good == PASSED and _passed(result)) or (good != PASSED and result.outcome in FAILING):
+            hits += 1
+    return seen, hits
+
+
+def apply_reruns(diff: TestDiff, at_head: Collection[TestRunResult], under_oracle: Collection[TestRunResult],
+                 at_base: Collection[TestRunResult]) -> TestDiff:
+    """Move the failures that re-runs do not reproduce from *regressed* / *new failing* to *flaky*.
+
+    A new failing test is flaky when it passed on a re-run at head; a regressed one when it passed on a re-run
+    under the base's oracle or failed on a re-run at base. A re-run reported passing although its call raised
+    (``rewritten``), skipped or missing proves nothing. A tampered test stays regressed whatever its re-runs say.
+    """
+    if diff.status != "measured" or not (diff.regressed or diff.new_failing):
+        return diff
+    tampered = {t.name for t in diff.tampered}
+    flaky: list[TestChange] = list(diff.flaky)
+    regressed: list[TestChange] = []
+    for change in diff.regressed:
+        passed_seen, passed = _tally(change.name, under_oracle, PASSED)
+        base_seen, failed_at_base = _tally(change.name, at_base, "failing")
+        if change.name in tampered or not (passed or failed_at_base):
+            regressed.append(change)
+            continue
+        why = (f"passed on {passed} of {passed_seen} re-run(s) with this change" if passed else
+               f"failed on {failed_at_base} of {base_seen} re-run(s) at base")
+        flaky.append(change.model_copy(update={"cause": why}))
+    new_failing: list[TestChange] = []
+    for change in diff.new_failing:
+        seen, passed = _tally(change.name, at_head, PASSED)
+        if passed:
+            flaky.append(change.model_copy(update={"cause": f"passed on {passed} of {seen} re-run(s)"}))
+        else:
+            new_failing.append(change)
+    return diff.model_copy(update={"regressed": tuple(regressed), "new_failing": tuple(new_failing),
+                                   "flaky": tuple(flaky[:LISTED])})
+
+
 def head_alone(reason: str, status: str, base: TestRunResult, head: TestRunResult, guard: TestRunResult | None,
                changed_tests: Collection[str], changed_paths: Collection[str]) -> TestDiff:
-    """The head judged without a reference: its failing tests are the change's when their file is."""
-    changed_dirs = {path.rsplit("/", 1)[0] for path in changed_tests if "/" in path}
+    """The head judged without a reference: its failing tests are the change's when the change edited their file
+    (the file itself: a data file beside it says nothing of a test that may have failed before)."""
     new_failing: list[TestChange] = []
     unattributed: list[TestChange] = []
     environmental: list[TestChange] = []
@@ -164,7 +224,7 @@ def head_alone(reason: str, status: str, base: TestRunResult, head: TestRunResul
         test_file = _file_of(name)
         if cause is not None:
             environmental.append(change.model_copy(update={"cause": cause}))
-        elif test_file in changed_tests or any(test_file.startswith(d + "/") for d in changed_dirs):
+        elif test_file in changed_tests:
             new_failing.append(change)
         else:
             unattributed.append(change)

@@ -119,6 +119,8 @@ class TestSpec(Model):
     mutants: tuple[Mutant, ...] = ()
     mutation_seconds: float = 0.0
     environment: EnvironmentOverride | None = None
+    rerun: tuple[str, ...] = Field(default=(), description="run only these node ids again (a failure's re-run), "
+                                   "in the same tree and environment; a custom command is not re-run")
 
 
 class Case(Model):
@@ -370,6 +372,8 @@ class TestDiff(Model):
                                                  "not be measured: neither charged nor passed over")
     environmental: tuple[TestChange, ...] = Field(default=(), description="failing for a reason of the sandbox's "
                                                   "environment (named in ``cause``), not of the change")
+    flaky: tuple[TestChange, ...] = Field(default=(), description="failures their re-runs did not reproduce "
+                                          "(how, in ``cause``): not charged, never a pass")
     past_cap: tuple[str, ...] = Field(default=(), description="base tests not recorded at head because the run "
                                       "passed the cap on recorded tests: not measured, never 'removed'")
     mutants: tuple[MutantResult, ...] = ()

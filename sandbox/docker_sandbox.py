@@ -206,6 +206,8 @@ class SetupOptions:
     cache_mb: int = 4096
     memory_mb: int = 1024
     pids: int = 512
+    # whose environments these are (the repository): cached environments are never shared across scopes
+    scope: str = ""
 
 
 class DockerSandbox:
@@ -301,8 +303,8 @@ class DockerSandbox:
         return result
 
     def _cache_key(self, spec: TestSpec) -> str | None:
-        if spec.tree != "base" or not isinstance(self.base, GitTree) or spec.mutants:
-            return None
+        if spec.tree != "base" or not isinstance(self.base, GitTree) or spec.mutants or spec.rerun:
+            return None  # a re-run exists to run again: never answered from the cache
         try:
             image_id = self.client.images.get(self.image).id
         except DockerException:
@@ -334,8 +336,8 @@ class DockerSandbox:
             extra = self._logomesh_files(spec, config)
             await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
             python = prepared.python
-            result = await self._exec(run, [python, "-I", f"{HERE}/runner.py", f"{HERE}/config.json"], limits,
-                                      env=prepared.env, channel=True)
+            result = await self._exec(run, [python, "-I", "-S", f"{HERE}/runner.py", f"{HERE}/config.json"],
+                                      limits, env=prepared.env, channel=True)
             return self._test_result(result, results_frame(result), spec, limits, time.monotonic() - started,
                                      base)
         except RepositoryTooLarge as exc:
@@ -419,6 +421,10 @@ class DockerSandbox:
         mutants = [m.model_dump() for m in spec.mutants]
         command = list(spec.command) if spec.command else None
         pytest_rest = pytest_arguments(command)
+        if spec.rerun:
+            # a re-run of failing tests: only their node ids, under the same configuration; the command's own
+            # arguments would select more (its paths) or stop early (-x), and a node id never passes as an option
+            pytest_rest = [node for node in spec.rerun if not node.startswith("-")]
         if pytest_rest is not None:  # a pytest command runs through LogoMesh's runner, with its arguments
             args += pytest_rest
             command = None
@@ -430,7 +436,7 @@ class DockerSandbox:
             "coverage_paths": sorted({m.path for m in spec.mutants}),
             "mutants": mutants,
             "mutation_seconds": spec.mutation_seconds,
-            "unittest": True,
+            "unittest": not spec.rerun,
             "env": {"SETUPTOOLS_SCM_PRETEND_VERSION": PRETEND_VERSION, "PDM_BUILD_SCM_VERSION": PRETEND_VERSION,
                     "HATCH_BUILD_HOOK_VCS_VERSION": PRETEND_VERSION},
         }
@@ -451,7 +457,7 @@ class DockerSandbox:
             files = self._logomesh_files(TestSpec(), config, {PROBE_FILE: code.encode("utf-8", "surrogatepass")})
             await self._thread(run, self._start, run, prepared.image, files, tree, prepared.copy_from)
             limits = self.limits.with_timeout(timeout_seconds + PROBE_INSTALL_SECONDS)
-            result = await self._exec(run, [prepared.python, "-I", f"{HERE}/runner.py", f"{HERE}/config.json"],
+            result = await self._exec(run, [prepared.python, "-I", "-S", f"{HERE}/runner.py", f"{HERE}/config.json"],
                                       limits, env=prepared.env)
             cap = limits.output_bytes
             timed_out = result.timed_out or result.exit_code == PROBE_TIMED_OUT

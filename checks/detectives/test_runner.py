@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 
 from checks.detectives.registry import register
-from checks.differential import classify
-from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult
+from checks.differential import MAX_RERUN, RERUNS, apply_reruns, classify
+from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
 from checks.testpaths import is_harness_path, is_test_path
@@ -61,12 +61,43 @@ class TestRunner:
         answers = await asyncio.gather(*runs)
         head, base, guard = answers[0], answers[1], (answers[2] if guarded else None)
         diff = differential(case, base, head, guard)
+        diff = await self._rerun(spec, diff, guarded)
         # compared with the base, the differential names the failing tests; on its own, the head run does
         evidence = (evidence_for(head, list_failures=diff.status != "measured") + diff_evidence(diff)
                     + mutant_evidence(diff))
         diff = diff.model_copy(update={"base_tests": compact(base),
                                        "guard_tests": compact(guard) if guard is not None else None})
         return DetectiveReport(detective=ID, evidence=tuple(evidence), tests=compact(head), differential=diff)
+
+
+    async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool) -> TestDiff:
+        """Run each regressed or new failing test again (:data:`RERUNS` times, only those node ids, the same tree
+        and environment) so that only reproducible failures are charged: new failing ones at head, regressed
+        ones under the base's oracle and at base."""
+        if self.sandbox is None or diff.status != "measured" or not (diff.regressed or diff.new_failing):
+            return diff
+        if spec.command and not _is_pytest(spec.command):
+            return diff  # a custom command reports one outcome for the whole run: there is no test to re-run
+        plain = spec.model_copy(update={"mutants": (), "mutation_seconds": 0.0})
+        regressed = tuple(c.name for c in diff.regressed[:MAX_RERUN])
+        plans = [(role, tree, names) for role, tree, names in (
+            ("head", "head", tuple(c.name for c in diff.new_failing[:MAX_RERUN])),
+            ("oracle", "guard" if guarded else "head", regressed),
+            ("base", "base", regressed)) if names]
+        found: dict[str, list[TestRunResult]] = {"head": [], "oracle": [], "base": []}
+        for _ in range(RERUNS):  # one round after the other; the trees of one round side by side
+            results = await asyncio.gather(*(self.sandbox.run_tests(plain.model_copy(update={
+                "tree": tree, "rerun": names})) for _role, tree, names in plans))
+            for (role, _tree, _names), result in zip(plans, results, strict=True):
+                found[role].append(result)
+        head_runs, oracle_runs, base_runs = found["head"], found["oracle"], found["base"]
+        return apply_reruns(diff, head_runs, oracle_runs, base_runs)
+
+
+def _is_pytest(command: tuple[str, ...]) -> bool:
+    first = command[0].rsplit("/", 1)[-1]
+    return first in ("pytest", "py.test") or (first.startswith("python") and command[1:3] in (
+        ("-m", "pytest"), ("-m", "py.test")))
 
 
 def compact(result: TestRunResult) -> TestRunResult:
@@ -182,7 +213,7 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
         "new_passing": len(diff.new_passing), "pre_existing": len(diff.pre_existing), "removed": len(diff.removed),
         "expectation_changed": len(diff.expectation_changed), "unchanged_passing": diff.unchanged_passing,
         "unattributed": len(diff.unattributed), "environmental": len(diff.environmental),
-        "past_cap": len(diff.past_cap),
+        "past_cap": len(diff.past_cap), "flaky": len(diff.flaky),
     }
     if diff.status != "measured":
         alone = (f"; the head judged on its own: {len(diff.new_failing)} failing in test files this change "
@@ -197,7 +228,8 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
                f"{len(diff.fixed)} fixed, {len(diff.new_passing)} new passing, {len(diff.pre_existing)} failing "
                f"before and after (not charged), {len(diff.removed)} removed"
                + (f", {len(diff.environmental)} failing because of the sandbox (not charged)"
-                  if diff.environmental else ""))
+                  if diff.environmental else "")
+               + (f", {len(diff.flaky)} flaky (not reproduced on re-runs, not charged)" if diff.flaky else ""))
     serious = diff.regressed or diff.new_failing or diff.tampered
     items = [Evidence(id=f"{ID}.differential", detective=ID, kind="tests-differential", summary=summary,
                       severity="high" if serious else "low" if diff.removed else "info", facts=facts),
@@ -229,7 +261,8 @@ def _change_evidence(diff: TestDiff) -> list[Evidence]:
                "test files and configuration it fails"),
               ("unattributed", diff.unattributed, "medium", "fails at head; the base could not be measured, so "
                "whether it failed before is unknown"),
-              ("environmental", diff.environmental, "low", "fails because of the sandbox's environment"))
+              ("environmental", diff.environmental, "low", "fails because of the sandbox's environment"),
+              ("flaky", diff.flaky, "medium", "failed once, not on its re-runs: not reproducible"))
     for kind, changes, severity, meaning in groups:
         for change in changes[:MAX_FAILURES_LISTED]:
             message = f" — {change.message}" if change.message else ""
@@ -268,7 +301,7 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
 @register(ID, order=40, emits=(
     "test-environment", "tests-not-measured", "tests-env-error", "no-tests", "tests-timeout", "tests-error", "tests",
     "test-failure", "runtime-sink", "harness-hook", "tests-differential", "test-regressed", "test-new-failing",
-    "test-tampered", "test-unattributed", "test-environmental", "test-removed", "test-expectation-changed",
-    "test-mutation", "surviving-mutant", "tests-past-cap"))
+    "test-tampered", "test-unattributed", "test-environmental", "test-flaky", "test-removed",
+    "test-expectation-changed", "test-mutation", "surviving-mutant", "tests-past-cap"))
 def build(resources: CourtResources) -> TestRunner:
     return TestRunner(resources.sandbox, resources.sandbox_missing)

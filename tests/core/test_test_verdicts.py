@@ -9,7 +9,7 @@ from app.review.gitrepo import GitRepo, read_case
 from checks.chief_justice import rules_of_tests
 from checks.config import parse_repo_config
 from checks.detectives.test_runner import diff_evidence
-from checks.differential import classify, environment_cause
+from checks.differential import apply_reruns, classify, environment_cause
 from checks.models import Brief, Case, ChangedFile, RedAnalysis, TestCaseResult, TestDiff, TestRunResult, TestSpec
 from checks.testpaths import holds_pytest_config, is_harness_path
 from sandbox.redact import clean_test_output
@@ -220,3 +220,36 @@ def test_an_early_end_names_the_likely_cause_and_pytest_s_last_lines() -> None:
                           {"output": clean_test_output(f"token={token}\n== 500 passed ==\n".encode(), 10_000)})
     assert forged.status == "error" and token not in (forged.reason or "")
     assert "stopped the process early" in (forged.reason or "") and "500 passed" in (forged.reason or "")
+
+
+# --- re-runs: only reproducible failures are charged ---------------------------------------------------------
+
+def test_re_runs_move_unreproduced_failures_to_flaky_and_nothing_else() -> None:
+    base = run(case("passed", "t.py::reg"), case("passed", "t.py::hook"), case("passed", "t.py::shaky"))
+    head = run(case("failed", "t.py::reg", "assert"), case("passed", "t.py::hook"),
+               case("failed", "t.py::shaky", "timeout"), case("failed", "t.py::new", "assert"),
+               case("failed", "t.py::det", "assert"))
+    guard = run(case("failed", "t.py::reg", "assert"), case("failed", "t.py::hook", "assert"),
+                case("failed", "t.py::shaky", "timeout"))
+    diff = classify(base, head, guard, changed_tests={"conftest.py"})
+    assert {c.name for c in diff.regressed} == {"t.py::reg", "t.py::hook", "t.py::shaky"}
+    assert {c.name for c in diff.new_failing} == {"t.py::new", "t.py::det"}
+    after = apply_reruns(
+        diff,
+        # at head: 'new' passes once; 'det' fails each time; a re-run reported passing although it raised proves
+        # nothing, and neither does a skip
+        at_head=[run(case("passed", "t.py::new"), case("failed", "t.py::det")),
+                 run(case("failed", "t.py::new"), TestCaseResult(name="t.py::det", outcome="passed", rewritten=True))],
+        under_oracle=[run(case("failed", "t.py::reg"), case("passed", "t.py::hook"), case("skipped", "t.py::shaky"))],
+        at_base=[run(case("passed", "t.py::reg"), case("passed", "t.py::hook"), case("failed", "t.py::shaky"))])
+    assert {c.name: c.cause for c in after.flaky} == {
+        "t.py::new": "passed on 1 of 2 re-run(s)", "t.py::shaky": "failed on 1 of 1 re-run(s) at base"}
+    assert [c.name for c in after.new_failing] == ["t.py::det"]
+    # t.py::hook passes at head only under the change's harness: tampered stays regressed whatever a re-run says
+    assert {c.name for c in after.regressed} == {"t.py::reg", "t.py::hook"}
+    assert verdict_of(after)[0] == "fail"
+    only_flaky = apply_reruns(classify(base, head.model_copy(update={"tests": head.tests[:3]}), None, ()),
+                              at_head=[], under_oracle=[run(case("passed", "t.py::reg"),
+                                                            case("passed", "t.py::shaky"))], at_base=[])
+    verdict, reasons = verdict_of(only_flaky)
+    assert not only_flaky.regressed and verdict == "neutral" and "Rule of Reproduction" in reasons[-1]
