@@ -42,6 +42,15 @@ WORDS: dict[str, tuple[str, str]] = {
                       "Under the base's test files and configuration it fails: revert the harness change "
                       "(conftest, pytest config, hooks) or explain it in the PR."),
     "test-failure": ("A test fails", "Run it locally with pytest and fix the cause."),
+    "test-flaky": ("A failing test did not fail again when re-run",
+                   "It is not charged, but the change cannot pass while it is unexplained: make the test "
+                   "independent of order and timing, or show it passes reliably."),
+    "test-environmental": ("A test fails because of the sandbox, not this change",
+                           "The cause is named: declare what the tests need in `.logomesh.yml` under "
+                           "`test.environment`, or skip the test when the program or network is absent."),
+    "test-unattributed": ("A test fails and the base could not be compared",
+                          "The base commit's tests did not run, so this failure cannot be attributed: fix the base "
+                          "(its reason is shown) or check the test locally."),
     "tests-timeout": ("The test run did not finish in time",
                       "Make the tests faster, or raise `test.timeout_seconds` in `.logomesh.yml`."),
     "tests-error": ("The test run did not complete", "Run the tests locally; the message says where they stopped."),
@@ -82,7 +91,8 @@ FIRST = {kind: i for i, kind in enumerate(("test-regressed", "test-tampered", "t
                                            "constraint-violation", "tests-env-error", "tests-timeout", "tests-error"))}
 # Facts that explain a verdict held back from ``pass`` even when they are not severe themselves.
 DEMOTING = frozenset({"title-mismatch", "tests-not-measured", "tests-env-error", "no-tests", "intent-mismatch",
-                      "not-analysed", "test-mutation", "test-removed", "tests-timeout", "tests-error"})
+                      "not-analysed", "test-mutation", "test-removed", "tests-timeout", "tests-error",
+                      "test-flaky", "test-environmental", "test-unattributed"})
 # Summaries that repeat facts listed one by one: never a fix of their own.
 AGGREGATES = frozenset({"tests-differential", "tests", "diff-summary", "commit-history", "test-environment",
                         "red-search", "red-not-run", "llm-exchange", "semantic", "semantic-not-measured",
