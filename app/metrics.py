@@ -101,6 +101,17 @@ _server_lock = threading.Lock()
 _server_port: int | None = None
 # set once the worker's start-up is done (model loaded, sandbox image checked): until then it is not ready
 WORKER_READY = threading.Event()
+_unready = ["starting: loading the model and checking the sandbox image"]
+
+
+def worker_unready(reason: str) -> None:
+    """The worker's ``/readyz`` answers 503 with ``reason`` (e.g. the DBOM ledger accepts no writes)."""
+    _unready[0] = reason
+    WORKER_READY.clear()
+
+
+def worker_ready() -> None:
+    WORKER_READY.set()
 
 
 class _WorkerHandler(MetricsHandler):
@@ -111,7 +122,7 @@ class _WorkerHandler(MetricsHandler):
         path = self.path.split("?", 1)[0]
         if path in ("/healthz", "/readyz"):
             ready = path == "/healthz" or WORKER_READY.is_set()
-            body = b"ok\n" if ready else b"starting: loading the model and checking the sandbox image\n"
+            body = b"ok\n" if ready else (_unready[0] + "\n").encode()
             self.send_response(200 if ready else 503)
             self.send_header("Content-Type", "text/plain; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

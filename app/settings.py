@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     # how long a job keeps retrying through a GitHub outage (5xx, rate limits) before it gives up; these retries
     # back off exponentially, honour Retry-After, and do not count against max_tries
     github_outage_seconds: int = Field(default=900, ge=0, le=86400)
+    # how long a decided review waits for the DBOM ledger (database down, read-only) before it gives up; the
+    # recording is retried with backoff, never the review, and no verdict is published without its record
+    ledger_outage_seconds: int = Field(default=900, ge=0, le=86400)
     # on SIGTERM the worker takes no new job and lets running ones finish for this long before re-queueing them;
     # keep it below the orchestrator's grace period (k8s terminationGracePeriodSeconds 300, compose 60s)
     drain_seconds: int = Field(default=240, ge=0, le=3600)

@@ -206,6 +206,8 @@ class SetupOptions:
     cache_mb: int = 4096
     memory_mb: int = 1024
     pids: int = 512
+    # whose environments these are (the repository): cached environments are never shared across scopes
+    scope: str = ""
 
 
 class DockerSandbox:
@@ -334,8 +336,8 @@ class DockerSandbox:
             extra = self._logomesh_files(spec, config)
             await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
             python = prepared.python
-            result = await self._exec(run, [python, "-I", f"{HERE}/runner.py", f"{HERE}/config.json"], limits,
-                                      env=prepared.env, channel=True)
+            result = await self._exec(run, [python, "-I", "-S", f"{HERE}/runner.py", f"{HERE}/config.json"],
+                                      limits, env=prepared.env, channel=True)
             return self._test_result(result, results_frame(result), spec, limits, time.monotonic() - started,
                                      base)
         except RepositoryTooLarge as exc:
@@ -455,7 +457,7 @@ class DockerSandbox:
             files = self._logomesh_files(TestSpec(), config, {PROBE_FILE: code.encode("utf-8", "surrogatepass")})
             await self._thread(run, self._start, run, prepared.image, files, tree, prepared.copy_from)
             limits = self.limits.with_timeout(timeout_seconds + PROBE_INSTALL_SECONDS)
-            result = await self._exec(run, [prepared.python, "-I", f"{HERE}/runner.py", f"{HERE}/config.json"],
+            result = await self._exec(run, [prepared.python, "-I", "-S", f"{HERE}/runner.py", f"{HERE}/config.json"],
                                       limits, env=prepared.env)
             cap = limits.output_bytes
             timed_out = result.timed_out or result.exit_code == PROBE_TIMED_OUT

@@ -12,6 +12,7 @@ looked up under the lock, so two workers appending it at once store it once.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -303,9 +304,21 @@ class Ledger:
             return int((await conn.execute(select(func.count()).select_from(schema.records))).scalar_one())
 
     async def ping(self) -> None:
+        """Raise :class:`LedgerUnavailable` unless a record could be written now: the server answers, the records
+        table is there, and the session is not read-only (a standby, ``default_transaction_read_only``, SQLite's
+        ``query_only`` or a read-only file)."""
         try:
             async with self.engine.connect() as conn:
-                await conn.execute(text("SELECT 1"))
+                await conn.execute(select(schema.records.c.log_id).limit(0))
+                if self.engine.dialect.name == "postgresql":
+                    if (await conn.execute(text("SHOW transaction_read_only"))).scalar_one() == "on":
+                        raise LedgerUnavailable(self.url, "the database accepts no writes (read-only)")
+                elif (await conn.execute(text("PRAGMA query_only"))).scalar_one():
+                    raise LedgerUnavailable(self.url, "the database accepts no writes (query_only)")
+                else:
+                    path = self.engine.url.database
+                    if path and path != ":memory:" and not os.access(path, os.W_OK):
+                        raise LedgerUnavailable(self.url, "the database file is read-only")
         except (SQLAlchemyError, OSError) as exc:
             raise LedgerUnavailable(self.url, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
 

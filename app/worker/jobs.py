@@ -26,7 +26,17 @@ from redis.asyncio.lock import Lock
 from redis.exceptions import RedisError
 
 from app.github import GitHubApp, GitHubError, GitHubNotFound, GitHubRetryable
-from app.metrics import CIS, JOBS, STAGE_SECONDS, WORKER_READY, CourtTimer, serve_worker_metrics, stage
+from app.metrics import (
+    CIS,
+    JOBS,
+    STAGE_SECONDS,
+    WORKER_READY,
+    CourtTimer,
+    serve_worker_metrics,
+    stage,
+    worker_ready,
+    worker_unready,
+)
 from app.queue import JOB_NAME, Keys, redis_settings
 from app.receiver.routing import ReviewRequest
 from app.review.assembly import court_parts, prepare
@@ -57,7 +67,6 @@ LOCK_POLL_SECONDS = 0.5
 WATCH_SECONDS = 1.0  # how often a running review looks for a newer head
 OUTAGE_BASE_SECONDS = 2.0
 OUTAGE_MAX_DEFER = 120.0
-DBOM_RETRY_SECONDS = 2
 T = TypeVar("T")
 LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
 TIMEOUT_MARGIN_SECONDS = 30
@@ -118,7 +127,7 @@ class Superseded(Exception):
         super().__init__(newer)
 
 
-def entanglement(evaluation: Evaluation, pr: Mapping[str, Any]) -> dict[str, Any]:
+def entanglement(evaluation: Evaluation) -> dict[str, Any]:
     """The DBOM's entangled inputs as the worker saw them: the PR's identity and the exact commits reviewed."""
     return {
         "repo": evaluation.inputs.repo, "pr_number": evaluation.inputs.pr_number,
@@ -410,26 +419,36 @@ async def _acquire_pr_lock(ctx: dict[str, Any], req: ReviewRequest, pr_number: i
     return lock
 
 
-async def _outage(ctx: dict[str, Any], exc: GitHubRetryable, bound: Any) -> None:
-    """Retry through a GitHub outage: exponential backoff that honours Retry-After, not counted against
-    ``max_tries``, for up to ``github_outage_seconds`` from the job's first failure. Returns when that budget is
-    spent (the caller gives up with a message); otherwise raises :class:`arq.Retry`."""
-    settings: Settings = ctx["settings"]
+async def _ride_out(ctx: dict[str, Any], bound: Any, *, what: str, key: str, budget_seconds: int,
+                    retry_after: float = 0.0, **detail: Any) -> None:
+    """Retry through an outage of ``what`` (GitHub, the DBOM ledger): exponential backoff that honours
+    Retry-After, not counted against ``max_tries``, for up to ``budget_seconds`` from the job's first failure.
+    Returns when that budget is spent (the caller gives up with a message); otherwise raises :class:`arq.Retry`."""
     redis: ArqRedis = ctx["redis"]
     job_id = str(ctx.get("job_id") or "")
-    key = Keys(settings.redis_prefix).outage(job_id)
     state = json.loads(await redis.get(key) or "null") or {"began": time.time(), "attempts": 0}
-    if time.time() - state["began"] >= settings.github_outage_seconds:
-        bound.warning("GitHub kept failing; giving up", status=exc.status, attempts=state["attempts"])
+    if time.time() - state["began"] >= budget_seconds:
+        bound.warning(f"{what} kept failing; giving up", attempts=state["attempts"], **detail)
         return
     state["attempts"] += 1
-    defer = max(exc.retry_after, min(OUTAGE_MAX_DEFER, OUTAGE_BASE_SECONDS * 2 ** (state["attempts"] - 1)))
-    await redis.set(key, json.dumps(state), ex=settings.github_outage_seconds + 3600)
+    defer = max(retry_after, min(OUTAGE_MAX_DEFER, OUTAGE_BASE_SECONDS * 2 ** (state["attempts"] - 1)))
+    await redis.set(key, json.dumps(state), ex=budget_seconds + 3600)
     if job_id:
         await fairness.uncount_try(redis, job_id)
-    bound.warning("GitHub is unavailable; retrying", status=exc.status, retry_after=exc.retry_after, defer=defer,
-                  attempt=state["attempts"])
-    raise Retry(defer=defer) from exc
+    bound.warning(f"{what} is unavailable; retrying", defer=defer, attempt=state["attempts"], **detail)
+    raise Retry(defer=defer)
+
+
+async def _outage(ctx: dict[str, Any], exc: GitHubRetryable, bound: Any) -> None:
+    """Ride out a GitHub outage (5xx, rate limits) for up to ``github_outage_seconds``."""
+    settings: Settings = ctx["settings"]
+    job_id = str(ctx.get("job_id") or "")
+    try:
+        await _ride_out(ctx, bound, what="GitHub", key=Keys(settings.redis_prefix).outage(job_id),
+                        budget_seconds=settings.github_outage_seconds, retry_after=exc.retry_after,
+                        status=exc.status)
+    except Retry as retry:
+        raise retry from exc
 
 
 async def _review_with_slot(ctx: dict[str, Any], data: dict[str, Any], heartbeat: Heartbeat) -> str:
@@ -513,7 +532,7 @@ class Deps:
 
     @property
     def publication_ttl(self) -> int:
-        return self.settings.github_outage_seconds + 3600
+        return max(self.settings.github_outage_seconds, self.settings.ledger_outage_seconds) + 3600
 
 
 async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: Target, pr: dict[str, Any],
@@ -545,6 +564,11 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
             elif await _closed_or_superseded(ctx, req, target):
                 await deps.redis.delete(deps.keys.publication(job_id))
                 return await _closed(publisher, target, check_run_id, bound)
+            if not pending.recorded:
+                if not await heartbeat.owns_job():
+                    raise Abandoned()  # one DBOM per decision: the try that holds the job records it
+                pending = await _record(deps, req, job_id, pending)
+                worker_ready()
             if heartbeat.lost is not None:
                 # Redis was away longer than the lock lives: publish only once the PR is ours again
                 bound.warning("the PR's lock lapsed during the review; taking it again before publishing",
@@ -576,10 +600,16 @@ async def _review_and_publish(ctx: dict[str, Any], req: ReviewRequest, target: T
             await _give_up(publisher, target, check_run_id, f"GitHub kept failing: {exc}", bound)
             return "failed: GitHub unavailable"
         except DbomUnavailable as exc:
-            # no verdict is ever published without its audit record: retry, then say why there is none
-            if ctx.get("job_try", 1) < settings.max_tries:
-                bound.warning("the DBOM ledger is unavailable; retrying", error=exc.reason)
-                raise Retry(defer=DBOM_RETRY_SECONDS) from exc
+            # no verdict is ever published without its audit record: the decision is kept (Redis) and its
+            # recording retried through the outage, never the review; then say why there is none
+            worker_unready(f"the DBOM ledger cannot be written: {exc.reason}")
+            try:
+                await _ride_out(ctx, bound, what="the DBOM ledger", key=deps.keys.outage(job_id) + ":ledger",
+                                budget_seconds=settings.ledger_outage_seconds, error=exc.reason)
+            except Retry as retry:
+                raise retry from exc
+            worker_ready()
+            await deps.redis.delete(deps.keys.publication(job_id))
             await _give_up(publisher, target, check_run_id,
                            f"The audit record (DBOM) could not be written ({exc.reason}); LogoMesh publishes no "
                            "verdict without it.", bound)
@@ -632,16 +662,25 @@ async def _decide(ctx: dict[str, Any], deps: Deps, req: ReviewRequest, target: T
     if await _closed_or_superseded(ctx, req, target):
         return None
     if not await heartbeat.owns_job():
-        raise Abandoned()  # one DBOM per decision: the try that holds the job records it
-    dbom_url = None
-    if deps.dbom is not None:
-        try:
-            record_id = await deps.dbom.append(evaluation, installation_id=req.installation_id,
-                                               entanglement=entanglement(evaluation, pr))
-        except Exception as exc:
-            raise DbomUnavailable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
-        dbom_url = f"{settings.public_url}/dbom/{record_id}.html" if settings.public_url else None
-    pending = Publication(check_run_id, evaluation, dbom_url, changed, comment=comment)
+        raise Abandoned()
+    # the decision is durable before the ledger is asked: a ledger outage retries the recording, not the review
+    pending = Publication(check_run_id, evaluation, None, changed, comment=comment, recorded=deps.dbom is None)
+    await save_publication(deps.redis, deps.keys, job_id, pending, deps.publication_ttl)
+    return pending
+
+
+async def _record(deps: Deps, req: ReviewRequest, job_id: str, pending: Publication) -> Publication:
+    """Write the decision's DBOM (:class:`DbomUnavailable` when the ledger cannot take it) and keep that it was."""
+    assert deps.dbom is not None
+    evaluation = pending.evaluation
+    try:
+        record_id = await deps.dbom.append(evaluation, installation_id=req.installation_id,
+                                           entanglement=entanglement(evaluation))
+    except Exception as exc:
+        raise DbomUnavailable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+    settings = deps.settings
+    dbom_url = f"{settings.public_url}/dbom/{record_id}.html" if settings.public_url else None
+    pending = replace(pending, dbom_url=dbom_url, recorded=True)
     await save_publication(deps.redis, deps.keys, job_id, pending, deps.publication_ttl)
     return pending
 

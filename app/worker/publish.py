@@ -116,8 +116,8 @@ def comment_wanted(mode: str, verdict: str) -> Literal["post", "update", "skip"]
 
 @dataclass(frozen=True)
 class Publication:
-    """A decision made and recorded (its DBOM written) that still has to reach GitHub: kept in Redis so that a
-    GitHub failure retries the publication alone, never the review."""
+    """A decision made that still has to be recorded (its DBOM written) and reach GitHub: kept in Redis so that a
+    ledger or GitHub failure retries the recording and the publication alone, never the review."""
 
     check_run_id: int
     evaluation: Evaluation
@@ -125,10 +125,12 @@ class Publication:
     changed: dict[str, set[int]]
     check_run_done: bool = False  # the check run already carries the verdict: only the comment is left
     comment: CommentMode = "on-change"
+    recorded: bool = True  # the DBOM is written (False: the ledger was away; nothing is published before it is)
 
     def to_json(self) -> str:
         return json.dumps({"check_run_id": self.check_run_id, "evaluation": self.evaluation.model_dump(mode="json"),
                            "dbom_url": self.dbom_url, "check_run_done": self.check_run_done, "comment": self.comment,
+                           "recorded": self.recorded,
                            "changed": {path: sorted(lines) for path, lines in self.changed.items()}})
 
     @classmethod
@@ -136,7 +138,7 @@ class Publication:
         data = json.loads(text)
         return cls(int(data["check_run_id"]), Evaluation.model_validate(data["evaluation"]), data["dbom_url"],
                    {path: set(lines) for path, lines in data["changed"].items()}, bool(data.get("check_run_done")),
-                   data.get("comment", "on-change"))
+                   data.get("comment", "on-change"), bool(data.get("recorded", True)))
 
 
 async def save_publication(redis: Any, keys: Keys, job_id: str, publication: Publication, ttl: int) -> None:

@@ -67,6 +67,7 @@ async def test_a_crash_shows_no_internal_address_and_names_the_delivery(harness:
 
 async def test_an_unwritable_ledger_shows_no_internal_address(harness: Harness) -> None:
     h = harness
+    h.settings = h.settings.model_copy(update={"ledger_outage_seconds": 3})  # ride the outage out briefly
     await h.post("pull_request", pr_payload("opened.payload.json", head=h.repo.head, base=h.repo.base))
     await h.run_worker(dbom=_Unreachable())
     (run,) = h.github.check_runs_for(h.repo.head)
