@@ -113,18 +113,30 @@ def _top_levels(paths: Collection[str]) -> set[str]:
     return names
 
 
-def environment_cause(result: TestCaseResult, changed_paths: Collection[str]) -> str | None:
+def environment_cause(result: TestCaseResult, changed_paths: Collection[str],
+                      absent_submodules: Collection[str] = ()) -> str | None:
     """Why a failing test's error is the sandbox's environment and not the change, or None.
 
     Only errors that no change to the project's own code can produce in the sandbox count: a program the image
     lacks (the name must be a bare command, so a missing data file of the project is not one), a system library
     that cannot be loaded, the sandbox's missing network (name resolution or an unreachable network, never a refused
-    local connection, which a broken local server also gives), and, in a test file the change does not touch, a
-    module that is not the project's own and that the change's paths do not define.
+    local connection, which a broken local server also gives), a git submodule the base declares and the clone
+    lacks, and, in a test file the change does not touch, a module that is not the project's own and that the
+    change's paths do not define. Nothing whose top-level name is a path the change touched counts.
     """
     message = result.message or ""
+    touched = _top_levels(changed_paths)
+    missing = MISSING_MODULE.search(message)
+    module = missing.group(1) if missing else ""
+    for submodule in absent_submodules:
+        dotted = submodule.replace("/", ".")
+        named = (submodule + "/" in message or _file_of(result.name).startswith(submodule + "/")
+                 or (module != "" and (module.split(".")[0] == submodule.rsplit("/", 1)[-1] or module == dotted
+                                       or module.startswith(dotted + "."))))
+        if named and (module.split(".")[0] if module else submodule.split("/")[0]) not in touched:
+            return f"the git submodule '{submodule}' is not in the clone (submodules are not fetched)"
     program = MISSING_PROGRAM.search(message)
-    if program and _is_program_name(program.group(1)) and program.group(1) not in _top_levels(changed_paths):
+    if program and _is_program_name(program.group(1)) and program.group(1) not in touched:
         return f"the sandbox has no program '{program.group(1)}' (the test runs it)"
     command = COMMAND_NOT_FOUND.search(message)
     if command and _is_program_name(command.group(1)):
@@ -135,11 +147,10 @@ def environment_cause(result: TestCaseResult, changed_paths: Collection[str]) ->
         return f"the sandbox lacks the system library {name}"
     if NO_NETWORK.search(message):
         return "the test needs the network, which the sandbox does not have"
-    module = MISSING_MODULE.search(message)
     if module and result.outcome == "error" and _file_of(result.name) not in changed_paths:
-        top = module.group(1).split(".")[0]
-        if top not in _top_levels(changed_paths):
-            return f"the module '{module.group(1)}' is not installed in the sandbox's environment"
+        top = module.split(".")[0]
+        if top not in touched:
+            return f"the module '{module}' is not installed in the sandbox's environment"
     return None
 
 
@@ -220,7 +231,7 @@ def head_alone(reason: str, status: str, base: TestRunResult, head: TestRunResul
         if result.outcome not in FAILING:
             continue
         change = _change(name, None, result, result.outcome)
-        cause = environment_cause(result, changed_paths)
+        cause = environment_cause(result, changed_paths, head.absent_submodules)
         test_file = _file_of(name)
         if cause is not None:
             environmental.append(change.model_copy(update={"cause": cause}))
@@ -320,7 +331,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                 continue
             case = TestCaseResult(name=change.name, outcome="error" if change.head == "error" else "failed",
                                   message=change.message)
-            cause = environment_cause(case, changed_paths)
+            cause = environment_cause(case, changed_paths, head.absent_submodules)
             if cause is not None:
                 group.remove(change)
                 environmental.append(change.model_copy(update={"cause": cause}))

@@ -268,6 +268,8 @@ class TestRunResult(Model):
     output: str = Field(default="", description="the run's output, redacted, with its timings and memory "
                         "addresses taken out (sandbox/redact.py)")
     image: str | None = None
+    absent_submodules: tuple[str, ...] = Field(default=(), description="git submodules the base declares that "
+                                               "the cloned tree does not hold")
 
     @property
     def executed(self) -> int:

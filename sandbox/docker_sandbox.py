@@ -22,6 +22,7 @@ import hashlib
 import io
 import json
 import logging
+import re
 import tarfile
 import time
 import uuid
@@ -64,6 +65,7 @@ MAX_RESULTS_BYTES = 16 * 1024 * 1024
 # the runner's results come as the last bytes of its standard output: b"\n" JSON b"\n" RESULTS_MARK b" " length b"\n"
 RESULTS_MARK = b"LOGOMESH-RESULTS"
 MAX_CHANNEL_BYTES = MAX_RESULTS_BYTES + 64
+SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
 # exit codes of a SIGKILLed process: 137 directly, 247 when the runner passes on its child's -9
 SIGKILLED = (137, 247)
 PROBE_FILE = "case.py"  # beside the runner: a probe leaves no file in the repository
@@ -285,6 +287,16 @@ class DockerSandbox:
             return guard_tree(self.head, self.base)
         return None
 
+    def _absent_submodules(self, tree: Tree) -> tuple[str, ...]:
+        """The git submodules the base declares (``.gitmodules``) that have no file in this tree: a clone never
+        holds them. The base's declaration, never the change's: a change cannot name its own failures after one."""
+        declared = self.base.read(".gitmodules") if self.base is not None else tree.read(".gitmodules")
+        if not declared:
+            return ()
+        paths = [m.strip().strip("/") for m in SUBMODULE_PATH.findall(declared)]
+        present = tree.paths()
+        return tuple(sorted(p for p in set(paths) if p and not any(f.startswith(p + "/") for f in present)))[:50]
+
     # --- the Sandbox protocol -----------------------------------------------------------------------------
 
     async def run_tests(self, spec: TestSpec) -> TestRunResult:
@@ -324,7 +336,8 @@ class DockerSandbox:
                                  reason=f"the {spec.tree} tree is not available to this sandbox")
         try:
             plan = await asyncio.to_thread(self._plan, tree, spec)
-            base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image}
+            base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image,
+                                    "absent_submodules": await asyncio.to_thread(self._absent_submodules, tree)}
             if plan.error:
                 return TestRunResult(status="env_error", reason=plan.error, **base)
             prepared: Prepared = await self._thread(run, prepare_environment, self, run, plan, tree, spec)

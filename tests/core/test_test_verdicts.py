@@ -253,3 +253,15 @@ def test_re_runs_move_unreproduced_failures_to_flaky_and_nothing_else() -> None:
                                                             case("passed", "t.py::shaky"))], at_base=[])
     verdict, reasons = verdict_of(only_flaky)
     assert not only_flaky.regressed and verdict == "neutral" and "Rule of Reproduction" in reasons[-1]
+
+
+def test_a_submodule_absent_from_the_clone_is_named_and_cannot_cover_a_regression() -> None:
+    def cause(message: str, changed: set[str], name: str = "tests/test_a.py") -> str | None:
+        return environment_cause(TestCaseResult(name=name, outcome="error", message=message), changed,
+                                 ("vendor/fastlib",))
+    assert "vendor/fastlib" in (cause("ModuleNotFoundError: No module named 'fastlib'", {"pkg/calc.py"}) or "")
+    assert "vendor/fastlib" in (cause("FileNotFoundError: '/sandbox/repo/vendor/fastlib/data.bin'",
+                                      {"pkg/calc.py"}) or "")
+    # a module the change itself touched is the change's, whatever the submodule is called
+    assert cause("ModuleNotFoundError: No module named 'fastlib'", {"fastlib/__init__.py"}) is None
+    assert cause("ModuleNotFoundError: No module named 'pkg'", {"pkg/calc.py"}) is None

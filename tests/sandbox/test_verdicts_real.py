@@ -27,6 +27,8 @@ POLLUTER = "from calc.ops import SEEN\n\n\ndef test_a_first():\n    SEEN.append(
 # a test of the change that fails in the whole run and passes alone: a re-run is something a test can detect
 RERUN_FORGERY = "def test_sub(request):\n    assert len(request.session.items) == 1\n"
 
+GITMODULES = '[submodule "fastlib"]\n\tpath = fastlib\n\turl = https://example.invalid/fastlib.git\n'
+
 CASES: dict[str, dict[str, str | None]] = {
     # the xfail mark removed without the fix: the test fails at head
     "xfail-removed": {"tests/test_ops.py": TESTS.replace("@pytest.mark.xfail(reason='negative numbers')\n", "")},
@@ -36,6 +38,7 @@ CASES: dict[str, dict[str, str | None]] = {
         "def test_neg():\n    assert add(-2, -3) == -5\n")},
     "order-dependent": {"tests/test_a_first.py": POLLUTER},
     "rerun-forgery": {"tests/test_sub.py": RERUN_FORGERY},
+    "submodule": {"tests/test_fast.py": "import fastlib\n\n\ndef test_fast():\n    assert fastlib.VERSION\n"},
     "missing-program": {"tests/test_pager.py": "import subprocess\n\n\ndef test_pager():\n"
                                                "    subprocess.run(['logomesh-no-such-pager', '-V'], check=True)\n"},
 }
@@ -46,7 +49,7 @@ def calc(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     root = tmp_path_factory.mktemp("calc")
     repo = RepoBuilder(root)
     repo.commit("Add calc", {"calc/__init__.py": "", "calc/ops.py": OPS, "tests/__init__.py": "",
-                             "tests/test_ops.py": TESTS})
+                             "tests/test_ops.py": TESTS, ".gitmodules": GITMODULES})
     heads: dict[str, str] = {}
     for name, files in CASES.items():
         repo.branch(name)
@@ -102,6 +105,17 @@ async def test_a_missing_program_is_the_environment_s_failure_named(
     assert "logomesh-no-such-pager" in (diff.environmental[0].cause or "")
     assert evaluation.verdict == "neutral"
     assert any("Rule of the Environment" in r and "logomesh-no-such-pager" in r for r in evaluation.verdict_reasons)
+
+
+async def test_a_submodule_absent_from_the_clone_is_named_not_charged(
+        calc: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    root, heads = calc
+    evaluation = await review(root, heads["submodule"])
+    diff = evaluation.differential
+    assert diff is not None and not diff.new_failing, diff
+    assert [c.name for c in diff.environmental] == ["tests/test_fast.py"]
+    assert "git submodule 'fastlib'" in (diff.environmental[0].cause or "")
+    assert evaluation.verdict == "neutral", evaluation.verdict_reasons
 
 
 async def test_a_base_that_crashes_leaves_the_head_judged_on_its_own(
