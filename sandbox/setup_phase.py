@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import hashlib
 import json
 import logging
@@ -55,7 +56,60 @@ ENV_REPOSITORY = "logomesh-env"
 ENV_LABEL = "org.logomesh.env"
 REFUSED_LABEL = "org.logomesh.env.refused"  # what the build was refused, reported again on every cache hit
 NOT_INSTALLED_LABEL = "org.logomesh.env.not-installed"  # requirements pip failed on, reported again on a hit
+STARTUP_LABEL = "org.logomesh.env.startup"  # start-up code and auto-loaded plugins found, reported on a hit
 OUTPUT_TAIL = 4000
+ENV_LAYOUT = 2  # what a cached environment holds (2: with the start-up scan's label); older entries are not used
+MAX_AGE_SECONDS = 7 * 24 * 3600  # a cached environment is rebuilt after this, however often it is hit
+# Run in the built environment (its interpreter, -I -S: nothing of the environment runs): every executable line
+# of a .pth file, every sitecustomize/usercustomize and every auto-loaded pytest plugin (entry point pytest11),
+# each with the distribution whose RECORD lists it. LogoMesh's own tools are not the environment's.
+SCAN = r"""
+import configparser, csv, json, os, sys
+site = sys.argv[1]
+owners = {}
+for entry in sorted(os.listdir(site)):
+    if entry.endswith(".dist-info"):
+        name = entry[:-len(".dist-info")]
+        try:
+            with open(os.path.join(site, entry, "RECORD"), encoding="utf-8") as handle:
+                for row in csv.reader(handle):
+                    if row:
+                        owners[os.path.normpath(os.path.join(site, row[0]))] = name
+        except (OSError, ValueError):
+            pass
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(os.path.join(site, entry, "entry_points.txt"), encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_section("pytest11"):
+            for key, value in parser.items("pytest11"):
+                print("plugin", json.dumps([key + " = " + value, name]))
+dirs = [site]
+for name in sorted(os.listdir(site)):
+    if not name.endswith(".pth"):
+        continue
+    path = os.path.join(site, name)
+    try:
+        lines = open(path, "rb").read().decode("utf-8-sig", "replace").splitlines()
+    except OSError:
+        continue
+    for number, line in enumerate(lines, 1):
+        if line.startswith(("import ", "import\t")):
+            if name == "distutils-precedence.pth" and (owners.get(path) or "").startswith("setuptools-"):
+                continue  # every venv's own setuptools shim: no news
+            print("pth", json.dumps([name + ":" + str(number), owners.get(path), line.strip()[:200]]))
+        elif line.strip() and not line.startswith("#"):
+            target = os.path.normpath(os.path.join(site, line.strip()))
+            if not target.startswith("/opt/logomesh/tools/") and os.path.isdir(target):
+                dirs.append(target)
+for folder in dirs:
+    for module in ("sitecustomize", "usercustomize"):
+        for candidate in (module + ".py", module):
+            path = os.path.join(folder, candidate)
+            if os.path.exists(path):
+                print("custom", json.dumps([path, owners.get(os.path.normpath(path))]))
+"""
 _BUILD_LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 log = logging.getLogger(__name__)
@@ -83,7 +137,11 @@ def env_tag(sandbox: DockerSandbox, plan: EnvironmentPlan, spec: TestSpec, tree:
         image_id = sandbox.client.images.get(sandbox.image).id
     except DockerException:
         image_id = sandbox.image
-    material = [image_id, plan.key, sandbox.setup.index_url, list(spec.setup_command or ())]
+    options = sandbox.setup
+    # the repository (an environment built for one is never handed to another: what a build ran stays in its
+    # scope), the interpreter and requirement lines (plan.key), the index and every extra host it may reach
+    material = [ENV_LAYOUT, image_id, plan.key, options.index_url, sorted(options.extra_hosts), options.scope,
+                list(spec.setup_command or ())]
     if spec.setup_command:
         material.append(hashlib.sha256(sandbox._tar(tree)).hexdigest())
     return f"{ENV_REPOSITORY}:{hashlib.sha256(repr(material).encode()).hexdigest()[:32]}"
@@ -114,6 +172,12 @@ def _cached_or_built(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, t
     if not custom:
         try:
             image = sandbox.client.images.get(tag)
+            if _age_seconds(image.attrs.get("Created")) > MAX_AGE_SECONDS:
+                # a hit dates the tag, never the build: an entry is rebuilt from the index once it is this old
+                log.info("sandbox environment %s: older than %d s, rebuilt", tag, MAX_AGE_SECONDS)
+                with contextlib.suppress(DockerException):
+                    sandbox.client.api.remove_image(tag)
+                raise ImageNotFound(tag)
             repository, _, version = tag.partition(":")
             with contextlib.suppress(DockerException):
                 sandbox.client.api.tag(tag, repository, version)  # dates the entry for LRU eviction
@@ -122,10 +186,23 @@ def _cached_or_built(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, t
             # about the change, and would make two identical reviews differ
             return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True),
                             report=SetupReport(status="installed", refused=_refused_label(image.labels),
-                                               reason=_missing_reason(_missing_label(image.labels))))
+                                               reason=_reason(_missing_label(image.labels),
+                                                              _list_label(image.labels, STARTUP_LABEL))))
         except ImageNotFound:
             pass
     return _build(sandbox, run, plan, tree, spec, tag)
+
+
+def _age_seconds(created: object) -> float:
+    """Seconds since Docker's ``Created`` timestamp (RFC 3339, nanoseconds); unreadable: infinitely old."""
+    if not isinstance(created, str):
+        return float("inf")
+    text = created.rstrip("Z").split(".")[0]
+    try:
+        then = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.UTC)
+    except ValueError:
+        return float("inf")
+    return (datetime.datetime.now(datetime.UTC) - then).total_seconds()
 
 
 def _refused_label(labels: dict[str, str] | None) -> tuple[str, ...]:
@@ -137,11 +214,50 @@ def _refused_label(labels: dict[str, str] | None) -> tuple[str, ...]:
 
 
 def _missing_label(labels: dict[str, str] | None) -> tuple[str, ...]:
+    return _list_label(labels, NOT_INSTALLED_LABEL)
+
+
+def _list_label(labels: dict[str, str] | None, name: str) -> tuple[str, ...]:
     try:
-        missing = json.loads((labels or {}).get(NOT_INSTALLED_LABEL) or "[]")
+        listed = json.loads((labels or {}).get(name) or "[]")
     except ValueError:
         return ()
-    return tuple(str(m) for m in missing) if isinstance(missing, list) else ()
+    return tuple(str(m) for m in listed) if isinstance(listed, list) else ()
+
+
+def _startup_found(text: str) -> tuple[str, ...]:
+    """The scan's findings, one sentence each: what the environment would run at start-up, and whose it is."""
+    found: list[str] = []
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        try:
+            fields = json.loads(rest)
+        except ValueError:
+            continue
+        if not isinstance(fields, list) or len(fields) < 2:
+            continue
+        owner = f"from {fields[1]}" if fields[1] else "listed by no distribution"
+        if kind == "pth" and len(fields) == 3:
+            found.append(f"executable .pth line {fields[0]} ({owner}): {fields[2]}")
+        elif kind == "custom":
+            found.append(f"{fields[0].rsplit('/', 1)[-1]} ({owner})")
+        elif kind == "plugin":
+            found.append(f"pytest plugin loaded automatically: {fields[0]} ({owner})")
+    return tuple(sorted(found)[:50])
+
+
+def _reason(missing: tuple[str, ...], startup: tuple[str, ...]) -> str | None:
+    parts = [r for r in (_missing_reason(missing), _startup_reason(startup)) if r]
+    return "; ".join(parts) or None
+
+
+def _startup_reason(startup: tuple[str, ...]) -> str | None:
+    """Start-up code the environment holds. LogoMesh's test interpreter starts without site processing and never
+    runs it before its collector; the tests' own child interpreters may."""
+    if not startup:
+        return None
+    return ("start-up code in the environment (not run by LogoMesh's test interpreter; a child interpreter "
+            "the tests start may run it): " + "; ".join(startup))
 
 
 def _missing_reason(missing: tuple[str, ...]) -> str | None:
@@ -217,9 +333,13 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                                 output=text, report=SetupReport(status="failed", reason=why,
                                                                 refused=tuple(sorted(proxy.log.refused))))
         refused = tuple(sorted(proxy.log.refused))
+        scan = asyncio.run(sandbox._exec_in(helper, [ENV_PYTHON, "-I", "-S", "-c", SCAN, site], limits, env=env,
+                                              workdir="/"))
+        startup = _startup_found(bytes(scan.stdout).decode("utf-8", "replace"))
     missing = not_installed(clean_test_output(bytes(output), OUTPUT_TAIL * 16))
     labels = {**_image_labels(sandbox), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or "",
-              REFUSED_LABEL: json.dumps(list(refused)), NOT_INSTALLED_LABEL: json.dumps(list(missing))}
+              REFUSED_LABEL: json.dumps(list(refused)), NOT_INSTALLED_LABEL: json.dumps(list(missing)),
+              STARTUP_LABEL: json.dumps(list(startup))}
     try:
         api.kill(helper)
         repository, _, version = tag.partition(":")
@@ -228,7 +348,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
     except DockerException as exc:
         raise SandboxError(f"the environment could not be committed: {exc}") from exc
     log.info("sandbox environment %s: built in %.3f s", tag, time.monotonic() - started)
-    report = SetupReport(status="installed", refused=refused, reason=_missing_reason(missing))
+    report = SetupReport(status="installed", refused=refused, reason=_reason(missing, startup))
     if spec.setup_command:
         run.images.append(tag)  # it holds this tree: used once, removed with the run
         return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,

@@ -91,7 +91,8 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
         memory_mb=settings.sandbox_max_memory_mb, cpus=settings.sandbox_max_cpus, pids=settings.sandbox_max_pids))
     setup = SetupOptions(allow=settings.sandbox_allow_setup, timeout_seconds=settings.sandbox_setup_timeout_seconds,
                          index_url=settings.sandbox_index_url, extra_hosts=settings.sandbox_index_hosts,
-                         ca_bundle=settings.sandbox_ca_bundle, cache_mb=settings.sandbox_env_cache_mb)
+                         ca_bundle=settings.sandbox_ca_bundle, cache_mb=settings.sandbox_env_cache_mb,
+                         scope=prepared.case.repo if prepared.case.repo != "local" else str(repo.path.resolve()))
     try:
         client = await asyncio.to_thread(docker_client)
         await asyncio.to_thread(require_image, client, image)

@@ -1,36 +1,180 @@
 """Start pytest (or unittest) for the runner, inside the sandbox; standard library plus pytest only.
 
-Run as ``python -I /sandbox/logomesh/launch.py CONFIG`` by ``runner.py``. It builds ``sys.path`` itself instead of
-trusting the environment: the editable install's site directory (its ``.pth`` files processed), then the
-repository and its import roots placed *after* the standard library, so a repository module named like a
-standard one (``subprocess.py``) never replaces it. LogoMesh's collector is handed to pytest as a plugin
+Run as ``python -I -S /sandbox/logomesh/launch.py CONFIG`` by ``runner.py``: no site processing, so nothing the
+environment holds runs at start-up (a dependency's executable ``.pth`` line, ``sitecustomize``,
+``usercustomize``). It builds ``sys.path`` itself: the standard library, the repository and its import roots
+(*after* the standard library, so a repository module named like a standard one, ``subprocess.py``, never
+replaces it), then the environment's and the editable install's site directories with the path lines of their
+``.pth`` files. Executable lines are listed on standard error, never run; a setuptools editable finder whose
+files match pip's RECORD is read (its ``MAPPING``), not run. LogoMesh's collector is handed to pytest as a plugin
 object, registered before any of the repository's conftest files or plugins.
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import importlib.util
 import json
 import os
-import site
+import re
 import sys
 import time
 import unittest
 
 REPO = "/sandbox/repo"
 HERE = "/sandbox/logomesh"
+TOOLS = "/opt/logomesh/tools/"
+
+
+EXECUTABLE = ("import ", "import\t")
+# setuptools' editable finder line: "import __editable___NAME_finder; __editable___NAME_finder.install(PATH)"
+FINDER = re.compile(r"^import (__editable___\w+_finder)\s*;\s*\1\.install\((.*)\)\s*$")
+STARTUP = {"path": [], "not_run": [], "finders": []}  # what this interpreter's start did, for the runner
+
+
+def site_dirs(config: dict) -> list:
+    """The site directories this interpreter would use (its venv's, else the installation's), then the
+    editable install's: found from ``pyvenv.cfg`` beside ``sys.executable``, as ``site`` would, never run."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    venv = os.path.dirname(os.path.dirname(sys.executable))
+    if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+        dirs = [os.path.join(venv, "lib", version, "site-packages")]
+    else:
+        import site  # under -S this runs nothing: only its path arithmetic is used
+
+        dirs = list(site.getsitepackages())
+    dirs.append(os.path.join(config.get("site") or "/sandbox/site", "lib", version, "site-packages"))
+    return [d for d in dirs if os.path.isdir(d)]
+
+
+def _recorded(sitedir: str) -> dict:
+    """Path (absolute) -> sha256 (urlsafe base64, as in RECORD) of every file pip recorded in ``sitedir``."""
+    recorded: dict = {}
+    with contextlib.suppress(OSError):
+        for entry in sorted(os.listdir(sitedir)):
+            if not entry.endswith(".dist-info"):
+                continue
+            with contextlib.suppress(OSError, ValueError), \
+                    open(os.path.join(sitedir, entry, "RECORD"), encoding="utf-8") as handle:
+                for row in csv.reader(handle):
+                    if len(row) >= 2 and row[1].startswith("sha256="):
+                        path = os.path.normpath(os.path.join(sitedir, row[0]))
+                        recorded[path] = (row[1][len("sha256="):], entry[:-len(".dist-info")])
+    return recorded
+
+
+def _matches(path: str, recorded: dict) -> bool:
+    import base64
+    import hashlib
+
+    expected = recorded.get(os.path.normpath(path))
+    if expected is None:
+        return False
+    try:
+        with open(path, "rb") as handle:
+            digest = base64.urlsafe_b64encode(hashlib.sha256(handle.read()).digest()).rstrip(b"=").decode()
+    except OSError:
+        return False
+    return digest == expected[0]
+
+
+def _finder_roots(sitedir: str, module: str, pth: str, recorded: dict) -> list | None:
+    """The directories a setuptools editable finder maps its packages from, read from its ``MAPPING`` literal
+    (the finder is never run); None unless both files match pip's RECORD and every mapping is a plain
+    ``<root>/<name>`` directory."""
+    import ast
+
+    finder = os.path.join(sitedir, module + ".py")
+    if not (_matches(pth, recorded) and _matches(finder, recorded)):
+        return None
+    try:
+        with open(finder, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    mapping = None
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and target.id == "MAPPING" and node.value is not None:
+            with contextlib.suppress(ValueError, TypeError, SyntaxError):
+                mapping = ast.literal_eval(node.value)
+    if not isinstance(mapping, dict):
+        return None
+    roots = []
+    for name, where in mapping.items():
+        if not (isinstance(name, str) and isinstance(where, str)):
+            return None
+        if os.path.basename(os.path.normpath(where)) != name.rpartition(".")[2]:
+            return None
+        root = os.path.dirname(os.path.normpath(where))
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
+def read_pth(sitedir: str, name: str, recorded: dict) -> list:
+    """A ``.pth`` file's path lines (as ``site`` reads them); its executable lines are recorded, never run,
+    except a setuptools editable finder verified against RECORD, whose mapping is read instead."""
+    pth = os.path.join(sitedir, name)
+    try:
+        with open(pth, "rb") as handle:
+            text = handle.read().decode("utf-8-sig", "replace")
+    except OSError:
+        return []
+    entries = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        if line.startswith(EXECUTABLE):
+            found = FINDER.match(line.strip())
+            roots = _finder_roots(sitedir, found.group(1), pth, recorded) if found else None
+            if roots is not None:
+                STARTUP["finders"].append({"file": pth, "roots": roots})
+                entries.extend(r for r in roots if os.path.isdir(r))
+                continue
+            owner = recorded.get(os.path.normpath(pth))
+            STARTUP["not_run"].append({"file": pth, "line": number, "code": line.strip()[:300],
+                                       "distribution": owner[1] if owner else None})
+            continue
+        entry = os.path.normpath(os.path.join(sitedir, line.rstrip()))
+        if os.path.exists(entry):
+            entries.append(entry)
+    return entries
 
 
 def set_path(config: dict) -> None:
-    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    packages = os.path.join(config.get("site") or "/sandbox/site", "lib", version, "site-packages")
-    if os.path.isdir(packages):
-        site.addsitedir(packages)
-    stdlib_end = max((i for i, p in enumerate(sys.path) if "site-packages" not in p and p), default=0) + 1
+    """``sys.path`` built here, for an interpreter started with ``-I -S``: the standard library, the repository
+    and its import roots, then each site directory with the path lines of its ``.pth`` files. Nothing found in
+    the environment runs before LogoMesh's collector holds the outcomes: no executable ``.pth`` line, no
+    ``sitecustomize``/``usercustomize``. Child interpreters the tests start get the editable install's paths
+    through ``PYTHONPATH`` (their own site processing is theirs; it cannot touch this process's outcomes)."""
     roots = [REPO] + [os.path.join(REPO, r) for r in config.get("import_roots") or [] if r not in ("", ".")]
-    for offset, root in enumerate(roots):
-        sys.path.insert(stdlib_end + offset, root)
+    added: list = []
+    for root in roots:
+        if root not in sys.path and root not in added:
+            added.append(root)
+    editable: list = []
+    for sitedir in site_dirs(config):
+        recorded = _recorded(sitedir)
+        found = [sitedir]
+        with contextlib.suppress(OSError):
+            for name in sorted(os.listdir(sitedir)):
+                if name.endswith(".pth") and not name.startswith("."):
+                    found.extend(read_pth(sitedir, name, recorded))
+        for entry in found:
+            if entry not in sys.path and entry not in added:
+                added.append(entry)
+        if sitedir.startswith((config.get("site") or "/sandbox/site") + "/"):
+            editable.extend(found)
+    sys.path.extend(added)
+    STARTUP["path"] = list(added)
+    # the import roots below the repository (src/) as well: a child started elsewhere (pytester's tmp dir)
+    # imports the project as this process does; the repository root itself stays the child's cwd's business
+    children = [r for r in roots if r != REPO] + editable
+    if children:
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(children))
 
 
 def run_unittest(out: str) -> int:
@@ -179,6 +323,12 @@ def main() -> None:
             argument = handle.read()
     config = json.loads(argument)
     set_path(config)
+    for skipped in STARTUP["not_run"]:
+        if skipped["file"].startswith(TOOLS) or (os.path.basename(skipped["file"]) == "distutils-precedence.pth"
+                                                 and (skipped["distribution"] or "").startswith("setuptools-")):
+            continue  # LogoMesh's own tools, every venv's setuptools shim: not run either, and no news
+        sys.stderr.write(f"logomesh: start-up code not run: {skipped['file']}:{skipped['line']} "
+                         f"({skipped['distribution'] or 'no distribution records it'}): {skipped['code']}\n")
     if config.get("probe"):
         run_probe(config["probe"])
         return

@@ -1,9 +1,10 @@
 """The test runner that executes *inside* the sandbox container (standard library only, Python >= 3.8).
 
 It is copied to ``/sandbox/logomesh`` (owned by root, read-only, outside the repository tree) with its
-``config.json`` and started as ``python -I /sandbox/logomesh/runner.py /sandbox/logomesh/config.json``: no
-``PYTHONPATH``, no user site, no script directory on the path, so nothing in the repository can shadow a module
-it imports. It
+``config.json`` and started as ``python -I -S /sandbox/logomesh/runner.py /sandbox/logomesh/config.json``: no
+``PYTHONPATH``, no site processing (no ``.pth`` file, ``sitecustomize`` or ``usercustomize`` of the environment
+runs in it), no script directory on the path, so nothing in the repository or its dependencies can shadow a
+module it imports or run before it. It
 
 1. installs the project in editable mode into ``/sandbox/site`` (offline: the environment already holds the
    build backend), so generated files such as ``_version.py`` exist and src layouts import;
@@ -41,6 +42,8 @@ RESULTS_MARK = b"LOGOMESH-RESULTS"
 # the collector's record goes to a name chosen per run, so nothing written ahead of time can stand in for it
 COLLECTED = OUT + "/collected-" + os.urandom(8).hex() + ".json"
 TAIL = 3000
+# no site processing (-S): launch.py builds the path itself and runs none of the environment's start-up code
+LAUNCH = (sys.executable, "-I", "-S", HERE + "/launch.py")
 
 
 def tail(data: bytes) -> str:
@@ -87,7 +90,7 @@ def run_pytest(config: dict, env: dict, args: list, extra: dict, timeout: float 
         os.unlink(COLLECTED)
     launch = {"import_roots": config.get("import_roots") or [], "site": SITE, "args": args, "out": COLLECTED}
     launch.update(extra)
-    argv = [sys.executable, "-I", HERE + "/launch.py", launch_file(launch)]
+    argv = [*LAUNCH, launch_file(launch)]
     try:
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=timeout)
         code, output = proc.returncode, proc.stdout
@@ -103,7 +106,7 @@ def run_pytest(config: dict, env: dict, args: list, extra: dict, timeout: float 
 
 
 def run_unittest(env: dict) -> tuple:
-    argv = [sys.executable, "-I", HERE + "/launch.py", json.dumps({"unittest": True, "out": COLLECTED,
+    argv = [*LAUNCH, json.dumps({"unittest": True, "out": COLLECTED,
                                                                  "import_roots": [], "site": SITE})]
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     try:
@@ -141,7 +144,7 @@ def mutate(config: dict, env: dict, results: dict) -> None:
         launch = {"import_roots": config.get("import_roots") or [], "site": SITE, "mutate": jobs_path, "out": out,
                   "seconds": seconds}
         with contextlib.suppress(subprocess.TimeoutExpired):
-            subprocess.run([sys.executable, "-I", HERE + "/launch.py", json.dumps(launch)],
+            subprocess.run([*LAUNCH, json.dumps(launch)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=seconds + 30)
         try:
             with open(out, encoding="utf-8") as handle:
@@ -163,7 +166,7 @@ def probe(config: dict, env: dict) -> int:
     launch = {"import_roots": config.get("import_roots") or [], "site": SITE, "probe": config["probe"]}
     sys.stdout.flush()
     try:
-        code = subprocess.run([sys.executable, "-I", HERE + "/launch.py", launch_file(launch)], env=env,
+        code = subprocess.run([*LAUNCH, launch_file(launch)], env=env,
                               timeout=float(config.get("probe_timeout") or 10)).returncode
     except subprocess.TimeoutExpired:
         code = PROBE_TIMED_OUT

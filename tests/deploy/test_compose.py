@@ -91,7 +91,12 @@ def test_workers_reach_docker_only_through_the_sidecar() -> None:
     data = compose()
     services = data["services"]
     worker, dind = services["worker"], services["dind"]
-    assert _environment(worker)["DOCKER_HOST"] == "tcp://dind:2375"
+    assert _environment(worker)["DOCKER_HOST"] == "tcp://dind:2376"
+    # the engine never listens unauthenticated: PR containers run inside it and their gateway is dind itself
+    assert _environment(worker)["DOCKER_TLS_VERIFY"] == "1"
+    assert _environment(worker)["DOCKER_CERT_PATH"] == "/certs/client"
+    assert _environment(dind)["DOCKER_TLS_CERTDIR"] == "/certs"
+    assert not any("2375" in str(part) or "--tls=false" in str(part) for part in dind.get("command") or [])
     shared = _networks(worker) & _networks(dind)
     assert shared, "the worker cannot reach dind"
     for network in _networks(dind):
@@ -235,7 +240,7 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
     worker_env = resolved["services"]["worker"]["environment"]
     # the .env file reached the services, and the service's own values win over it
     assert worker_env["LOGOMESH_DATABASE_URL"] == env_example()["LOGOMESH_DATABASE_URL"]
-    assert worker_env["DOCKER_HOST"] == "tcp://dind:2375"
+    assert worker_env["DOCKER_HOST"] == "tcp://dind:2376"
     assert "DOCKER_HOST" not in resolved["services"]["web"]["environment"]
     assert resolved["services"]["worker"]["deploy"]["replicas"] >= 2
 

@@ -1,0 +1,220 @@
+"""Nothing a PR installs runs before LogoMesh's collector owns the outcomes: the test interpreter starts without
+site processing and builds its path itself (path lines of ``.pth`` files honoured, executable lines never run),
+against the real sandbox image and a real package index on loopback."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from checks.models import TestSpec
+from sandbox import setup_phase
+from sandbox.docker_sandbox import DockerSandbox, SetupOptions
+from sandbox.limits import SandboxLimits
+from sandbox.setup_phase import env_tag
+from tests.gitfixture import RepoBuilder
+from tests.sandbox.index import build_wheel, serve_index, write_wheel
+
+IMAGE = "logomesh-sandbox:latest"
+
+# installed as a dependency: at start-up it arranges for pytest's test calls to swallow AssertionError
+SWALLOW_HOOK = '''
+import importlib.util, sys
+
+
+class _Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name != "_pytest.python":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        original = spec.loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            run = module.Function.runtest
+
+            def runtest(self):
+                try:
+                    run(self)
+                except AssertionError:
+                    pass
+
+            module.Function.runtest = runtest
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _Finder())
+'''
+
+
+def full_wheel(dest: Path, distribution: str) -> Path:
+    """An installed distribution packed whole (modules, data, ``.pth`` files, entry points) as a wheel."""
+    dist = importlib.metadata.distribution(distribution)
+    skip = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "METADATA", "WHEEL")
+    files = {str(f): f.read_binary() for f in dist.files or ()
+             if "__pycache__" not in str(f) and not str(f).startswith("..")
+             and not (".dist-info/" in str(f) and str(f).rsplit("/", 1)[-1] in skip)
+             and Path(str(f.locate())).is_file()}
+    return write_wheel(dest, distribution, dist.version, files)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory, docker_engine: docker.DockerClient) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("index")
+    wheels = {}
+    for name in ("lm-swallow", "lm-finder", "lm-plain", "setuptools"):
+        (root / "simple" / name).mkdir(parents=True)
+    wheels["lm-swallow"] = write_wheel(root / "simple" / "lm-swallow", "lm-swallow", "1.0.0", {
+        "aaa_lm_swallow.pth": b"import lm_swallow_hook\n", "lm_swallow_hook.py": SWALLOW_HOOK.encode(),
+        "lm_swallow/__init__.py": b"VALUE = 1\n"})
+    # a dependency dressed as an editable install: a setuptools-style finder line whose module, beside a plain
+    # MAPPING, swallows failures when run (pip's RECORD matches it: the hashes prove nothing about intent)
+    wheels["lm-finder"] = write_wheel(root / "simple" / "lm-finder", "lm-finder", "1.0.0", {
+        "__editable__.lm_finder-1.0.0.pth": b"import __editable___lm_finder_1_0_0_finder; "
+                                            b"__editable___lm_finder_1_0_0_finder.install('/x')\n",
+        "__editable___lm_finder_1_0_0_finder.py": (SWALLOW_HOOK + "\nMAPPING = {'lm_finder': '/opt/lm_finder'}\n"
+                                                   "\ndef install(path):\n    pass\n").encode()})
+    wheels["lm-plain"] = build_wheel(root / "simple" / "lm-plain", "lm-plain", "1.0.0", "def one():\n    return 1\n")
+    wheels["setuptools"] = full_wheel(root / "simple" / "setuptools", "setuptools")
+    with serve_index(root, wheels) as url:
+        yield url
+
+
+def sandbox(root: Path, index: str, engine: docker.DockerClient) -> DockerSandbox:
+    return DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=180), IMAGE, client=engine,
+                                  setup=SetupOptions(index_url=index, cache_mb=4096))
+
+
+BROKEN = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("package", "pth"), [("lm-swallow", "aaa_lm_swallow.pth"),
+                                              ("lm-finder", "__editable__.lm_finder-1.0.0.pth")])
+async def test_a_dependency_whose_pth_swallows_failures_runs_nothing_and_is_named(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient, package: str, pth: str) -> None:
+    root = tmp_path / "hostile"
+    RepoBuilder(root).commit("Broken, with a dependency that hides it",
+                             {**BROKEN, "requirements-test.txt": f"{package}==1.0.0\n"})
+    made = sandbox(root, index, docker_engine)
+    # the hook is live in the environment: an interpreter that processes site runs it, and the broken code passes
+    control = await made.run_tests(TestSpec(command=("sh", "-c", "python -m pytest -q -p no:cacheprovider")))
+    assert "1 passed" in control.output, control.output[-2000:]
+    result = await made.run_tests(TestSpec())
+    assert result.setup is not None and result.setup.status == "installed", result.reason
+    assert (result.status, result.passed, result.failed) == ("ran", 0, 1), result.output[-3000:]
+    assert pth in (result.setup.reason or ""), result.setup
+    assert f"from {package.replace('-', '_')}-1.0.0" in (result.setup.reason or ""), result.setup.reason
+    if package == "lm-swallow":  # the test run names what it did not run; a RECORD-verified finder is read instead
+        assert f"start-up code not run: /opt/logomesh/envs/project/lib/python3.11/site-packages/{pth}:1" \
+            in result.output, result.output[-2000:]
+
+
+HONEST = {
+    "pyproject.toml": ('[project]\nname = "shop"\nversion = "1.0"\ndependencies = ["lm-plain"]\n\n'
+                       '[build-system]\nrequires = ["setuptools>=70"]\nbuild-backend = "setuptools.build_meta"\n'),
+    "src/shop/__init__.py": "from lm_plain import one\n\n\ndef two():\n    return one() + one()\n",
+    "tests/test_shop.py": (
+        "import subprocess, sys\n\nfrom shop import two\n\npytest_plugins = ['pytester']\n\n\n"
+        "def test_two():\n    assert two() == 2\n\n\n"
+        "def test_a_child_interpreter_imports_the_editable_install():\n"
+        "    done = subprocess.run([sys.executable, '-c', 'import shop; print(shop.two())'],\n"
+        "                          capture_output=True, text=True)\n"
+        "    assert done.stdout.strip() == '2', done.stderr\n\n\n"
+        "def test_pytester_runs_an_inner_session(pytester):\n"
+        "    pytester.makepyfile('def test_inner():\\n    assert 1 + 1 == 2\\n')\n"
+        "    pytester.runpytest().assert_outcomes(passed=1)\n\n\n"
+        "def test_pytester_in_a_subprocess(pytester):\n"
+        "    pytester.makepyfile('from shop import two\\n\\ndef test_inner():\\n    assert two() == 2\\n')\n"
+        "    pytester.runpytest_subprocess().assert_outcomes(passed=1)\n"),
+}
+
+
+@pytest.mark.docker
+async def test_an_honest_dependency_and_the_projects_editable_install_still_work(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    root = tmp_path / "honest"
+    repo = RepoBuilder(root)
+    repo.commit("Shop", HONEST)
+    result = await sandbox(root, index, docker_engine).run_tests(TestSpec())
+    assert result.setup is not None and result.setup.status == "installed", result.reason
+    assert result.setup.install == "ok", result.output[-3000:]
+    assert (result.status, result.passed, result.failed, result.errored) == ("ran", 4, 0, 0), result.output[-3000:]
+    assert "start-up code" not in (result.setup.reason or ""), result.setup.reason
+    # and the honest code, broken, fails: the child interpreter and pytester see the change too
+    repo.commit("Break it", {"src/shop/__init__.py": "def two():\n    return 3\n"})
+    broken = await sandbox(root, index, docker_engine).run_tests(TestSpec())
+    assert (broken.passed, broken.failed) == (1, 3), broken.output[-3000:]
+
+
+PLAIN = {
+    "calc.py": "from lm_plain import one\n\n\ndef add(a, b):\n    return a + b + one() - 1\n",
+    "requirements-test.txt": "lm-plain==1.0.0\n",
+    "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+}
+
+
+def scoped(root: Path, index: str, engine: docker.DockerClient, scope: str) -> DockerSandbox:
+    return DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=180), IMAGE, client=engine,
+                                  setup=SetupOptions(index_url=index, cache_mb=4096, scope=scope))
+
+
+@pytest.mark.docker
+async def test_a_poisoned_cached_environment_stays_with_its_repository_and_ages_out(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = tmp_path / "first"
+    RepoBuilder(first).commit("Calc", PLAIN)
+    made = scoped(first, index, docker_engine, f"owner/first-{tmp_path.name}")
+    built = await made.run_tests(TestSpec())
+    assert built.environment is not None and built.passed == 1, built.output[-2000:]
+    tag = env_tag(made, built.environment, TestSpec(), made.head)
+    # what a hostile build could have left in the layer: a start-up hook beside the artefacts
+    container = docker_engine.api.create_container(tag, user="0", command=["sh", "-c", (
+        "echo 'import lm_swallow_hook' > /opt/logomesh/envs/project/lib/python3.11/site-packages/aaa_poison.pth")])
+    try:
+        docker_engine.api.start(container)
+        docker_engine.api.wait(container)
+        repository, _, version = tag.partition(":")
+        docker_engine.api.commit(container, repository=repository, tag=version,
+                                 conf={"Labels": docker_engine.images.get(tag).labels})
+    finally:
+        docker_engine.api.remove_container(container, force=True)
+    poisoned = docker_engine.images.get(tag).id
+
+    # the same repository, the same lines: the cache is hit (the poisoned entry is served to its own scope)
+    again = await scoped(first, index, docker_engine, f"owner/first-{tmp_path.name}").run_tests(TestSpec())
+    assert docker_engine.images.get(tag).id == poisoned and again.passed == 1
+    assert "aaa_poison.pth" in again.output  # the test interpreter never ran it, and said so
+
+    # another repository with the same requirement lines gets an environment of its own, built clean
+    second = tmp_path / "second"
+    RepoBuilder(second).commit("Calc, elsewhere", PLAIN)
+    other = scoped(second, index, docker_engine, f"owner/second-{tmp_path.name}")
+    clean = await other.run_tests(TestSpec())
+    assert env_tag(other, built.environment, TestSpec(), other.head) != tag
+    assert clean.passed == 1 and "aaa_poison.pth" not in clean.output, clean.output[-2000:]
+
+    # and a hit cannot keep an entry alive forever: past its age, it is rebuilt from the index
+    monkeypatch.setattr(setup_phase, "MAX_AGE_SECONDS", 0)
+    rebuilt = await scoped(first, index, docker_engine, f"owner/first-{tmp_path.name}").run_tests(TestSpec())
+    assert docker_engine.images.get(tag).id != poisoned
+    assert rebuilt.passed == 1 and "aaa_poison.pth" not in rebuilt.output, rebuilt.output[-2000:]
+
+
+def test_an_unreadable_creation_date_counts_as_too_old() -> None:
+    assert setup_phase._age_seconds(None) == float("inf")
+    assert setup_phase._age_seconds("yesterday") == float("inf")
+    now = datetime.datetime.now(datetime.UTC)
+    assert 0 <= setup_phase._age_seconds(now.strftime("%Y-%m-%dT%H:%M:%S.123456789Z")) < 60
+    assert setup_phase._age_seconds((now - datetime.timedelta(days=8)).strftime("%Y-%m-%dT%H:%M:%SZ")) > 7 * 86400
