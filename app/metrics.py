@@ -101,7 +101,7 @@ _server_lock = threading.Lock()
 _server_port: int | None = None
 # set once the worker's start-up is done (model loaded, sandbox image checked): until then it is not ready
 WORKER_READY = threading.Event()
-_unready = ["starting: loading the model and checking the sandbox image"]
+_unready = ["starting: waiting for the Docker engine, loading the model and the sandbox image"]
 
 
 def worker_unready(reason: str) -> None:

@@ -176,6 +176,12 @@ class Settings(BaseSettings):
     # sandbox
     sandbox: Literal["auto", "docker", "off"] = "auto"
     sandbox_image: str = "logomesh-sandbox:latest"
+    # where a worker gets the sandbox image when its engine lacks it (a dind sidecar starts empty): a `docker save`
+    # tarball to load, else the engine pulls the image; with a digest (sha256:…), any other image is refused
+    sandbox_image_archive: Path | None = None
+    sandbox_image_digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+    # with LOGOMESH_SANDBOX=docker, how long a starting worker waits for its Docker engine (a sidecar still starting)
+    docker_wait_seconds: int = Field(default=120, ge=0, le=3600)
     sandbox_timeout_seconds: int = Field(default=300, ge=1, le=3600)
     # the opt-in setup phase of a repository (``test.setup``) runs with the network on: the operator may forbid it
     sandbox_allow_setup: bool = True

@@ -11,6 +11,7 @@ margin) cannot belong to a live job, because arq cancels the job by then and the
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,14 +50,24 @@ def sandbox_capacity(info: dict[str, Any], memory_mb: int, cpus: float) -> int:
 
 
 def _docker(settings: Settings) -> tuple[str | None, Any, int | None]:
-    """(missing reason, swept counts, capacity) — the engine is asked in a thread: docker-py is blocking."""
-    from sandbox.docker_sandbox import docker_client, require_image
+    """(missing reason, swept counts, capacity) — the engine is asked in a thread: docker-py is blocking.
+
+    A required sandbox (``LOGOMESH_SANDBOX=docker``) waits up to ``docker_wait_seconds`` for its engine (a sidecar
+    may still be starting; the worker is not ready meanwhile), and a missing image is loaded or pulled
+    (:mod:`sandbox.engine`)."""
+    from sandbox.docker_sandbox import require_image
+    from sandbox.engine import provision_image, wait_for_engine
     from sandbox.errors import SandboxUnavailable
     from sandbox.janitor import Swept, sweep
     from sandbox.limits import SandboxLimits
 
+    def waiting(error: str) -> None:
+        log.warning("waiting for the Docker engine", docker_host=os.environ.get("DOCKER_HOST") or "the local socket",
+                    up_to_seconds=settings.docker_wait_seconds, error=error)
+
+    wait = settings.docker_wait_seconds if settings.sandbox == "docker" else 0
     try:
-        client = docker_client()
+        client = wait_for_engine(wait, on_wait=waiting)
     except SandboxUnavailable as exc:
         return exc.reason, Swept(), None
     try:
@@ -64,6 +75,10 @@ def _docker(settings: Settings) -> tuple[str | None, Any, int | None]:
         defaults = SandboxLimits()
         capacity = sandbox_capacity(client.info(), defaults.memory_mb, defaults.cpus)
         try:
+            provisioned = provision_image(client, settings.sandbox_image, archive=settings.sandbox_image_archive,
+                                          digest=settings.sandbox_image_digest)
+            if provisioned.how != "present":
+                log.info(f"sandbox image {provisioned.how}", image=provisioned.image, image_id=provisioned.image_id)
             require_image(client, settings.sandbox_image)
         except SandboxUnavailable as exc:
             return exc.reason, swept, capacity
