@@ -218,3 +218,46 @@ def test_an_unreadable_creation_date_counts_as_too_old() -> None:
     now = datetime.datetime.now(datetime.UTC)
     assert 0 <= setup_phase._age_seconds(now.strftime("%Y-%m-%dT%H:%M:%S.123456789Z")) < 60
     assert setup_phase._age_seconds((now - datetime.timedelta(days=8)).strftime("%Y-%m-%dT%H:%M:%SZ")) > 7 * 86400
+
+
+def _project(name: str, package: str, extra: str = "") -> str:
+    return (f'[project]\nname = "{name}"\nversion = "9.9"\n{extra}\n'
+            '[build-system]\nrequires = ["setuptools>=70"]\nbuild-backend = "setuptools.build_meta"\n')
+
+
+@pytest.mark.docker
+async def test_a_dependency_of_pytest_and_a_pytest_plugin_test_themselves(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    # iniconfig is one of pytest's own dependencies, in LogoMesh's tools: the project's copy is the one tested
+    root = tmp_path / "iniconfig"
+    RepoBuilder(root).commit("iniconfig", {
+        "pyproject.toml": _project("iniconfig", "iniconfig"),
+        # the names pytest imports from it (a project with no ini file never has pytest call them)
+        "src/iniconfig/__init__.py": ("MARK = 'the project'\n\n\nclass IniConfig:\n    pass\n\n\n"
+                                      "class SectionWrapper:\n    pass\n\n\nclass ParseError(Exception):\n"
+                                      "    pass\n"),
+        "testing/test_mark.py": (
+            "import subprocess, sys\n\nimport iniconfig\n\n\ndef test_the_projects_copy_is_imported():\n"
+            "    assert iniconfig.MARK == 'the project', iniconfig.__file__\n\n\n"
+            "def test_and_in_a_child():\n"
+            "    out = subprocess.run([sys.executable, '-c', 'import iniconfig; print(iniconfig.MARK)'],\n"
+            "                         capture_output=True, text=True)\n"
+            "    assert out.stdout.strip() == 'the project', out.stderr\n"),
+    })
+    result = await sandbox(root, index, docker_engine).run_tests(TestSpec())
+    assert result.setup is not None and result.setup.install == "ok", result.output[-3000:]
+    assert (result.status, result.passed, result.failed) == ("ran", 2, 0), result.output[-3000:]
+
+    # a pytest plugin (entry point pytest11) whose own tests use the fixture it registers
+    root = tmp_path / "plugin"
+    RepoBuilder(root).commit("plugin", {
+        "pyproject.toml": _project("pytest-lm", "pytest_lm",
+                                   '[project.entry-points.pytest11]\nlm = "pytest_lm.plugin"\n'),
+        "src/pytest_lm/__init__.py": "",
+        "src/pytest_lm/plugin.py": "import pytest\n\n\n@pytest.fixture\ndef lm_answer():\n    return 42\n",
+        "tests/test_plugin.py": "def test_the_fixture_comes_from_the_installed_plugin(lm_answer):\n"
+                                "    assert lm_answer == 42\n",
+    })
+    plugin = await sandbox(root, index, docker_engine).run_tests(TestSpec())
+    assert plugin.setup is not None and plugin.setup.install == "ok", plugin.output[-3000:]
+    assert (plugin.status, plugin.passed, plugin.failed) == ("ran", 1, 0), plugin.output[-3000:]
