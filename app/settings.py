@@ -182,6 +182,8 @@ class Settings(BaseSettings):
     sandbox_image_digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
     # with LOGOMESH_SANDBOX=docker, how long a starting worker waits for its Docker engine (a sidecar still starting)
     docker_wait_seconds: int = Field(default=120, ge=0, le=3600)
+    # this worker process's identity on its sandbox objects (set by the worker at start; empty for the CLI)
+    worker_id: str = Field(default="", max_length=100, pattern=r"^[A-Za-z0-9_.-]*$")
     sandbox_timeout_seconds: int = Field(default=300, ge=1, le=3600)
     # the opt-in setup phase of a repository (``test.setup``) runs with the network on: the operator may forbid it
     sandbox_allow_setup: bool = True

@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 LABEL = "org.logomesh.sandbox"
 LABEL_OWNER = "org.logomesh.sandbox.owner"
 LABEL_CREATED = "org.logomesh.sandbox.created"
+LABEL_WORKER = "org.logomesh.sandbox.worker"
 MOUNT = "/sandbox"
 WORKDIR = "/sandbox/repo"
 HERE = "/sandbox/logomesh"  # LogoMesh's runner, outside the repository tree
@@ -216,8 +217,9 @@ class DockerSandbox:
     """The :class:`~checks.protocols.Sandbox` for one change: the head tree, and the base tree when known."""
 
     def __init__(self, client: docker.DockerClient, tree: Tree | bytes, limits: SandboxLimits, image: str, *,
-                 base: Tree | None = None, setup: SetupOptions | None = None) -> None:
+                 base: Tree | None = None, setup: SetupOptions | None = None, worker: str = "") -> None:
         self.client = client
+        self.worker = worker  # the worker process that owns this sandbox's objects (swept once it is gone)
         self.head: Tree = tree if not isinstance(tree, bytes) else TarTree(tree)
         self.base = base
         self.limits = limits
@@ -526,7 +528,10 @@ class DockerSandbox:
     # --- Docker plumbing (blocking: called in worker threads) ---------------------------------------------
 
     def _labels(self) -> dict[str, str]:
-        return {LABEL: "1", LABEL_OWNER: self.owner, LABEL_CREATED: str(int(time.time()))}
+        labels = {LABEL: "1", LABEL_OWNER: self.owner, LABEL_CREATED: str(int(time.time()))}
+        if self.worker:
+            labels[LABEL_WORKER] = self.worker
+        return labels
 
     def _host_config(self, *, network: str | None, read_only: bool, mounts: list[Mount],
                      limits: SandboxLimits | None = None) -> dict[str, Any]:

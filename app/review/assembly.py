@@ -109,7 +109,7 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
         base_sha = await asyncio.to_thread(repo.merge_base, prepared.case.base_sha, prepared.case.head_sha)
         parts.sandbox = await asyncio.to_thread(
             DockerSandbox.for_git, repo.git_bytes, prepared.case.head_sha, limits, image, client,
-            base_sha=base_sha, setup=setup,
+            base_sha=base_sha, setup=setup, worker=settings.worker_id,
         )
     except SandboxError as exc:  # e.g. a tree larger than the work dir: the PR's problem is not T's to guess
         parts.sandbox_missing = exc.reason
