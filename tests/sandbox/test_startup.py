@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -261,3 +262,24 @@ async def test_a_dependency_of_pytest_and_a_pytest_plugin_test_themselves(
     plugin = await sandbox(root, index, docker_engine).run_tests(TestSpec())
     assert plugin.setup is not None and plugin.setup.install == "ok", plugin.output[-3000:]
     assert (plugin.status, plugin.passed, plugin.failed) == ("ran", 1, 0), plugin.output[-3000:]
+
+
+@pytest.mark.docker
+async def test_a_review_of_a_broken_change_that_adds_the_hook_is_not_a_pass_and_names_it(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    from app.review.assembly import review_repository
+    from app.settings import load_settings
+
+    repo = RepoBuilder(tmp_path / "calc")
+    repo.commit("Calc", {"calc.py": "def add(a, b):\n    return a + b\n",
+                         "tests/test_calc.py": BROKEN["tests/test_calc.py"]})
+    repo.branch("change")
+    head = repo.commit("Simplify add", {"calc.py": BROKEN["calc.py"], "requirements-test.txt": "lm-swallow==1.0.0\n"})
+    settings = load_settings(sandbox="docker", home=tmp_path / ".lm", embedding="off", red_team="off",
+                             sandbox_index_url=index)
+    evaluation, _ = await review_repository(tmp_path / "calc", "main", head, settings=settings,
+                                            title="Simplify add", body="Make add simpler.")
+    assert evaluation.verdict != "pass"
+    assert evaluation.tests is not None and evaluation.tests.failed >= 1, evaluation.tests
+    shown = json.dumps([e.model_dump(mode="json") for e in evaluation.evidence])
+    assert "aaa_lm_swallow.pth" in shown and "lm_swallow-1.0.0" in shown
