@@ -135,3 +135,20 @@ async def test_a_base_that_crashes_leaves_the_head_judged_on_its_own(
     assert "tests/test_ops.py::test_add" in [c.name for c in diff.unattributed]
     assert evaluation.verdict == "neutral", evaluation.verdict_reasons
     assert any(r.startswith("Rule of the Unmeasured Base") for r in evaluation.verdict_reasons)
+
+
+async def test_the_repository_s_environment_override_reaches_the_sandbox(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
+    repo = RepoBuilder(tmp_path / "r")
+    repo.commit("Start", {"calc/__init__.py": "", "calc/ops.py": OPS, "tests/__init__.py": "",
+                          "tests/test_ops.py": TESTS, "requirements.txt": "logomesh-no-such-distribution==9.9\n",
+                          ".logomesh.yml": "test:\n  environment:\n    requirements: []\n"})
+    repo.branch("pr")
+    head = repo.commit("Add sub", {"calc/ops.py": OPS + "\n\ndef sub(a, b):\n    return a - b\n"})
+    evaluation = await review(repo.path, head)
+    tests = evaluation.tests
+    # the override replaces the detected requirement (which no index has): the tests run instead of failing setup
+    assert tests is not None and tests.environment is not None and tests.environment.overridden
+    assert tests.environment.requirements == () and tests.status == "ran" and tests.passed == 2
+    environment = next(e for e in evaluation.evidence if e.kind == "test-environment")
+    assert "set in .logomesh.yml" in environment.summary
