@@ -170,6 +170,15 @@ def _rule_of_environment(diff: TestDiff, verdict: str, reasons: list[str]) -> st
                      always_say=True)
 
 
+def _rule_of_reproduction(diff: TestDiff, verdict: str, reasons: list[str]) -> str:
+    if not diff.flaky:
+        return verdict
+    first = diff.flaky[0]
+    return _not_pass(verdict, reasons, f"Rule of Reproduction: {len(diff.flaky)} failing test(s) did not fail again "
+                     f"when re-run (first: {first.name}: {first.cause}): flaky, not charged to this change, and not "
+                     "a pass", always_say=True)
+
+
 def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     """The verdict after the test facts' rules (module docstring), each applied reason recorded."""
     files = brief.case.files
@@ -187,6 +196,7 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                                 f"fail at head (first: {diff.unattributed[0].name}) and {diff.reason}, so they can "
                                 "be neither charged to this change nor passed over", always_say=True)
         verdict = _rule_of_environment(diff, verdict, reasons)
+        verdict = _rule_of_reproduction(diff, verdict, reasons)
     if diff is not None and diff.status == "measured":
         if diff.tampered:  # said even when a regression fails the change below: it says how it was hidden
             verdict = _not_pass(verdict, reasons, f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only "
@@ -200,11 +210,7 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                            f"{diff.new_failing[0].name})")
             return "fail"
         verdict = _rule_of_environment(diff, verdict, reasons)
-        if diff.flaky:
-            first = diff.flaky[0]
-            verdict = _not_pass(verdict, reasons, f"Rule of Reproduction: {len(diff.flaky)} failing test(s) did not "
-                                f"fail again when re-run (first: {first.name}: {first.cause}): flaky, not charged "
-                                "to this change, and not a pass", always_say=True)
+        verdict = _rule_of_reproduction(diff, verdict, reasons)
         if diff.unattributed:
             verdict = _not_pass(verdict, reasons, f"Rule of the Unmeasured Base: {len(diff.unattributed)} test(s) "
                                 f"fail at head (first: {diff.unattributed[0].name}) that the base's run did not "

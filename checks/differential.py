@@ -195,7 +195,7 @@ def apply_reruns(diff: TestDiff, at_head: Collection[TestRunResult], under_oracl
     under the base's oracle or failed on a re-run at base. A re-run reported passing although its call raised
     (``rewritten``), skipped or missing proves nothing. A tampered test stays regressed whatever its re-runs say.
     """
-    if diff.status != "measured" or not (diff.regressed or diff.new_failing):
+    if not (diff.regressed or diff.new_failing):  # with no usable base, new failing ones are re-run too
         return diff
     tampered = {t.name for t in diff.tampered}
     flaky: list[TestChange] = list(diff.flaky)

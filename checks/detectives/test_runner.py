@@ -74,7 +74,7 @@ class TestRunner:
         """Run each regressed or new failing test again (:data:`RERUNS` times, only those node ids, the same tree
         and environment) so that only reproducible failures are charged: new failing ones at head, regressed
         ones under the base's oracle and at base."""
-        if self.sandbox is None or diff.status != "measured" or not (diff.regressed or diff.new_failing):
+        if self.sandbox is None or not (diff.regressed or diff.new_failing):
             return diff
         if spec.command and not _is_pytest(spec.command):
             return diff  # a custom command reports one outcome for the whole run: there is no test to re-run

@@ -265,3 +265,18 @@ def test_a_submodule_absent_from_the_clone_is_named_and_cannot_cover_a_regressio
     # a module the change itself touched is the change's, whatever the submodule is called
     assert cause("ModuleNotFoundError: No module named 'fastlib'", {"fastlib/__init__.py"}) is None
     assert cause("ModuleNotFoundError: No module named 'pkg'", {"pkg/calc.py"}) is None
+
+
+def test_with_an_unmeasurable_base_the_change_s_failing_test_is_re_run_too() -> None:
+    base = TestRunResult(status="env_error", reason="the tests could not import what they need")
+    head = run(case("failed", "tests/test_calc.py::test_new", "timeout"), case("failed", "tests/test_calc.py::t2"))
+    diff = classify(base, head, None, changed_tests={"tests/test_calc.py"})
+    after = apply_reruns(diff, at_head=[run(case("passed", "tests/test_calc.py::test_new"),
+                                            case("failed", "tests/test_calc.py::t2"))], under_oracle=[], at_base=[])
+    assert [c.name for c in after.flaky] == ["tests/test_calc.py::test_new"]
+    assert [c.name for c in after.new_failing] == ["tests/test_calc.py::t2"]
+    assert verdict_of(after, PRODUCT, TEST_FILE)[0] == "fail"  # the reproduced one still fails the change
+    only = apply_reruns(classify(base, head.model_copy(update={"tests": head.tests[:1]}), None,
+                                 changed_tests={"tests/test_calc.py"}),
+                        at_head=[run(case("passed", "tests/test_calc.py::test_new"))], under_oracle=[], at_base=[])
+    assert not only.new_failing and verdict_of(only, PRODUCT, TEST_FILE)[0] == "neutral"
