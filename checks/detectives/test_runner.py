@@ -63,7 +63,9 @@ class TestRunner:
         diff = differential(case, base, head, guard)
         diff = await self._rerun(spec, diff, guarded)
         # compared with the base, the differential names the failing tests; on its own, the head run does
-        evidence = (evidence_for(head, list_failures=diff.status != "measured") + diff_evidence(diff)
+        classified = diff.new_failing or diff.unattributed or diff.environmental or diff.flaky
+        evidence = (evidence_for(head, list_failures=diff.status != "measured" and not classified)
+                    + diff_evidence(diff)
                     + mutant_evidence(diff))
         diff = diff.model_copy(update={"base_tests": compact(base),
                                        "guard_tests": compact(guard) if guard is not None else None})
