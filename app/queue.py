@@ -11,6 +11,7 @@ Keys (all under ``settings.redis_prefix``)::
     sha:<owner/repo>@<sha>   the PR a head SHA belongs to (check runs of forks carry no pull_requests)
     lock:<owner/repo>#<n>    held by the worker reviewing that PR (renewed by its heartbeat: app.worker.liveness)
     owner:<job id>           the try that runs the job (a fencing token renewed by its heartbeat)
+    worker:<worker id>       a live worker process (renewed while it runs: app.worker.presence)
     publication:<job id>     a decision made and recorded (DBOM) but not yet published: retries publish it
     outage:<job id>          when this job first met a GitHub outage, and how often it retried since
     run:<job id>             the check run this job created (so a try that cannot even read the PR completes it)
@@ -70,6 +71,9 @@ class Keys:
     def refusal(self, repo: str, pr: int, requester: str) -> str:
         """Set once a refused ``/recheck`` was explained to ``requester`` on this PR (one reply a day)."""
         return f"{self.prefix}refusal:{repo}:{pr}:{requester}"
+
+    def worker(self, worker_id: str) -> str:
+        return f"{self.prefix}worker:{worker_id}"
 
     def owner(self, job_id: str) -> str:
         return f"{self.prefix}owner:{job_id}"

@@ -13,9 +13,10 @@ import asyncio
 import contextlib
 import json
 import re
+import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -43,6 +44,7 @@ from app.review.assembly import court_parts, prepare
 from app.settings import Settings
 from app.worker import fairness
 from app.worker.liveness import Heartbeat, Ownership, lock_claim
+from app.worker.presence import Owners, Presence, Sweeper
 from app.worker.publish import (
     CommentMode,
     Publication,
@@ -741,8 +743,39 @@ async def _give_up(publisher: Publisher, target: Target, check_run_id: int | Non
         bound.error("could not complete the check run", error=str(exc))
 
 
+def _presence(redis: ArqRedis, settings: Settings) -> Presence:
+    return Presence(redis, Keys(settings.redis_prefix), settings.worker_id, float(settings.job_liveness_seconds))
+
+
+def _engine_sweeper(settings: Settings) -> tuple[Owners, Sweeper]:
+    """Read the worker ids on the engine's sandbox objects; remove those of the given (gone) workers."""
+    from app.worker.startup import sweep_after_seconds
+    from sandbox.docker_sandbox import docker_client
+    from sandbox.janitor import owners, sweep
+
+    def on_engine(work: Callable[[Any], T]) -> T:
+        client = docker_client()
+        try:
+            return work(client)
+        finally:
+            client.close()
+
+    async def engine_owners() -> set[str]:
+        return await asyncio.to_thread(on_engine, owners)
+
+    async def sweep_gone(gone: Collection[str]) -> int:
+        swept = await asyncio.to_thread(on_engine, lambda client: sweep(
+            client, sweep_after_seconds(settings), gone_workers=gone))
+        return swept.containers + swept.volumes + swept.images
+
+    return engine_owners, sweep_gone
+
+
 def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_writer) -> dict[str, Any]:
     """Keyword arguments for :class:`arq.worker.Worker` (the CLI and the tests build the worker from these)."""
+    if not settings.worker_id:  # this process's name on its sandbox objects (app.worker.presence)
+        settings = settings.model_copy(update={
+            "worker_id": f"{re.sub(r'[^A-Za-z0-9_.-]', '-', socket.gethostname())[:60]}-{uuid.uuid4().hex[:12]}"})
 
     async def startup(ctx: dict[str, Any]) -> None:
         from app.worker.startup import start_up
@@ -754,9 +787,17 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
         ctx["publisher"] = Publisher(ctx["github"], settings.check_name, llm_available=settings.llm_key() is not None,
                                      web_url=settings.github_web_url)
         ctx["dbom"] = await dbom_factory(settings)
+        if settings.sandbox != "off":
+            ctx["presence"] = asyncio.ensure_future(_presence(ctx["redis"], settings).run(*_engine_sweeper(settings)))
         WORKER_READY.set()
 
     async def shutdown(ctx: dict[str, Any]) -> None:
+        if ctx.get("presence") is not None:
+            ctx["presence"].cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ctx["presence"]
+            with contextlib.suppress(Exception):
+                await _presence(ctx["redis"], settings).withdraw()
         if ctx.get("dbom") is not None:
             await ctx["dbom"].close()
 
