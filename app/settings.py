@@ -196,7 +196,8 @@ class Settings(BaseSettings):
     sandbox_ca_bundle: Path | None = None
     sandbox_env_cache_mb: int = Field(default=4096, ge=0)
     # the most a repository's .logomesh.yml may raise its limits to
-    sandbox_max_memory_mb: int = Field(default=2048, ge=64)
+    # the most a repository's .logomesh.yml may raise the sandbox's memory to (the rubric's default is 1536 MB)
+    sandbox_max_memory_mb: int = Field(default=4096, ge=64)
     sandbox_max_cpus: float = Field(default=2.0, gt=0)
     sandbox_max_pids: int = Field(default=1024, ge=16)
 

@@ -98,6 +98,7 @@ async def main() -> None:
     parser.add_argument("--limits", default="512,768,1024")
     parser.add_argument("--image", default="logomesh-sandbox:latest")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--cpus", type=float, default=1.0)
     parser.add_argument("--heavy", action="store_true", help="product code under coverage, imports, output")
     parser.add_argument("--tree", type=Path, help="run this project's own suite instead of a generated one")
     args = parser.parse_args()
@@ -113,14 +114,14 @@ async def main() -> None:
             print(f"{kind}: {args.tests} tests (+{modules} class methods) in {modules} modules")
         print(f"{'limit MB':>8}  {'status':<8} {'passed':>7}  {'wall s':>7}  {'peak MB':>8}  reason")
         for limit in (int(v) for v in args.limits.split(",")):
-            limits = SandboxLimits(memory_mb=limit, timeout_seconds=args.timeout)
+            limits = SandboxLimits(memory_mb=limit, cpus=args.cpus, timeout_seconds=args.timeout)
             sandbox = DockerSandbox.for_tree(root, limits, args.image)
             peaks: dict[str, int] = {}
             stop = threading.Event()
             watcher = threading.Thread(target=watch, args=(sandbox, stop, peaks), daemon=True)
             watcher.start()
             started = time.monotonic()
-            result = await sandbox.run_tests(TestSpec())
+            result = await sandbox.run_tests(TestSpec(timeout_seconds=args.timeout))
             wall = time.monotonic() - started
             stop.set()
             watcher.join()

@@ -16,14 +16,16 @@ SANDBOX_UID = 10001
 class SandboxCeiling:
     """The most a repository's ``.logomesh.yml`` may ask for (operator settings ``LOGOMESH_SANDBOX_MAX_*``)."""
 
-    memory_mb: int = 2048
+    memory_mb: int = 4096
     cpus: float = 2.0
     pids: int = 1024
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    memory_mb: int = 512
+    # a real suite of 20,000 tests (networkx's, three times over, under coverage) is killed at 512 MB and past
+    # 544 MB still running; generated suites of 20,000 take 180-220 MB (bench/sandbox_memory.py)
+    memory_mb: int = 1536
     cpus: float = 1.0
     pids: int = 256
     work_mb: int = 256

@@ -19,7 +19,7 @@ from sandbox.tarball import pack_directory, repack_archive
 
 def test_seed_limits_come_from_the_rubric() -> None:
     limits = SandboxLimits.from_rubric(load_rubric(), timeout_seconds=120)
-    assert (limits.memory_mb, limits.cpus, limits.pids, limits.timeout_seconds) == (512, 1.0, 256, 120.0)
+    assert (limits.memory_mb, limits.cpus, limits.pids, limits.timeout_seconds) == (1536, 1.0, 256, 120.0)
 
 
 def test_repo_config_may_lower_limits() -> None:
