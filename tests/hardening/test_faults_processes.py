@@ -24,6 +24,7 @@ from arq.worker import Worker
 from app.receiver.asgi import create_app
 from app.settings import Settings
 from app.worker.jobs import worker_options
+from app.worker.publish import pr_from_external_id
 from tests.app.conftest import REPO, Harness, ServerThread, pr_payload, verdict_title
 from tests.hardening.conftest import Tally
 
@@ -246,3 +247,57 @@ async def test_redis_away_while_a_job_runs_and_webhooks_arrive(harness: Harness,
         comments = [c for c in h.github.comments.values() if c["repo"] == REPO and c["issue_number"] == pr]
         assert len(comments) == 1, (pr, comments)
     assert len(await h.dbom.records()) == 2  # one DBOM per decision
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+async def test_worker_processes_outlive_a_redis_outage_during_a_burst_of_webhooks(harness: Harness, tally: Tally,
+                                                                                   tmp_path: Path) -> None:
+    """Two real ``logomesh worker``-style processes, Redis stopped for 15 s while a burst of six PRs is delivered:
+    every delivery is spooled, admitted once Redis is back and reviewed once; both workers are still running."""
+    h = harness
+    tally("Redis stopped for 15 s during a burst of webhooks, two worker processes")
+    redis = PrivateRedis(tmp_path)
+    redis.start()
+    h.settings = h.settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{redis.port}/0",
+                                               "home": tmp_path / "private-home", "job_timeout_seconds": 600})
+    numbers = range(11, 17)
+    for number in numbers:
+        h.github.add_pull(REPO, number, head=h.repo.head2, base=h.repo.base, title="Parse the percentage safely",
+                          body="Use float instead of eval.")
+    workers = [subprocess.Popen([sys.executable, "-m", "tests.hardening.worker_proc", str(tmp_path / "dbom.db")],
+                                cwd=ROOT, env=_env(h.settings), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for _ in range(2)]
+    answers: list[httpx.Response] = []
+    try:
+        with ServerThread(create_app(h.settings, env_path=tmp_path / ".env")) as url:
+            await asyncio.sleep(3)  # the workers are up and polling
+            redis.stop()
+            for number in numbers:
+                body = __import__("json").dumps(pr_payload("opened.payload.json", head=h.repo.head2,
+                                                           base=h.repo.base, number=number)).encode()
+                headers = {"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": f"b{number}-{uuid.uuid4().hex[:6]}",
+                           "X-Hub-Signature-256": h.sign(body), "Content-Type": "application/json"}
+                answers.append(await asyncio.to_thread(httpx.post, f"{url}/webhook", content=body, timeout=10,
+                                                       headers=headers))
+            await asyncio.sleep(15)
+            redis.start()
+            for _ in range(600):
+                runs = [r for r in h.github.check_runs_for(h.repo.head2) if r["status"] == "completed"]
+                if len(runs) >= len(numbers):
+                    break
+                await asyncio.sleep(0.2)
+            assert [w.poll() for w in workers] == [None, None], "a worker process died with Redis"
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.wait(30)
+        redis.stop()
+    assert [a.json().get("status") for a in answers] == ["spooled"] * len(numbers)
+    by_pr: dict[int | None, list[dict[str, Any]]] = {}
+    for run in h.github.check_runs_for(h.repo.head2):
+        by_pr.setdefault(pr_from_external_id(run.get("external_id")), []).append(run)
+    assert sorted(n for n in by_pr if n is not None) == list(numbers), by_pr.keys()
+    for number in numbers:
+        (run,) = by_pr[number]  # reviewed once
+        assert run["status"] == "completed" and verdict_title(run["output"]["title"]), run["output"]
