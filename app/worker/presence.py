@@ -2,7 +2,7 @@
 
 Each worker process announces itself in Redis (``{prefix}worker:<id>``, living ``job_liveness_seconds`` and renewed
 every third of that) and labels every sandbox object it creates with its id (:mod:`sandbox.docker_sandbox`). At
-start and then every ``SWEEP_EVERY_SECONDS``, a worker reads the worker ids on the engine's sandbox objects and
+start and then every ``SWEEP_EVERY_SECONDS`` (20), a worker reads the worker ids on the engine's sandbox objects and
 removes those of workers whose announcement is gone (:func:`sandbox.janitor.sweep`): a worker killed mid-review
 leaves nothing running for long, and a live worker's objects are never touched — its own never, and nobody's
 while Redis has been up for less than two lifetimes (a restarted Redis has forgotten every announcement; live
@@ -23,7 +23,7 @@ from redis.exceptions import RedisError
 from app.queue import Keys
 
 log = structlog.get_logger("logomesh.worker")
-SWEEP_EVERY_SECONDS = 60.0
+SWEEP_EVERY_SECONDS = 20.0
 
 Sweeper = Callable[[Collection[str]], Awaitable[int]]
 Owners = Callable[[], Awaitable[set[str]]]
