@@ -23,8 +23,9 @@ class SandboxCeiling:
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    # a real suite of 20,000 tests (networkx's, three times over, under coverage) is killed at 512 MB and past
-    # 544 MB still running; generated suites of 20,000 take 180-220 MB (bench/sandbox_memory.py)
+    # networkx's own suite under coverage peaks at 350 MB (5,837 tests), 625 MB twice over (11,566); three times
+    # over (20,343) it is killed at 512 MB, about 900 MB by that growth; generated 20,000-test suites 180-220 MB
+    # (bench/sandbox_memory.py)
     memory_mb: int = 1536
     cpus: float = 1.0
     pids: int = 256
