@@ -24,7 +24,7 @@ class SandboxCeiling:
 @dataclass(frozen=True)
 class SandboxLimits:
     # networkx's own suite under coverage peaks at 350 MB (5,837 tests), 625 MB twice over (11,566); three times
-    # over (20,343) it is killed at 512 MB, about 900 MB by that growth; generated 20,000-test suites 180-220 MB
+    # over (20,343) it is killed at 512 MB and peaks at 875 MB; generated 20,000-test suites take 180-220 MB
     # (bench/sandbox_memory.py)
     memory_mb: int = 1536
     cpus: float = 1.0
