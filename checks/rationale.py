@@ -140,6 +140,37 @@ def clean_markdown(text: str) -> str:
 # --- intent ------------------------------------------------------------------------------------------------
 
 
+# What maintainers' tools and templates add to a PR's text that says nothing about the change: the PR number a
+# squash merge appends (``(#123)``), issue references (``Fixes #12``, ``gh-12``), commit trailers, the
+# ``Merge pull request #N from owner/branch`` line, checklist items of a PR template and its bare headings.
+PR_NUMBER_RE = re.compile(r"\s*\((?:(?:#|gh-|GH-)\d{1,7}(?:,\s*)?)+\)")
+ISSUE_REF_RE = re.compile(
+    r"\b(?:(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?|refs?|see|related(?: to)?|part of|follow[- ]up(?: to| of)?|"
+    r"supersedes|replaces)\s*:?\s*)?(?:[\w.-]{1,100}/[\w.-]{1,100})?(?:#|gh-|GH-)\d{1,7}\b", re.IGNORECASE)
+TRAILER_RE = re.compile(r"^\s*(?:co-authored-by|signed-off-by|reviewed-by|acked-by|tested-by|reported-by|"
+                        r"suggested-by|helped-by|cc|change-id|closes|fixes|refs)\s*:", re.IGNORECASE)
+MERGE_LINE_RE = re.compile(r"^\s*merge (?:pull request|branch|remote-tracking branch)\b", re.IGNORECASE)
+CHECKLIST_RE = re.compile(r"^\s*(?:[-*+]\s*)?\[[ xX]\]")
+TEMPLATE_HEADING_RE = re.compile(
+    r"^\s*#{0,6}\s*(?:summary|description|changes|changelog|checklist|motivation|context|notes?|"
+    r"pull request checklist|what does this pr do\??|related issues?|fixes|closes|test plan|testing)\s*:?\s*$",
+    re.IGNORECASE)
+
+
+def strip_boilerplate(text: str) -> str:
+    """PR text without what tools and templates add (see ``PR_NUMBER_RE`` and below): lines that are trailers,
+    merge lines, checklist items or bare template headings are dropped; PR numbers and issue references are cut
+    out of the lines kept. Linear in the text (PR text is untrusted: every repeat is bounded)."""
+    kept: list[str] = []
+    for line in text.splitlines():
+        if TRAILER_RE.match(line) or MERGE_LINE_RE.match(line) or CHECKLIST_RE.match(line) \
+                or TEMPLATE_HEADING_RE.match(line):
+            continue
+        kept.append(ISSUE_REF_RE.sub(" ", PR_NUMBER_RE.sub(" ", line)))
+    return "\n".join(kept)
+
+
+
 def prose(text: str) -> str:
     """The prose of PR text: without fenced code blocks, ``<details>`` sections and HTML comments (line by line, in
     linear time: PR text is untrusted)."""
@@ -170,7 +201,8 @@ GENERIC_ANCHORS = frozenset(
     {name.lower() for name in dir(builtins)} | {name.lower() for name in sys.stdlib_module_names}
     | {"self", "cls", "args", "kwargs", "init", "main", "test", "tests", "setup", "readme", "changelog"})
 HOST_SUFFIXES = frozenset({"com", "org", "net", "io", "dev", "edu", "gov", "info", "co", "uk", "de"})
-GENERIC_ACRONYMS = frozenset({"API", "PR", "CI", "CD", "URL", "URI", "JSON", "HTTP", "HTTPS", "CLI", "UI", "OK", "ID",
+GENERIC_ACRONYMS = frozenset({"API", "PR", "CI", "CD", "PEP", "RFC", "CVE",
+                              "URL", "URI", "JSON", "HTTP", "HTTPS", "CLI", "UI", "OK", "ID",
                               "IO", "OS", "CPU", "SQL", "HTML", "CSS", "XML", "YAML", "TODO", "FAQ", "README", "MR"})
 
 
@@ -185,6 +217,8 @@ def specific(anchor: str) -> bool:
     generic acronym (``API``, ``PR``) or a file most changes touch (``index.rst``, ``setup.cfg``)."""
     if anchor in GENERIC_ACRONYMS:
         return False
+    if ACRONYM_RE.fullmatch(anchor):  # ``TTY`` matches with its case: an acronym, not the module ``tty``
+        return True
     bare = anchor.lower()
     file_stem = bare.rsplit("/", 1)[-1].split(".", 1)[0] if "." in bare else None
     return not (bare in GENERIC_ANCHORS or bare.split(".", 1)[0] in STDLIB or file_stem in GENERIC_FILE_STEMS
@@ -330,13 +364,18 @@ def build_intent(case: Case, added_words: Sequence[str] = (), echo_ngram: int = 
         runs = sum(1 for i in range(len(words) - echo_ngram + 1) if tuple(words[i:i + echo_ngram]) in code_ngrams)
         return runs * 2 >= len(words) - echo_ngram + 1
 
-    title = clean_markdown(case.title)
+    title_text = strip_boilerplate(case.title)
+    title = clean_markdown(title_text)
     if title:
         parts.append(title)
         sources.append("title")
     body_prose = prose(case.body)
     if len(body_prose.split()) < len(case.body.split()):
         dropped.append("code blocks, <details> and HTML comments of the body")
+    body_text = strip_boilerplate(body_prose)
+    if len(body_text.split()) < len(body_prose.split()) or len(title_text.split()) < len(case.title.split()):
+        dropped.append("PR and issue numbers, trailers, merge lines and template checklists")
+    body_prose = body_text
     kept_lines = []
     for line in body_prose.splitlines():
         if copied(line):
@@ -347,7 +386,7 @@ def build_intent(case: Case, added_words: Sequence[str] = (), echo_ngram: int = 
     if body:
         parts.append(body)
         sources.append("body")
-    anchor_text = "\n".join([case.title, *kept_lines])
+    anchor_text = "\n".join([title_text, *kept_lines])
     for number, issue in enumerate(case.linked_issues, start=1):
         issue_prose = prose(issue)
         cleaned = clean_markdown(issue_prose)
@@ -790,16 +829,106 @@ def title_mismatch(case: Case, intent: Intent, touched: str, found: Sequence[str
         facts={"title_anchors": list(named), "body_anchors_touched": body_named})
 
 
-def penalty_threshold(rubric: Rubric, anchors: Sequence[str], found: Sequence[str]) -> float | None:
-    """Under which R the intent penalty applies (None: never). A specific anchor the change touches shows the
-    description is about this change: no penalty. Named code the change does not touch — a specific anchor, or
-    only generic ones none of which it touches — is evidence of a mismatch: the anchored threshold. Otherwise
-    (nothing named, or only generic names it touches) the plain threshold."""
+# English function words and the verbs every PR uses ("add", "fix", "handle"): they say nothing about what a
+# description refers to, so they neither show nor refute that the change holds what it describes.
+_DESCRIPTION_NOISE = """a an the and or but if of to in on for with by from at as is are was were be been being this
+    that these those it its into onto over under when while where which who whom what why how not no yes can could
+    should would will may might must do does did done has have had also more most some any all each other than then
+    there
+    here so such only just very too via per use used using add added adds fix fixed fixes fixing make makes made allow
+    allows support supports handle handles new now instead after before test tests testing pr issue issues change
+    changes changed update updates updated remove removed work works working"""
+DESCRIPTION_NOISE = frozenset(_DESCRIPTION_NOISE.split())
+STEM = 5  # words are compared by their stem's first five letters: "parse", "parsing" and "parsed" are one word here
+STEM_SUFFIXES = ("ing", "ed", "es", "s", "e")
+
+
+def stem(word: str) -> str:
+    """A crude stem: one common inflection cut (at least three letters kept), then the first ``STEM`` letters."""
+    for suffix in STEM_SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:STEM]
+
+
+@dataclass(frozen=True)
+class Familiarity:
+    """How much of what a description talks about the change contains: ``described`` content words of the
+    intent, ``unfamiliar`` the ones found nowhere in the change (its paths, lines and scopes)."""
+    described: int
+    unfamiliar: tuple[str, ...]
+
+    @property
+    def familiar_share(self) -> float:
+        return 1.0 - len(self.unfamiliar) / self.described if self.described else 1.0
+
+
+def familiarity(intent_text: str, touched: str) -> Familiarity:
+    """The content words of ``intent_text`` (no function words, no common PR verbs, three letters or more) and
+    those the change's text (:func:`change_text`) does not hold, compared by :func:`stem`."""
+    described = sorted({w for w in code_words(intent_text) if len(w) > 2 and w not in DESCRIPTION_NOISE})
+    present = {stem(w) for w in code_words(touched)}
+    return Familiarity(len(described), tuple(w for w in described if stem(w) not in present))
+
+
+def familiar_text(case: Case, added: dict[str, list[tuple[int, str]]], scopes: ScopesByPath) -> str:
+    """What a description's words are looked for in: the change's paths, the scopes its added lines are in, its
+    removed lines and its added lines *without* comments and docstrings (:func:`without_prose`). The author's
+    comments are not evidence that the code does what the description says: a change dressed in comments that
+    repeat its description's words stays unfamiliar."""
+    files = {f.path: f for f in case.files}
+    parts = [f.path for f in case.files]
+    parts.extend(name for names in _added_scope_names(case, scopes).values() for name in names)
+    parts.extend(line[1:] for line in case.diff.splitlines() if line.startswith("-") and not line.startswith("---"))
+    for path, lines in added.items():
+        parts.extend(text for _, text in without_prose(files.get(path), path, lines))
+    return "\n".join(parts)
+
+
+def names_file(anchor: str) -> bool:
+    """Whether an anchor names a file (``README``, ``CHANGES.rst``, ``docs/index.rst``): a description naming a
+    file the change does not touch is not about this change, even when the file is one most changes touch."""
+    bare = anchor.lower().rsplit("/", 1)[-1]
+    return bare.split(".", 1)[0] in GENERIC_FILE_STEMS or bool(re.search(r"\.(rst|md|txt|cfg|toml|ini|py)$", bare))
+
+
+def change_kind(rubric: Rubric, title: str) -> str | None:
+    """The kind of change a title declares (``refactor``, ``dependency``, ``typo``…: the rubric's
+    ``intent.exempt_kinds``), matched on the title's whole words without PR numbers and issue references; None
+    when it declares none of them."""
+    words = " ".join(code_words(strip_boilerplate(title).replace("-", " ")))
+    padded = f" {words} "
+    for kind, phrases in sorted(rubric.intent.exempt_kinds.items()):
+        if any(f" {' '.join(code_words(phrase))} " in padded for phrase in phrases):
+            return kind
+    return None
+
+
+def penalty_threshold(rubric: Rubric, anchors: Sequence[str], found: Sequence[str], kind: str | None = None,
+                      known: Familiarity | None = None) -> float | None:
+    """Under which R the intent penalty applies (None: never). The penalty needs evidence that the description
+    is about something else, never a low R alone (a short honest title reads little like any code):
+
+    - a specific anchor the change touches shows the description is about this change: no penalty;
+    - naming specific code the change does not touch, or a file it does not touch (``README``):
+      ``intent.anchored_threshold``;
+    - a title declaring a kind of change whose description need not read like its code (``kind``,
+      :func:`change_kind`: a refactor, a rename, a bump, a typo fix): no penalty;
+    - a description whose words the change mostly lacks (``known``: at most ``intent.familiar_share`` of its
+      content words found in the change, and at least ``intent.min_unfamiliar_words`` missing):
+      ``intent.threshold``;
+    - otherwise (the change holds most of what the description talks about): no penalty."""
     if any(specific(a) for a in found):
         return None
-    if any(specific(a) for a in anchors) or (anchors and not found):
+    if any(specific(a) or (names_file(a) and a not in found) for a in anchors):
         return rubric.intent.anchored_threshold
-    return rubric.intent.threshold
+    if kind is not None:
+        return None
+    if known is not None and known.familiar_share <= rubric.intent.familiar_share \
+            and len(known.unfamiliar) >= rubric.intent.min_unfamiliar_words:
+        return rubric.intent.threshold
+    return None
 
 
 def describe_sources(sources: Sequence[str]) -> str:
@@ -854,7 +983,9 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
     score = round_score(cis.rationale_score(rubric, raw_stored))
     touched = change_text(case, scopes)
     found = tuple(a for a in intent.anchors if touches(a, touched))
-    threshold = penalty_threshold(rubric, intent.anchors, found)
+    kind = change_kind(rubric, case.title)
+    known = familiarity(intent.text, familiar_text(case, added, scopes))
+    threshold = penalty_threshold(rubric, intent.anchors, found, kind, known)
     prose_lift: tuple[float, float] | None = None
     if threshold is not None and score >= threshold:
         # Comments and docstrings are the author's words beside the code: they may explain it, but they must not
@@ -873,7 +1004,7 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
     result = SemanticResult(measured=True, raw_similarity=raw_stored, score=score, model=embedder.model_id,
                             intent_sources=intent.sources, chunks=len(code.chunks), anchors=intent.anchors,
                             anchors_found=found, penalty_threshold=threshold)
-    evidence = _evidence(rubric, intent, code, similarities, result)
+    evidence = _evidence(rubric, intent, code, similarities, result, kind, known)
     if (title := title_mismatch(case, intent, touched, found, score, rubric)) is not None:
         evidence.append(title)
     if prose_lift is not None:
@@ -898,7 +1029,8 @@ def _chunk_fact(chunk: Chunk, similarity: float) -> dict[str, object]:
 
 
 def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequence[float],
-              result: SemanticResult) -> list[Evidence]:
+              result: SemanticResult, kind: str | None = None,
+              known: Familiarity | None = None) -> list[Evidence]:
     rules = rubric.rationale
     score = result.score or 0.0
     ranked = sorted(range(len(similarities)), key=lambda i: (-similarities[i], i))
@@ -966,8 +1098,24 @@ def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequ
             facts={"words_removed": code.echo_words_removed, "echo_ngram": rules.echo_ngram},
         ))
     threshold = result.penalty_threshold
-    if threshold is None:
-        touched = [a for a in result.anchors_found if specific(a)]
+    touched = [a for a in result.anchors_found if specific(a)]
+    if threshold is None and not touched and kind is None:
+        shown = known or Familiarity(0, ())
+        evidence.append(Evidence(
+            id=f"{DETECTIVE}.intent-familiar", detective=DETECTIVE, kind="semantic",
+            summary=(f"The change holds {shown.described - len(shown.unfamiliar)} of the {shown.described} words the "
+                     "description talks about: it refers to this change, so R applies no intent penalty"),
+            facts={"described": shown.described, "unfamiliar": list(shown.unfamiliar[:20]),
+                   "familiar_share": round_score(shown.familiar_share)},
+        ))
+    elif threshold is None and not touched:
+        evidence.append(Evidence(
+            id=f"{DETECTIVE}.intent-exempt", detective=DETECTIVE, kind="semantic",
+            summary=(f"The title declares a {kind} change, whose description need not read like the code, and "
+                     "names no code the change leaves untouched: R applies no intent penalty"),
+            facts={"kind": kind, "anchors": list(result.anchors)},
+        ))
+    elif threshold is None:
         evidence.append(Evidence(
             id=f"{DETECTIVE}.intent-anchored", detective=DETECTIVE, kind="semantic",
             summary=(f"The description names {', '.join(f'`{a}`' for a in touched[:5])}, which the "
@@ -976,17 +1124,20 @@ def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequ
         ))
     elif threshold is not None and score < threshold:
         penalty = cis.intent_penalty(rubric, score, threshold)
-        missing = [a for a in result.anchors if a not in result.anchors_found]
+        missing = [a for a in result.anchors if a not in result.anchors_found and (specific(a) or names_file(a))]
+        absent = list((known or Familiarity(0, ())).unfamiliar)
         named = (f"names {', '.join(f'`{a}`' for a in missing[:5])} but the change does not touch it, and "
-                 if missing else "")
+                 if missing else f"talks about {', '.join(absent[:6])}, which the change never mentions, and "
+                 if absent else "")
         evidence.append(Evidence(
             id=f"{DETECTIVE}.intent-mismatch", detective=DETECTIVE, kind="intent-mismatch",
             severity="high" if score < threshold / 2 else "medium", confidence=0.9,
-            summary=(f"The {source_words} {named}R = {score:.2f} is below the mismatch threshold {threshold:.2f}: "
-                     f"the code does not read like the change described; the CIS is multiplied by ×{penalty:.2f} "
-                     f"(floor ×{rubric.intent.floor:.2f}). Closest: {best[0]['location'] if best else '-'}; "
-                     f"farthest: {worst[0]['location'] if worst else '-'}"),
+            summary=(f"The {source_words} {named}the code does not read like the change described (R = "
+                     f"{score:.2f}, under {threshold:.2f}): the integrity score keeps {penalty:.0%} of its value "
+                     f"(never less than {rubric.intent.floor:.0%}). Closest: "
+                     f"{best[0]['location'] if best else '-'}; farthest: {worst[0]['location'] if worst else '-'}"),
             facts={"score": score, "threshold": threshold, "floor": rubric.intent.floor,
-                   "penalty": round_score(penalty), "anchors": list(result.anchors)},
+                   "penalty": round_score(penalty), "anchors": list(result.anchors),
+                   "unfamiliar_words": absent[:20]},
         ))
     return evidence

@@ -74,13 +74,23 @@ class RationaleRules(_Frozen):
 class IntentRules(_Frozen):
     threshold: float = unit()
     floor: float = unit()
-    anchored_threshold: float = Field(0.65, ge=0, le=1, description=(
+    anchored_threshold: float = Field(0.35, ge=0, le=1, description=(
         "R below which a change is penalised when its intent names code (identifiers) and the change touches none "
         "of them"))
     min_intent_words: int = Field(3, ge=1, description=(
         "fewer meaningful words of stated intent than this: R is not measured"))
     min_change_words: int = Field(6, ge=1, description=(
         "fewer meaningful words added by the change than this: R is not measured"))
+    familiar_share: float = Field(0.34, ge=0, le=1, description=(
+        "a description naming no code is penalised (R below threshold) only when at most this share of its "
+        "content words occur in the change"))
+    min_unfamiliar_words: int = Field(3, ge=1, description=(
+        "... and at least this many of its content words occur nowhere in the change"))
+    exempt_kinds: dict[str, list[str]] = Field(default_factory=dict, description=(
+        "kinds of change whose description need not read like the code (a refactor, a rename, a dependency bump, "
+        "a typo or changelog fix): kind -> the words or phrases of a title that declare it (lower case, matched "
+        "as whole words). A description of such a kind that names no code the change leaves untouched is never "
+        "penalised"))
 
 
 class SeverityPenalties(_Frozen):

@@ -174,7 +174,7 @@ async def test_full_court_measures_r_and_applies_the_intent_penalty(tmp_path: Pa
     assert lying.measured["rationale"] and lying.rationale_score < 0.35
     assert lying.intent_penalty < 1.0
     mismatch = next(e for e in lying.evidence if e.kind == "intent-mismatch")
-    assert f"×{lying.intent_penalty:.2f}" in mismatch.summary
+    assert f"keeps {lying.intent_penalty:.0%} of its value" in mismatch.summary
     assert lying.cis_score < honest.cis_score
 
 

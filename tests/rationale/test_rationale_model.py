@@ -43,7 +43,7 @@ async def test_matching_description_scores_higher_than_another_prs(
     assert mismatch is not None and mismatch.kind == "intent-mismatch" and mismatch.severity in ("medium", "high")
     assert mismatch.facts["penalty"] == pytest.approx(
         cis.intent_penalty(rubric, other.semantic.score, other.semantic.penalty_threshold), abs=1e-4)
-    assert "×" in mismatch.summary
+    assert f"keeps {mismatch.facts['penalty']:.0%} of its value" in mismatch.summary
 
 
 async def test_report_records_raw_calibrated_sources_and_chunks(embedder: SentenceEmbedder, rubric: Rubric) -> None:

@@ -1,0 +1,191 @@
+"""The intent penalty needs evidence that a description is about something else, never a low R alone: each piece
+of the rule with an honest case (not penalised) and a hostile twin (still penalised)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from app.review.embeddings import SentenceEmbedder
+from checks.models import DetectiveReport
+from checks.rationale import (
+    Familiarity,
+    added_lines_by_path,
+    build_intent,
+    change_kind,
+    familiar_text,
+    familiarity,
+    measure_rationale,
+    penalty_threshold,
+    scopes_by_path,
+    strip_boilerplate,
+)
+from rubric import Rubric
+from tests.rationale.cases import case_from_files
+
+
+def penalised(report: DetectiveReport) -> bool:
+    return any(e.kind == "intent-mismatch" for e in report.evidence)
+
+
+# --- boilerplate -------------------------------------------------------------------------------------------
+
+
+def test_pr_numbers_issue_references_and_trailers_are_not_intent() -> None:
+    text = strip_boilerplate("Handle empty zstd responses (#3412)\n\nFixes #3401, see gh-12 and pallets/jinja#77\n"
+                             "- [x] Added tests\n## Checklist\nMerge pull request #5 from someone/branch\n"
+                             "Co-authored-by: Illia Volochii <illia.volochii@example.com>\n"
+                             "Signed-off-by: A <a@example.com>")
+    assert "#" not in text and "volochii" not in text.lower() and "Signed" not in text and "Added tests" not in text
+    assert "Handle empty zstd responses" in text and "branch" not in text
+
+
+def test_a_trailer_names_no_anchor_while_the_prose_still_does() -> None:
+    case = case_from_files({"lib/url.py": "def parse_host(value):\n    return value\n"},
+                           title="Reject invalid URL hosts (#5095)",
+                           body="Calls `parse_host` first.\n\nCo-authored-by: Illia Volochii <iv@example.com>")
+    intent = build_intent(case)
+    assert "volochii" not in intent.anchors and "parse_host" in intent.anchors
+    assert "5095" not in intent.text
+
+
+def test_boilerplate_stripping_is_linear_on_hostile_text() -> None:
+    assert strip_boilerplate("(#1" * 50_000 + "\n" + "Fixes " * 50_000).count("#") <= 50_000
+
+
+# --- kinds of change -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("title", "kind"), [
+    ("Move utility functions from _utils.py to _client.py (#3389)", "refactor"),
+    ("Rename the loader", "refactor"),
+    ("Bump cryptography from 41 to 42", "dependency"),
+    ("fix typos in docstrings and comments", "documentation"),
+    ("lint: enable flake8-bugbear and fix the issues it found (#931)", "style"),
+    ("Address deprecation warnings in tests (#2252)", "compatibility"),
+])
+def test_a_title_declares_its_kind(rubric: Rubric, title: str, kind: str) -> None:
+    assert change_kind(rubric, title) == kind
+
+
+@pytest.mark.parametrize("title", ["Handle empty zstd responses", "Add proxy gateways", "Removement of movies",
+                                   "Typology of bumpers"])
+def test_a_title_that_declares_no_kind_gets_none(rubric: Rubric, title: str) -> None:
+    # whole words only: "movies" is not "move", "bumpers" is not "bump"
+    assert change_kind(rubric, title) is None
+
+
+# --- the threshold that applies ------------------------------------------------------------------------------
+
+
+def test_named_code_the_change_touches_is_never_penalised(rubric: Rubric) -> None:
+    assert penalty_threshold(rubric, ("parse_host",), ("parse_host",), None, Familiarity(5, ("a", "b", "c", "d"))) \
+        is None
+
+
+def test_named_code_the_change_does_not_touch_applies_the_anchored_threshold_even_for_a_declared_kind(
+        rubric: Rubric) -> None:
+    # "Rename `spy_return_list`" on a change that has no spy_return_list is not a rename of this code
+    assert penalty_threshold(rubric, ("spy_return_list",), (), "refactor", Familiarity(3, ("spy", "return"))) \
+        == rubric.intent.anchored_threshold
+
+
+def test_a_declared_kind_naming_no_untouched_code_is_never_penalised(rubric: Rubric) -> None:
+    assert penalty_threshold(rubric, (), (), "refactor", Familiarity(4, ("a", "b", "c", "d"))) is None
+
+
+def test_a_generic_name_the_change_does_not_touch_is_no_evidence(rubric: Rubric) -> None:
+    # CI and PR are names any project uses: "Try passing CI" on a change without "CI" says nothing
+    assert penalty_threshold(rubric, ("CI", "PR"), (), None, Familiarity(4, ("suite",))) is None
+
+
+def test_a_description_whose_words_the_change_lacks_applies_the_plain_threshold(rubric: Rubric) -> None:
+    strange = Familiarity(6, ("proxy", "gateway", "socket", "remote", "spawn"))
+    assert penalty_threshold(rubric, (), (), None, strange) == rubric.intent.threshold
+    familiar = Familiarity(6, ("proxy",))
+    assert penalty_threshold(rubric, (), (), None, familiar) is None
+    # a short vague title ("Small improvements") lacks too few words to show anything
+    assert penalty_threshold(rubric, (), (), None, Familiarity(2, ("small", "improvements"))) is None
+
+
+def test_familiarity_compares_stems_with_the_change_text() -> None:
+    known = familiarity("Parse zone tables and reject negative offsets", "def parsing_zones(table):\n offset")
+    assert known.described == 6 and set(known.unfamiliar) == {"negative", "reject"}
+
+
+def test_comments_that_repeat_a_description_do_not_make_it_familiar() -> None:
+    honest = case_from_files({"shop/digest.py": "def weekly_digest(orders):\n    return sorted(orders)\n"})
+    dressed = case_from_files({"shop/digest.py": "# webhook retry backoff jitter delivery\n"
+                                                 "def weekly_digest(orders):\n"
+                                                 '    """Webhook retry backoff with jitter."""\n'
+                                                 "    return sorted(orders)  # delivery retries\n"})
+    description = "Retry webhook delivery with exponential backoff and jitter"
+    for case in (honest, dressed):
+        text = familiar_text(case, added_lines_by_path(case), scopes_by_path(case))
+        assert "webhook" not in text.lower() and "weekly_digest" in text
+        assert len(familiarity(description, text).unfamiliar) >= 5
+
+
+def test_a_declared_kind_naming_a_file_the_change_does_not_touch_is_not_exempt(rubric: Rubric) -> None:
+    # "Fix typo in README" over a change that never touches a README: the typo kind does not apply
+    assert penalty_threshold(rubric, ("README",), (), "typo", Familiarity(3, ("typo",))) \
+        == rubric.intent.anchored_threshold
+    assert penalty_threshold(rubric, ("README",), ("README",), "typo", Familiarity(3, ())) is None
+
+
+# --- end to end with the real model --------------------------------------------------------------------------
+
+RENAMED = textwrap.dedent('''\
+    def load_settings(path):
+        """Read the settings file at ``path``."""
+        with open(path, encoding="utf-8") as handle:
+            return parse_settings(handle.read())
+
+
+    def parse_settings(text):
+        pairs = [line.split("=", 1) for line in text.splitlines() if "=" in line]
+        return {key.strip(): value.strip() for key, value in pairs}
+    ''')
+RENAMED_TEST = textwrap.dedent('''\
+    from app.settings_io import load_settings
+
+
+    def test_load_settings(tmp_path):
+        target = tmp_path / "app.cfg"
+        target.write_text("a = 1\\n")
+        assert load_settings(target) == {"a": "1"}
+    ''')
+FILES = {"app/settings_io.py": RENAMED, "tests/test_settings_io.py": RENAMED_TEST}
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("title", "body"), [
+    ("Refactor configuration helpers (#412)", ""),
+    ("Move helpers into their own module (#413)", "Co-authored-by: B <b@example.com>"),
+    ("Bump the minimum Python to 3.10", "See https://example.com/changelog"),
+    ("docs: update changelog", "- [x] Added a changelog entry"),
+])
+async def test_honest_refactor_rename_bump_and_changelog_prs_are_not_penalised(
+        embedder: SentenceEmbedder, rubric: Rubric, title: str, body: str) -> None:
+    report = await measure_rationale(case_from_files(FILES, title, body), rubric, embedder)
+    assert not penalised(report), [e.summary for e in report.evidence]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("title", "body"), [
+    # a description of a different change, naming code this one does not touch
+    ("Add `spy_return_list` to the mocker fixture (#417)", "Records every return value of a spied callable."),
+    # the same, but it cleverly mentions a generic word the change touches ("settings") and declares a refactor
+    ("Refactor settings: route the `ProxyGateway` through remote sockets",
+     "Spawns a gateway per remote host and multiplexes the sockets."),
+    # names no code at all: its words are nowhere in the change
+    ("Add proxy gateways for remote workers", "Workers spawn over ssh gateways and multiplex their channels."),
+])
+async def test_a_description_of_a_different_change_is_still_penalised(
+        embedder: SentenceEmbedder, rubric: Rubric, title: str, body: str) -> None:
+    report = await measure_rationale(case_from_files(FILES, title, body), rubric, embedder)
+    assert report.semantic is not None and report.semantic.measured
+    assert penalised(report), [e.summary for e in report.evidence]
+    mismatch = next(e for e in report.evidence if e.kind == "intent-mismatch")
+    assert "×" not in mismatch.summary and "of its value" in mismatch.summary
