@@ -62,10 +62,14 @@ def would_penalise(report: Any, plain: float, anchored: float, defaults: tuple[f
     """Whether ``report`` would carry the penalty under other thresholds, from the R values it holds: the rule
     that applied (none, plain, anchored) does not depend on them; R with comments and docstrings is the stored
     one unless the code-alone check replaced it (``semantic.prose-lift`` holds both)."""
+    from checks.rationale import names_file, specific
+
     sem = report.semantic
     if not sem.measured or sem.penalty_threshold is None:
         return False
-    threshold = anchored if sem.penalty_threshold == defaults[1] else plain
+    # which rule applied: named code or a file the change does not touch (anchored), else the plain one
+    untouched = [a for a in sem.anchors if a not in sem.anchors_found and (specific(a) or names_file(a))]
+    threshold = anchored if untouched else plain
     lift = next((e.facts for e in report.evidence if e.id.endswith("prose-lift")), None)
     if lift is not None:
         return float(lift["with_prose"]) < threshold or float(lift["code_only"]) < threshold
