@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import re
 import socket
 import time
@@ -747,9 +748,8 @@ def _presence(redis: ArqRedis, settings: Settings) -> Presence:
     return Presence(redis, Keys(settings.redis_prefix), settings.worker_id, float(settings.job_liveness_seconds))
 
 
-def _engine_sweeper(settings: Settings) -> tuple[Owners, Sweeper]:
+def _engine_sweeper() -> tuple[Owners, Sweeper]:
     """Read the worker ids on the engine's sandbox objects; remove those of the given (gone) workers."""
-    from app.worker.startup import sweep_after_seconds
     from sandbox.docker_sandbox import docker_client
     from sandbox.janitor import owners, sweep
 
@@ -764,8 +764,8 @@ def _engine_sweeper(settings: Settings) -> tuple[Owners, Sweeper]:
         return await asyncio.to_thread(on_engine, owners)
 
     async def sweep_gone(gone: Collection[str]) -> int:
-        swept = await asyncio.to_thread(on_engine, lambda client: sweep(
-            client, sweep_after_seconds(settings), gone_workers=gone))
+        # only the gone workers' objects: by age it could reach a CLI review or another tool on the same engine
+        swept = await asyncio.to_thread(on_engine, lambda client: sweep(client, math.inf, gone_workers=gone))
         return swept.containers + swept.volumes + swept.images
 
     return engine_owners, sweep_gone
@@ -788,7 +788,7 @@ def worker_options(settings: Settings, dbom_factory: DbomFactory = default_dbom_
                                      web_url=settings.github_web_url)
         ctx["dbom"] = await dbom_factory(settings)
         if settings.sandbox != "off":
-            ctx["presence"] = asyncio.ensure_future(_presence(ctx["redis"], settings).run(*_engine_sweeper(settings)))
+            ctx["presence"] = asyncio.ensure_future(_presence(ctx["redis"], settings).run(*_engine_sweeper()))
         WORKER_READY.set()
 
     async def shutdown(ctx: dict[str, Any]) -> None:

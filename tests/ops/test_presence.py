@@ -14,11 +14,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from app.queue import Keys
-from app.settings import Settings
 from app.worker.jobs import _engine_sweeper
 from app.worker.presence import Presence
 from sandbox.docker_sandbox import LABEL, LABEL_CREATED, LABEL_OWNER, LABEL_WORKER
-from tests.ops.conftest import REDIS_URL
 
 IMAGE = "logomesh-sandbox:latest"
 LIVENESS = 0.5
@@ -35,9 +33,12 @@ def engine() -> Iterator[docker.DockerClient]:
     client.close()
 
 
-def _sandbox_container(client: docker.DockerClient, worker: str) -> str:
-    """A container labelled as a review's sandbox object of ``worker``, created now (never started)."""
-    labels = {LABEL: "1", LABEL_OWNER: uuid.uuid4().hex, LABEL_CREATED: str(int(time.time())), LABEL_WORKER: worker}
+def _sandbox_container(client: docker.DockerClient, worker: str, created: float | None = None) -> str:
+    """A container labelled as a review's sandbox object of ``worker`` (none: a CLI review's), created at
+    ``created`` (default now; never started)."""
+    labels = {LABEL: "1", LABEL_OWNER: uuid.uuid4().hex, LABEL_CREATED: str(int(created or time.time()))}
+    if worker:
+        labels[LABEL_WORKER] = worker
     return str(client.api.create_container(IMAGE, command=["true"], labels=labels, network_disabled=True)["Id"])
 
 
@@ -63,18 +64,18 @@ async def test_a_gone_workers_sandbox_objects_are_swept_and_a_live_ones_kept(
         redis: aioredis.Redis, prefix: str, engine: docker.DockerClient) -> None:
     tag = uuid.uuid4().hex[:8]
     dead, live, me = f"dead-{tag}", f"live-{tag}", f"me-{tag}"
-    settings = Settings(_env_file=None, redis_url=REDIS_URL, redis_prefix=prefix, job_liveness_seconds=3,
-                        worker_id=me)
     keys = Keys(prefix)
     presence = Presence(redis, keys, me, 3)
     await Presence(redis, keys, live, 3).announce()
     made = {worker: _sandbox_container(engine, worker) for worker in (dead, live, me)}
+    made["cli"] = _sandbox_container(engine, "", created=1.0)  # a long CLI review's: no worker, very old
     try:
-        owners, sweep = _engine_sweeper(settings)
+        owners, sweep = _engine_sweeper()
         assert {dead, live, me} <= await owners()
         assert await presence.sweep_once(owners, sweep) >= 1
         assert not _exists(engine, made[dead])  # the killed worker's container: gone at once, not after 65 min
         assert _exists(engine, made[live]) and _exists(engine, made[me])
+        assert _exists(engine, made["cli"])  # not a worker's: never swept by age behind its back
     finally:
         for container in made.values():
             with contextlib.suppress(docker.errors.DockerException):
