@@ -91,13 +91,18 @@ KILLED_SETTINGS = {"job_timeout_seconds": 900, "job_liveness_seconds": 3}
 TAKEOVER_BOUND = 120
 
 
-async def test_a_worker_sigkilled_mid_review_is_replaced_and_the_review_lands_once(
-        harness: Harness, tally: Tally, tmp_path: Path) -> None:
-    h = harness
-    tally("worker SIGKILLed while cloning (check run in progress)")
-    h.settings = h.settings.model_copy(update=KILLED_SETTINGS)
+async def _killed(h: Harness, tally: Tally, tmp_path: Path, case: str, **settings: Any) -> Harness:
+    """The harness with production's job timeout, after a worker was SIGKILLed reviewing PR 7's head."""
+    tally(case)
+    h.settings = h.settings.model_copy(update={**KILLED_SETTINGS, **settings})
     await _kill_a_worker_mid_review(h, tmp_path, pr_payload("opened.payload.json", head=h.repo.head,
                                                             base=h.repo.base))
+    return h
+
+
+async def test_a_worker_sigkilled_mid_review_is_replaced_and_the_review_lands_once(
+        harness: Harness, tally: Tally, tmp_path: Path) -> None:
+    h = await _killed(harness, tally, tmp_path, "worker SIGKILLed while cloning (check run in progress)")
     worker = await asyncio.wait_for(_burst(h.settings, h.dbom), TAKEOVER_BOUND)
     assert worker.jobs_complete == 1 and worker.jobs_failed == 0
     runs = h.github.check_runs_for(h.repo.head)
@@ -109,11 +114,7 @@ async def test_a_worker_sigkilled_mid_review_is_replaced_and_the_review_lands_on
 
 async def test_a_push_after_a_worker_died_is_reviewed_and_the_dead_run_completed(
         harness: Harness, tally: Tally, tmp_path: Path) -> None:
-    h = harness
-    tally("worker SIGKILLed mid-review, then a push to the same PR")
-    h.settings = h.settings.model_copy(update=KILLED_SETTINGS)
-    await _kill_a_worker_mid_review(h, tmp_path, pr_payload("opened.payload.json", head=h.repo.head,
-                                                            base=h.repo.base))
+    h = await _killed(harness, tally, tmp_path, "worker SIGKILLed mid-review, then a push to the same PR")
     h.github.pulls[(REPO, 7)]["head"] = h.repo.head2
     pushed = pr_payload("synchronize.payload.json", head=h.repo.head2, base=h.repo.base)
     assert (await h.post("pull_request", pushed)).status_code == 202
@@ -128,13 +129,10 @@ async def test_a_push_after_a_worker_died_is_reviewed_and_the_dead_run_completed
 
 async def test_a_dead_workers_slot_does_not_block_another_pr_of_its_installation(
         harness: Harness, tally: Tally, tmp_path: Path) -> None:
-    h = harness
-    tally("worker SIGKILLed mid-review while another PR of the installation waits for a slot")
-    h.settings = h.settings.model_copy(update={**KILLED_SETTINGS, "installation_concurrency": 1})
-    h.github.add_pull(REPO, 8, head=h.repo.head2, base=h.repo.base, title="Parse the percentage safely",
-                      body="Use float instead of eval.")
-    await _kill_a_worker_mid_review(h, tmp_path, pr_payload("opened.payload.json", head=h.repo.head,
-                                                            base=h.repo.base))
+    harness.github.add_pull(REPO, 8, head=harness.repo.head2, base=harness.repo.base,
+                            title="Parse the percentage safely", body="Use float instead of eval.")
+    h = await _killed(harness, tally, tmp_path, "worker SIGKILLed mid-review while another PR of the installation "
+                      "waits for a slot", installation_concurrency=1)
     waiting = pr_payload("opened.payload.json", head=h.repo.head2, base=h.repo.base, number=8)
     assert (await h.post("pull_request", waiting)).status_code == 202
     worker = await asyncio.wait_for(_burst(h.settings, h.dbom), TAKEOVER_BOUND)
