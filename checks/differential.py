@@ -23,9 +23,10 @@ pre-existing failure   fails at base and at head the same way (``failed`` both t
 new passing / failing  a node id the base did not have; also a test skipped or expected to fail (``xfail``) at
                        base that fails at head, and one that failed at base and errors at head (or the reverse):
                        every failing test at head lands in one category, and only *pre-existing* is not charged
-flaky                  a regressed or new failing test that its re-runs (:data:`RERUNS`, only its node id, the same
-                       tree and environment) do not reproduce: it passed on a re-run under the oracle or at head,
-                       or, for a regressed test, failed on a re-run at base (:func:`apply_reruns`); not charged,
+flaky                  a regressed or new failing test that its re-runs (``testing.reruns`` of the rubric; only its
+                       node id, the same tree and environment) do not reproduce: it passed on a re-run under the
+                       oracle or at head, or, for a regressed test, failed on a re-run at base (:func:`apply_reruns`);
+                       not charged,
                        and the court never passes a change with one (a re-run is something a test can detect)
 environmental          a regressed or new failing test whose error is the sandbox's environment
                        (:func:`environment_cause`): a missing program or system library, the sandbox's absent
@@ -164,7 +165,6 @@ def _base_outcome(result: TestCaseResult) -> str:
     return result.outcome
 
 
-RERUNS = 2  # how many times each failing test is run again before it counts
 MAX_RERUN = 50  # node ids re-run per tree: a change with more failures than this is judged on the first run
 
 

@@ -128,6 +128,8 @@ class TestingRules(_Frozen):
     not_measured: float = unit()
     timeout_seconds: int = Field(ge=1, le=3600)
     regressed: float = unit()
+    reruns: int = Field(default=2, ge=0, le=5, description="how many times each regressed or new failing test is "
+                        "run again before it counts (one its re-runs do not reproduce is flaky: not charged)")
     mutation: MutationRules
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 
 from checks.detectives.registry import register
-from checks.differential import MAX_RERUN, RERUNS, apply_reruns, classify
+from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
@@ -26,9 +26,6 @@ from rubric import Rubric
 ID = "tests"
 MAX_FAILURES_LISTED = 20
 MAX_MUTANTS_LISTED = 10
-# what a review stores of one run: a PR controls how many tests it has, not how big its audit record grows
-MAX_CASES_KEPT = 200
-MAX_IDS_KEPT = 200
 # what a review stores of one run: a PR controls how many tests it has, not how big its audit record grows
 MAX_CASES_KEPT = 200
 MAX_IDS_KEPT = 200
@@ -61,7 +58,7 @@ class TestRunner:
         answers = await asyncio.gather(*runs)
         head, base, guard = answers[0], answers[1], (answers[2] if guarded else None)
         diff = differential(case, base, head, guard)
-        diff = await self._rerun(spec, diff, guarded)
+        diff = await self._rerun(spec, diff, guarded, rubric.testing.reruns)
         # compared with the base, the differential names the failing tests; on its own, the head run does
         classified = diff.new_failing or diff.unattributed or diff.environmental or diff.flaky
         evidence = (evidence_for(head, list_failures=diff.status != "measured" and not classified)
@@ -72,11 +69,11 @@ class TestRunner:
         return DetectiveReport(detective=ID, evidence=tuple(evidence), tests=compact(head), differential=diff)
 
 
-    async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool) -> TestDiff:
-        """Run each regressed or new failing test again (:data:`RERUNS` times, only those node ids, the same tree
-        and environment) so that only reproducible failures are charged: new failing ones at head, regressed
-        ones under the base's oracle and at base."""
-        if self.sandbox is None or not (diff.regressed or diff.new_failing):
+    async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool, reruns: int) -> TestDiff:
+        """Run each regressed or new failing test again (``reruns`` times, the rubric's ``testing.reruns``; only
+        those node ids, the same tree and environment) so that only reproducible failures are charged: new failing
+        ones at head, regressed ones under the base's oracle and at base."""
+        if self.sandbox is None or reruns == 0 or not (diff.regressed or diff.new_failing):
             return diff
         if spec.command and not _is_pytest(spec.command):
             return diff  # a custom command reports one outcome for the whole run: there is no test to re-run
@@ -87,7 +84,7 @@ class TestRunner:
             ("oracle", "guard" if guarded else "head", regressed),
             ("base", "base", regressed)) if names]
         found: dict[str, list[TestRunResult]] = {"head": [], "oracle": [], "base": []}
-        for _ in range(RERUNS):  # one round after the other; the trees of one round side by side
+        for _ in range(reruns):  # one round after the other; the trees of one round side by side
             results = await asyncio.gather(*(self.sandbox.run_tests(plain.model_copy(update={
                 "tree": tree, "rerun": names})) for _role, tree, names in plans))
             for (role, _tree, _names), result in zip(plans, results, strict=True):
