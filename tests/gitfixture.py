@@ -51,3 +51,12 @@ class RepoBuilder:
 
     def branch(self, name: str) -> None:
         self.git("checkout", "-q", "-B", name)
+
+    def branches(self, cases: Mapping[str, Mapping[str, str | None]], base: str = "main") -> dict[str, str]:
+        """One branch off ``base`` per case, committing that case's files; each branch's head commit by name."""
+        heads: dict[str, str] = {}
+        for name, files in cases.items():
+            self.branch(name)
+            heads[name] = self.commit(f"Change: {name}", files)
+            self.git("checkout", "-q", base)
+        return heads

@@ -97,12 +97,7 @@ def calc(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     repo = RepoBuilder(root)
     repo.commit("Add calc", {"calc/__init__.py": "", "calc/ops.py": OPS, "tests/__init__.py": "",
                              "tests/test_ops.py": TESTS})
-    heads: dict[str, str] = {}
-    for name, files in CASES.items():
-        repo.branch(name)
-        heads[name] = repo.commit(f"Change: {name}", files)
-        repo.git("checkout", "-q", "main")
-    return root, heads
+    return root, repo.branches(CASES)
 
 
 async def review(root: Path, head: str) -> Evaluation:
