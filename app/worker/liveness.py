@@ -144,13 +144,15 @@ class Ownership:
         if not await self.redis.eval(_OWN, 2, self.owner_key, self.mark, self.token, str(self.ms)):  # type: ignore[misc]
             raise ClaimLost("job")
 
-    async def held(self) -> bool:
+    async def _owner(self) -> str | None:
         owner = await self.redis.get(self.owner_key)
-        return owner is None or (owner.decode() if isinstance(owner, bytes) else owner) == self.token
+        return owner.decode() if isinstance(owner, bytes) else owner
+
+    async def held(self) -> bool:
+        return (await self._owner()) in (None, self.token)
 
     async def release(self) -> None:
-        owner = await self.redis.get(self.owner_key)
-        if owner is not None and (owner.decode() if isinstance(owner, bytes) else owner) == self.token:
+        if await self._owner() == self.token:
             await self.redis.delete(self.owner_key)
 
 
