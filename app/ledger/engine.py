@@ -15,6 +15,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.ledger.errors import LedgerUnavailable
+from app.sqlite_wal import enter_wal
 
 SQLITE_BUSY_SECONDS = 60
 
@@ -61,7 +62,7 @@ def _sqlite_engine(url: URL) -> AsyncEngine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_SECONDS * 1000}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        enter_wal(cursor.execute, wait_seconds=SQLITE_BUSY_SECONDS)
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
 
@@ -70,3 +71,4 @@ def _sqlite_engine(url: URL) -> AsyncEngine:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+

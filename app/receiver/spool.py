@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.sqlite_wal import enter_wal
+
 MAX_ENTRIES = 10_000
 
 
@@ -41,7 +43,7 @@ class Spool:
         self.path, self.max_entries = path, max_entries
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        enter_wal(self._db.execute)
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("CREATE TABLE IF NOT EXISTS spool (delivery TEXT PRIMARY KEY, event TEXT NOT NULL, "
                          "body BLOB NOT NULL, received_at REAL NOT NULL)")
