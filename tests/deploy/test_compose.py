@@ -2,8 +2,9 @@
 
 Structural rules: no service mounts the host's Docker socket; the web service has no Docker access at all;
 the workers reach Docker only through ``DOCKER_HOST`` pointing at the dind sidecar, on an internal network
-shared with nobody else; every service has a health check or waits on healthy dependencies; secrets are
-compose secrets; the settings come from ``.env`` with ``LOGOMESH_*`` names.
+shared with nobody else (dind's other network, its way out for the setup phase's egress proxy, holds dind
+alone); every service has a health check or waits on healthy dependencies; secrets are compose secrets;
+the settings come from ``.env`` with ``LOGOMESH_*`` names.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+EGRESS = "sandbox-egress"  # dind's way out, for the setup phase's egress proxy only
 LOGOMESH_SERVICES = ("web", "worker")
 REQUIRED_SETTINGS = {
     "LOGOMESH_REDIS_URL", "LOGOMESH_DATABASE_URL", "LOGOMESH_APP_ID", "LOGOMESH_PRIVATE_KEY_PATH",
@@ -92,17 +94,20 @@ def test_workers_reach_docker_only_through_the_sidecar() -> None:
     services = data["services"]
     worker, dind = services["worker"], services["dind"]
     assert _environment(worker)["DOCKER_HOST"] == "tcp://dind:2376"
-    # the engine never listens unauthenticated: PR containers run inside it and their gateway is dind itself
+    # the engine never listens unauthenticated: PR containers run inside it
     assert _environment(worker)["DOCKER_TLS_VERIFY"] == "1"
     assert _environment(worker)["DOCKER_CERT_PATH"] == "/certs/client"
     assert _environment(dind)["DOCKER_TLS_CERTDIR"] == "/certs"
     assert not any("2375" in str(part) or "--tls=false" in str(part) for part in dind.get("command") or [])
     shared = _networks(worker) & _networks(dind)
     assert shared, "the worker cannot reach dind"
-    for network in _networks(dind):
+    for network in _networks(dind) - {EGRESS}:
         assert data["networks"][network].get("internal") is True, f"{network} must be internal"
         members = {name for name, service in services.items() if network in _networks(service)}
         assert members == {"worker", "dind"}, f"{network} is shared with {members - {'worker', 'dind'}}"
+    # the setup phase's egress proxy runs inside dind and reaches the index through a network of dind's own
+    assert EGRESS in _networks(dind) and not data["networks"][EGRESS].get("internal")
+    assert {name for name, service in services.items() if EGRESS in _networks(service)} == {"dind"}
     # the engine is never published on the host
     assert "ports" not in dind
     assert dind.get("privileged") is True  # dockerd needs it, which is why it is isolated
