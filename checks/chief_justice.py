@@ -28,7 +28,8 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             cause named; never ``fail`` on its own.
 - *Rule of the Oracle*    — a test passes only under the change's harness (it fails under the base's test files
                             and configuration) or was reported passing although it raised: not ``pass``.
-- *Rule of Completion*    — the change's own test run did not complete: not ``pass``.
+- *Rule of Completion*    — the change's own test run (or the run of its code under the base's tests) did not
+                            complete: not ``pass``; the tests it never reached are *unreached*, never regressed.
 - *Rule of Untested Change* — mutants of the changed lines ran and none was detected: not ``pass``.
 - *Rule of Measurement*   — nothing changed (``nothing to review``), or nothing the court can analyse
                             (``not analysed: <languages>``): ``neutral``, never a score that claims measurement;
@@ -219,6 +220,9 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         if brief.tests is not None and brief.tests.status in ("timeout", "error"):
             verdict = _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
                                 f"({brief.tests.reason})")
+        elif diff.guard_tests is not None and diff.guard_tests.status in ("timeout", "error"):
+            verdict = _not_pass(verdict, reasons, "Rule of Completion: the run of the change's code under the base's "
+                                f"tests did not complete ({diff.guard_tests.reason})")
         ran = [m for m in diff.mutants if m.status != "not_run"]
         if ran and not any(m.status in ("killed", "timeout") for m in ran):
             verdict = _not_pass(verdict, reasons, f"Rule of Untested Change: none of {len(ran)} small changes to "

@@ -378,6 +378,9 @@ class TestDiff(Model):
                                           "(how, in ``cause``): not charged, never a pass")
     past_cap: tuple[str, ...] = Field(default=(), description="base tests not recorded at head because the run "
                                       "passed the cap on recorded tests: not measured, never 'removed'")
+    unreached: tuple[str, ...] = Field(default=(), description="base tests that a run which did not complete (a "
+                                       "timeout, a crash) at head or under the base's oracle never reached: not "
+                                       "measured, never 'regressed' or 'removed'")
     mutants: tuple[MutantResult, ...] = ()
     base_tests: TestRunResult | None = None
     guard_tests: TestRunResult | None = None

@@ -205,6 +205,33 @@ def test_tests_past_the_cap_are_not_measured_and_a_real_removal_still_counts() -
     assert gone.removed == ("t.py::b",) and not gone.past_cap
 
 
+# --- a run that did not complete: the tests it never reached are not measured, never regressed ---------------------
+
+def test_tests_a_stopped_run_never_reached_are_unreached_and_a_real_regression_still_fails() -> None:
+    base = run(case("passed", "t.py::a"), case("passed", "t.py::b"), case("passed", "t.py::c"))
+    timeout = "killed: wall-clock timeout after 300 s"
+    # the run of the change's code under the base's tests timed out after t.py::a
+    guard = run(case("passed", "t.py::a"), status="timeout", reason=timeout)
+    head = run(case("passed", "t.py::a"), case("passed", "t.py::b"), case("passed", "t.py::c"))
+    diff = classify(base, head, guard, changed_tests={"tests/test_calc.py"})
+    assert diff.unreached == ("t.py::b", "t.py::c") and not diff.regressed and not diff.removed
+    verdict, reasons = verdict_of(diff, PRODUCT, TEST_FILE)
+    assert verdict == "neutral" and any(r.startswith("Rule of Completion") and timeout in r for r in reasons)
+    # the head's own run stopped (it is the oracle when the change touched no test): the same
+    diff = classify(base, run(case("passed", "t.py::a"), status="error", reason="crashed"), None, changed_tests=())
+    assert diff.unreached == ("t.py::b", "t.py::c") and not diff.regressed and not diff.removed
+    # hostile twins: a test that failed before the stop is a regression, under the oracle or at head
+    diff = classify(base, run(case("failed", "t.py::a"), status="timeout", reason=timeout), None, changed_tests=())
+    assert [c.name for c in diff.regressed] == ["t.py::a"] and verdict_of(diff)[0] == "fail"
+    head = run(case("passed", "t.py::a"), case("failed", "t.py::b"), case("passed", "t.py::c"))
+    diff = classify(base, head, guard, changed_tests={"tests/test_calc.py"})
+    assert [c.name for c in diff.regressed] == ["t.py::b"] and diff.unreached == ("t.py::c",)
+    assert verdict_of(diff, PRODUCT, TEST_FILE)[0] == "fail"
+    # and a complete run that lost a test still regressed it
+    diff = classify(base, run(case("passed", "t.py::a"), case("passed", "t.py::b")), None, changed_tests=())
+    assert [c.name for c in diff.regressed] == ["t.py::c"] and not diff.unreached
+
+
 # --- a run that ended before the collector could report says why ------------------------------------------------
 
 def test_an_early_end_names_the_likely_cause_and_pytest_s_last_lines() -> None:
