@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from checks import cis
+from checks.deciding import score_reason
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
 from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, TestDiff, round_score
@@ -299,7 +300,7 @@ def judge_case(
     if capped:
         reasons.append(capped)
     verdict = cis.verdict_for(rubric, final)
-    reasons.insert(0, f"CIS {final:.4f} against pass ≥ {rubric.verdict.pass_:.2f}, fail < {rubric.verdict.fail:.2f}")
+    reasons.insert(0, score_reason(final, rubric.verdict.pass_, rubric.verdict.fail))
     if verdict == "pass" and rubric.verdict.require_measured_tests_for_pass and testing is None:
         verdict = "neutral"
         reasons.append("Tests were not measured, so the verdict cannot be pass")

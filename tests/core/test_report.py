@@ -35,7 +35,7 @@ def html_of(e: Evaluation, place: str = "comment", links: Links | None = LINKS) 
 def test_a_failing_comment_leads_with_the_failing_test_its_location_and_message() -> None:
     dom = parse_html(html_of(load("fail")))
     heading = dom.find_all("h3")[0].text()
-    assert "Fail" in heading and "CIS 0.49" in heading
+    assert "Fail · a test that passed before fails now" in heading  # the rule decided, not the score
     first = dom.find_all("li")[0]
     text = first.text()
     assert "passed before this change fails now" in text
@@ -90,10 +90,21 @@ def test_without_a_repository_nothing_is_linked() -> None:
                 and "logomesh/logomesh" not in (a.attrs.get("href") or "")]
 
 
-def test_the_check_title_names_the_first_fix() -> None:
-    assert render_title(load("fail")) == ("Fail · CIS 0.49 · A test that passed before this change fails now "
-                                          "(+1 more)")
+def test_the_check_title_names_the_deciding_rule_else_the_score_and_the_first_fix() -> None:
+    assert render_title(load("fail")) == "Fail · a test that passed before fails now · 2 to fix"
     assert render_title(load("pass")) == "Pass · CIS 0.88"
+    held = load("pass").model_copy(update={"verdict": "neutral", "evidence": (), "opinions": ()})
+    assert render_title(held).startswith("Neutral · CIS 0.88 · The score is held down by")
+
+
+def test_a_verdict_a_rule_decided_is_named_above_a_legend_that_says_rules_come_first() -> None:
+    """A failing verdict whose CIS sits in the pass band reads as the rule's doing, not as arithmetic."""
+    e = load("fail").model_copy(update={"cis_score": 0.73})
+    dom = parse_html(html_of(e))
+    assert dom.find_all("h3")[0].text().endswith("Fail · a test that passed before fails now · 2 to fix")
+    legend = dom.find_all("sub")[0].text()
+    assert "pass ≥ 0.70, fail < 0.50" in legend and "Named rules decide before the score" in legend
+    assert "decided by the rule: a test that passed before fails now" in render_text(e)
 
 
 def test_heights_as_a_pr_author_sees_them() -> None:
