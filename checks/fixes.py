@@ -184,3 +184,7 @@ def what_to_fix(e: Evaluation) -> list[Fix]:
     if blocking and not fixes and (low := _low_score(e)) is not None:
         fixes.append(low)
     return fixes[:MAX_FIXES]
+
+
+fix_for = _fix
+"""The words for one fact (title, detail, hint): the review's line comments use them for facts on changed lines."""
