@@ -179,6 +179,9 @@ class LLMJudge:
             "prompt_sha256": sha256_text(request.system + "\x00" + "\x00".join(t.text for t in request.turns)),
             "schema_sha256": sha256_text(json.dumps(request.input_schema, sort_keys=True)),
             "calls": len(replies),
+            # per call, what the request carried: {"temperature": 0, "seed": 42}, or {} where the provider
+            # accepts no sampling parameter (Anthropic's API 2026-10-21)
+            "sampling": [dict(r.sampling) for r in replies],
             "http_attempts": sum(r.attempts for r in replies),
             "repaired": len(replies) > 1,
             "input_tokens": usage.input_tokens,

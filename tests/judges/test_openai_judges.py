@@ -108,6 +108,7 @@ async def test_a_review_with_the_openai_provider_gets_three_structured_opinions_
         body = rec.body
         assert "authorization" not in rec.headers, "a keyless local server gets no Authorization header"
         assert body["model"] == LOCAL_MODEL and body["temperature"] == 0 and body["max_tokens"] == 2048
+        assert body["seed"] == 42, "the default LOGOMESH_LLM_SEED"
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
         assert "untrusted" in body["messages"][0]["content"]
         function = body["tools"][0]["function"]
@@ -125,6 +126,7 @@ async def test_a_review_with_the_openai_provider_gets_three_structured_opinions_
         assert record.facts["models_answering"] == [LOCAL_MODEL] and record.facts["outcome"] == "answered"
         assert record.facts["response_ids"][0].startswith("chatcmpl-fake")
         assert record.facts["input_tokens"] > 0 and record.facts["output_tokens"] > 0
+        assert record.facts["sampling"] == [{"temperature": 0, "seed": 42}], "what each call carried"
     assert not [n for n in evaluation.notices if "openai" in n or "ruled instead" in n]
     assert any(line.startswith("judges: ") and f"on openai {LOCAL_MODEL}" in line for line in said)
 
@@ -417,6 +419,25 @@ async def test_the_request_body_is_plain_chat_completions_json(openai_server: Fa
     client = make_client(openai_server)
     params = client._params(_request())
     await client.aclose()
-    assert set(params) == {"model", "max_tokens", "temperature", "stream", "messages", "tools", "tool_choice"}
+    assert set(params) == {"model", "max_tokens", "temperature", "seed", "stream", "messages", "tools",
+                           "tool_choice"}
     assert params["messages"][0] == {"role": "system", "content": "You are the Prosecutor."}
     json.dumps(params)  # nothing but JSON
+
+
+async def test_the_seed_is_the_setting_and_the_record_says_what_each_call_carried(
+        fake_openai: FakeOpenAI, openai_server: FakeOpenAIServer, repo: Path, tmp_path: Path) -> None:
+    """LOGOMESH_LLM_SEED reaches the server, and a repaired answer records both calls' sampling."""
+    fake_openai.script("Prosecutor", Step(kind="bad_schema"))
+    settings = openai_settings(tmp_path, openai_server, llm_seed=7)
+    evaluation, _prepared = await review_repository(repo, "main", "pr", settings=settings, title=TITLE, body=BODY)
+    assert [rec.body["seed"] for rec in fake_openai.requests] == [7] * 4
+    assert all(rec.body["temperature"] == 0 for rec in fake_openai.requests)
+    records = llm_records(evaluation)
+    assert records["prosecutor"].facts["sampling"] == [{"temperature": 0, "seed": 7}] * 2
+    assert records["defense"].facts["sampling"] == [{"temperature": 0, "seed": 7}]
+
+
+def test_the_seed_setting_is_validated(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="LLM_SEED"):
+        settings_for(tmp_path, llm_seed=-1)
