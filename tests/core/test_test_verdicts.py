@@ -249,6 +249,36 @@ def test_an_early_end_names_the_likely_cause_and_pytest_s_last_lines() -> None:
     assert "stopped the process early" in (forged.reason or "") and "500 passed" in (forged.reason or "")
 
 
+def test_a_conftest_that_will_not_load_is_a_run_that_did_not_complete_never_no_tests() -> None:
+    output = ("ImportError while loading conftest '/sandbox/repo/tests/conftest.py'.\n"
+              "tests/conftest.py:5: in <module>\n    from jinja2 import loaders\n"
+              "E   ModuleNotFoundError: No module named 'markupsafe'\n")
+    empty: dict[str, list[dict[str, str]]] = {"collected": [], "tests": [], "errors": []}
+    result = read_results({"exit_code": 4, "record": empty}, TestSpec(), {"output": output})
+    assert result.status == "error"
+    reason = result.reason or ""
+    assert "exit code 4" in reason and "No module named 'markupsafe'" in reason and "requirements" in reason
+    # at head, the court never passes it (Rule of Completion), and as the base it leaves the head judged alone
+    base = run(case("passed", "t.py::a"))
+    diff = classify(result, run(case("failed", "t.py::a")), None, changed_tests=())
+    assert diff.status == "not_measured" and diff.reason and "exit code 4" in diff.reason
+    diff = classify(base, result, None, changed_tests=())
+    assert diff.unreached == ("t.py::a",) and not diff.regressed
+    brief = Brief(case=Case(base_sha="a" * 40, head_sha="b" * 40, diff="", files=(PRODUCT,)), evidence=(),
+                  tests=result, semantic=None, red=RedAnalysis(), differential=diff,
+                  components={"rationale": None, "architecture": 0.8, "testing": 0.85})
+    reasons: list[str] = []
+    assert rules_of_tests(brief, "pass", reasons) == "neutral"
+    assert any(r.startswith("Rule of Completion") and "markupsafe" in r for r in reasons)
+    # hostile twins: no test collected (exit 5) or nothing but skips (exit 0) is still 'no tests'; a run with
+    # tests keeps its outcomes whatever the exit code
+    assert read_results({"exit_code": 5, "record": empty}, TestSpec(), {"output": output}).status == "no_tests"
+    skipped = {**empty, "tests": [{"id": "t.py::s", "outcome": "skipped"}]}
+    assert read_results({"exit_code": 0, "record": skipped}, TestSpec(), {}).status == "no_tests"
+    failing = {**empty, "tests": [{"id": "t.py::a", "outcome": "failed"}]}
+    assert read_results({"exit_code": 1, "record": failing}, TestSpec(), {}).failed == 1
+
+
 # --- re-runs: only reproducible failures are charged ---------------------------------------------------------
 
 def test_re_runs_move_unreproduced_failures_to_flaky_and_nothing_else() -> None:
