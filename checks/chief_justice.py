@@ -172,6 +172,16 @@ def _rule_of_environment(diff: TestDiff, verdict: str, reasons: list[str]) -> st
                      always_say=True)
 
 
+def _rule_of_completion(brief: Brief, diff: TestDiff, verdict: str, reasons: list[str]) -> str:
+    if brief.tests is not None and brief.tests.status in ("timeout", "error"):
+        return _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
+                         f"({brief.tests.reason})")
+    if diff.guard_tests is not None and diff.guard_tests.status in ("timeout", "error"):
+        return _not_pass(verdict, reasons, "Rule of Completion: the run of the change's code under the base's "
+                         f"tests did not complete ({diff.guard_tests.reason})")
+    return verdict
+
+
 def _rule_of_reproduction(diff: TestDiff, verdict: str, reasons: list[str]) -> str:
     if not diff.flaky:
         return verdict
@@ -199,6 +209,7 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                                 "be neither charged to this change nor passed over", always_say=True)
         verdict = _rule_of_environment(diff, verdict, reasons)
         verdict = _rule_of_reproduction(diff, verdict, reasons)
+        verdict = _rule_of_completion(brief, diff, verdict, reasons)  # an unmeasured base never silences it
     if diff is not None and diff.status == "measured":
         if diff.tampered:  # said even when a regression fails the change below: it says how it was hidden
             verdict = _not_pass(verdict, reasons, f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only "
@@ -218,12 +229,7 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                                 f"fail at head (first: {diff.unattributed[0].name}) that the base's run did not "
                                 "record, so they can be neither charged to this change nor passed over",
                                 always_say=True)
-        if brief.tests is not None and brief.tests.status in ("timeout", "error"):
-            verdict = _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
-                                f"({brief.tests.reason})")
-        elif diff.guard_tests is not None and diff.guard_tests.status in ("timeout", "error"):
-            verdict = _not_pass(verdict, reasons, "Rule of Completion: the run of the change's code under the base's "
-                                f"tests did not complete ({diff.guard_tests.reason})")
+        verdict = _rule_of_completion(brief, diff, verdict, reasons)
         ran = [m for m in diff.mutants if m.status != "not_run"]
         if ran and not any(m.status in ("killed", "timeout") for m in ran):
             verdict = _not_pass(verdict, reasons, f"Rule of Untested Change: none of {len(ran)} small changes to "

@@ -144,15 +144,15 @@ async def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/logomesh-bench/repos"))
     parser.add_argument("--half", choices=("fit", "held-out"), default=None)
     parser.add_argument("--no-verify", action="store_true", help="build the commits only")
+    parser.add_argument("--only", action="append", default=[], help="these PR ids only (e.g. jinja#1621)")
     args = parser.parse_args()
     from app.settings import load_settings
 
     prs = json.loads(CORPUS.read_text(encoding="utf-8"))
     previous = {t["id"]: t for t in json.loads(OUT.read_text(encoding="utf-8"))} if OUT.exists() else {}
     settings = load_settings(home=args.work.parent / "home")
-    twins = dict(previous)
     for pr in chosen(prs):
-        if args.half and pr["half"] != args.half:
+        if (args.half and pr["half"] != args.half) or (args.only and pr["id"] not in args.only):
             continue
         git_dir = work_repo(args.mirrors, args.work, pr["repo"])
         sha, paths = make_twin(git_dir, pr["base"], pr["head"])
@@ -164,6 +164,8 @@ async def main() -> None:
                   flush=True)
         else:
             twin.update({k: previous.get(pr["id"], {}).get(k) for k in ("verified", "failing", "dropped")})
+        # merged into the file as it is now: another build may have recorded other twins meanwhile
+        twins = {t["id"]: t for t in json.loads(OUT.read_text(encoding="utf-8"))} if OUT.exists() else {}
         twins[pr["id"]] = twin
         OUT.write_text(json.dumps(sorted(twins.values(), key=lambda t: t["id"]), indent=1) + "\n", encoding="utf-8")
 
