@@ -170,3 +170,32 @@ def test_a_neutral_verdict_always_says_why() -> None:
 def test_text_output_lists_what_to_fix() -> None:
     text = render_text(load("fail"))
     assert "What to fix:" in text and "tests/test_cart.py:8" in text and "assert 3.75 == 3.6" in text
+
+
+def _regressed(name: str, message: str) -> Evidence:
+    return Evidence(id=f"tests.regressed:{name}", detective="tests", kind="test-regressed", severity="critical",
+                    summary=f"regressed: {name}", location=Location(path="tests/test_ops.py", line=12),
+                    facts={"name": name, "message": message})
+
+
+def banned_call_and_parametrized_failure() -> Evaluation:
+    """The golden review of a change adding a shell call, whose parametrized test now fails four times."""
+    e = load("shell", GOLDEN)
+    failing = tuple(_regressed(f"tests/test_ops.py::test_div[{a}-{b}]", f"ZeroDivisionError: {a}/{b}")
+                    for a, b in ((1, 0), (2, 0), (3, 0), (4, 0)))
+    return e.model_copy(update={"evidence": (*failing, *e.evidence), "verdict": "fail", "verdict_reasons": (
+        *e.verdict_reasons, "Rule of Regression: 4 test(s) passed at base and fail with this change (first: "
+        "tests/test_ops.py::test_div[1-0])")})
+
+
+def test_a_parametrized_test_failing_four_times_takes_one_slot_with_its_parameter_ids() -> None:
+    e = banned_call_and_parametrized_failure()
+    fixes = what_to_fix(e)
+    regressed = [f for f in fixes if f.kind == "test-regressed"]
+    assert len(regressed) == 1
+    assert regressed[0].subject == "tests/test_ops.py::test_div[1-0, 2-0, 3-0, 4-0]"
+    assert "4 parameter sets fail" in regressed[0].detail and "ZeroDivisionError: 1/0" in regressed[0].detail
+    shown = [f.kind for f in fixes[:5]]
+    assert "constraint-violation" in shown and "veto" in shown  # neither pushed off the comment
+    text = parse_html(html_of(e)).text()
+    assert "test_div[1-0, 2-0, 3-0, 4-0]" in text and "more in" not in text
