@@ -111,3 +111,13 @@ async def test_never_means_no_review(harness: Harness) -> None:
     head = _push(h, base, {"tools/run.py": RUN}, "Show the git log of a ref")
     await _review(h, base, head, "opened.payload.json")
     assert h.github.reviews == {} and not h.github.posted("pulls/list-review-comments")
+
+
+async def test_request_changes_only_where_configured(harness: Harness) -> None:
+    h = harness
+    h.settings = h.settings.model_copy(update={"review_request_changes": True})
+    base = _strict_base(h)
+    head = _push(h, base, {"tools/run.py": RUN}, "Show the git log of a ref")
+    await _review(h, base, head, "opened.payload.json")
+    [review] = h.github.reviews.values()
+    assert review["event"] == "REQUEST_CHANGES" and review["state"] == "CHANGES_REQUESTED"
