@@ -6,6 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from checks.config import parse_repo_config
+from checks.errors import ConfigError
 from checks.line_comments import (
     LineComment,
     fingerprint,
@@ -140,3 +144,11 @@ def test_no_new_comments_unless_the_mode_wants_them_but_fixed_ones_are_still_mar
 def test_a_marker_written_by_hand_elsewhere_is_not_mistaken_for_a_finding() -> None:
     assert read_posted(1, "see <!-- logomesh:finding nothex -->") is None
     assert read_posted(1, "plain comment") is None
+
+
+def test_the_review_mode_is_read_from_the_base_config() -> None:
+    config = parse_repo_config("version: 1\nreview_comments: always\nreview_request_changes: true\n")
+    assert config.review_comments == "always" and config.review_request_changes is True
+    assert parse_repo_config(None).review_comments is None  # the App's setting decides
+    with pytest.raises(ConfigError, match="review_comments"):
+        parse_repo_config("version: 1\nreview_comments: sometimes\n")
