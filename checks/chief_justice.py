@@ -10,6 +10,10 @@ Each rule is a named function of its own, applied in this order per criterion:
                                *confirmed* flaw also caps the CIS.
 4. ``dissent_for``           — a spread above the rubric's limit between judges forces a written dissent.
 
+Before these rules, ``rehearing_order`` names every criterion whose judges spread by more than the rubric's
+``dissent_spread``: the court hears those judges once more (:mod:`checks.rehearing`), each shown the others'
+arguments and cited evidence, and the rules apply to the second round. A spread that survives it is a dissent.
+
 Then L is the judges' mean ruling, bounded to ±bound around its ground-truth anchor, and the CIS follows
 DESIGN.md exactly. ``rejection_first`` (rubric or repo config) turns any KILL into a failing verdict.
 
@@ -102,14 +106,35 @@ def rule_of_security(rubric: Rubric, criterion: Criterion, brief: Brief, score: 
     return score, False
 
 
-def dissent_for(rubric: Rubric, criterion: Criterion, opinions: Sequence[JudicialOpinion]) -> str | None:
-    """A written dissent when the judges' scores on one criterion spread by more than the rubric allows."""
+def extremes(rubric: Rubric, opinions: Sequence[JudicialOpinion]) -> tuple[JudicialOpinion, JudicialOpinion] | None:
+    """The highest and the lowest opinion on one criterion when they spread by more than the rubric allows."""
     if len(opinions) < 2:
         return None
     high = max(opinions, key=lambda o: (o.score, o.judge))
     low = min(opinions, key=lambda o: (o.score, o.judge))
     if high.score - low.score <= rubric.chief_justice.dissent_spread:
         return None
+    return high, low
+
+
+def rehearing_order(rubric: Rubric, opinions: Sequence[JudicialOpinion]) -> dict[str, str]:
+    """criterion id → why it is heard again: every criterion whose judges spread beyond ``dissent_spread``."""
+    order: dict[str, str] = {}
+    for criterion in rubric.criteria:
+        spread = extremes(rubric, by_criterion(opinions).get(criterion.id, []))
+        if spread is not None:
+            high, low = spread
+            order[criterion.id] = (f"{criterion.id}: {high.judge} {high.score}/5 and {low.judge} {low.score}/5 "
+                                   f"spread by {high.score - low.score} > {rubric.chief_justice.dissent_spread:g}")
+    return order
+
+
+def dissent_for(rubric: Rubric, criterion: Criterion, opinions: Sequence[JudicialOpinion]) -> str | None:
+    """A written dissent when the judges' scores on one criterion spread by more than the rubric allows."""
+    spread = extremes(rubric, opinions)
+    if spread is None:
+        return None
+    high, low = spread
     return (f"{criterion.title}: {high.judge} scored {high.score}/5 ({high.argument}) while {low.judge} scored "
             f"{low.score}/5 ({low.argument}).")
 

@@ -213,6 +213,11 @@ def _judges(e: Evaluation) -> list[str]:
     if quiet > 0:
         lines += ["", f"<sub>{quiet} opinion(s) within a point of the ruling are not quoted; every argument is in "
                       "the DBOM.</sub>"]
+    if e.rehearing is not None:
+        who_moved = "; ".join(e.rehearing.moved) or "no judge moved"
+        lines += ["", f"Re-heard once (judges spread by more than the rubric allows on "
+                      f"{escape_md(', '.join(e.rehearing.criteria))}): {inline(who_moved, 500)}. Both rounds are in "
+                      "the DBOM."]
     if e.dissent:
         quoted = [f"> {inline(d, 1000)}" for d in e.dissent]
         lines += ["", *"\n>\n".join(quoted).splitlines()]  # one paragraph per dissent

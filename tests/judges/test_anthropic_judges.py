@@ -18,7 +18,7 @@ PERSONAS = ("prosecutor", "defense", "tech_lead")
 
 
 def llm_records(evaluation: Evaluation) -> dict[str, Evidence]:
-    return {e.id.split(".")[1]: e for e in evaluation.evidence if e.kind == "llm-exchange"}
+    return {e.id.split(".")[1]: e for e in evaluation.evidence if e.kind == "llm-exchange" and e.id.endswith(".llm")}
 
 
 async def test_happy_path_three_personas_answer_through_forced_tool_use(
