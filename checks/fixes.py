@@ -30,6 +30,7 @@ class Fix:
     hint: str
     subject: str | None = None  # the test or symbol the fix is about (shown as code)
     kind: str = ""
+    reproducer: str | None = None  # a short script that shows the flaw (a confirmed race)
 
 
 # kind → (title, hint). A kind absent here is shown with its evidence summary as the title.
@@ -126,8 +127,12 @@ def _fix(ev: Evidence) -> Fix:
     title, hint = WORDS.get(ev.kind, (ev.summary, ""))
     if ev.kind == "test-mutation" and int(ev.facts.get("killed", 1) or 0) > 0:
         title = "Some changes to the changed lines go unnoticed by the tests"
+    reproducer = ev.facts.get("reproducer")
+    if ev.kind == "red-finding" and ev.cwe == "CWE-362":
+        hint = "Hold one lock across the read, the check and the write of the shared state" + (
+            "; the script below reproduces the race." if isinstance(reproducer, str) else ".")
     return Fix(title=title, severity=ev.severity, location=ev.location, detail=_detail(ev), hint=hint,
-               subject=_test_name(ev), kind=ev.kind)
+               subject=_test_name(ev), kind=ev.kind, reproducer=reproducer if isinstance(reproducer, str) else None)
 
 
 def _veto(e: Evaluation) -> Fix | None:

@@ -320,6 +320,7 @@ class RedFinding(Model):
     location: Location | None = None
     payload: str | None = None
     effect: str | None = None
+    reproducer: str | None = Field(default=None, description="a short script that shows a confirmed race")
 
 
 class RedAnalysis(Model):

@@ -77,6 +77,15 @@ def code(text: str, limit: int = 200, *, in_table: bool = False) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def code_block(text: str, language: str = "", indent: str = "", limit: int = 4000) -> str:
+    """A fenced code block showing ``text`` literally: fenced by one more backtick than its longest run (at least
+    three), each line indented by ``indent`` (inside a list item), capped."""
+    text = _BIDI.sub("", str(text))[:limit].rstrip("\n")
+    fence = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    body = "\n".join(indent + line for line in text.split("\n"))
+    return f"{indent}{fence}{language}\n{body}\n{indent}{fence}"
+
+
 def inline(text: str, limit: int = MAX_CELL, *, in_table: bool = False) -> str:
     """Escaped prose in which the ```…``` spans a detective wrote stay code spans."""
     text = " ".join(_BIDI.sub("", str(text)).split())
@@ -136,6 +145,9 @@ def _fix_line(n: int, fix: Fix, e: Evaluation, links: Links | None) -> str:
         parts.append("<br>" + ": ".join(detail))
     if fix.hint:
         parts.append(f"<br>*{inline(fix.hint, 300)}*")
+    if fix.reproducer:
+        parts.append("\n\n   <details><summary>Reproducer</summary>\n\n" + code_block(fix.reproducer, "python", "   ")
+                     + "\n   </details>\n")
     return "".join(parts)
 
 
@@ -337,6 +349,9 @@ def render_text(e: Evaluation) -> str:
                 lines.append(f"     {subject}{' '.join(fix.detail.split())[:300]}")
             if fix.hint:
                 lines.append(f"     hint: {fix.hint}")
+            if fix.reproducer:
+                lines.append("     reproducer:")
+                lines += [f"       {line}" for line in fix.reproducer.splitlines()]
     if notable := _notable(e):
         lines.append("Findings:")
         lines += [f"  [{ev.severity}] {ev.location or ''} {ev.summary}".rstrip() for ev in notable[:20]]
