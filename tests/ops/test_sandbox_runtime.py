@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import docker
 import pytest
@@ -17,16 +16,13 @@ from sandbox.docker_sandbox import DockerSandbox
 from sandbox.errors import SandboxUnavailable
 from sandbox.limits import SandboxLimits
 from sandbox.runtime import SANDBOX_RUNTIMES, registered_runtimes, require_runtime, runtime_missing
-from tests.ops.conftest import REDIS_URL
+from tests.ops.test_startup import _settings as startup_settings
 
 IMAGE = "logomesh-sandbox:latest"
 
 
 def _settings(prefix: str, **overrides: object) -> Settings:
-    values: dict[str, Any] = {"redis_url": REDIS_URL, "redis_prefix": prefix, "queue_name": prefix + "queue",
-                              "sandbox": "docker", "embedding": "off", "job_timeout_seconds": 60}
-    values.update(overrides)
-    return Settings(_env_file=None, **values)
+    return startup_settings(prefix, **{"sandbox": "docker", **overrides})
 
 
 @pytest.fixture
