@@ -83,6 +83,11 @@ class Settings(BaseSettings):
     # when the App comments on a PR (a repository's ``.logomesh.yml`` ``comment:`` wins): always; on-change —
     # when the verdict is not pass or a LogoMesh comment is already there (kept current); never — check run only
     comment: Literal["always", "on-change", "never"] = "on-change"
+    # when the App posts a PR review with a line comment per finding on a changed line (``.logomesh.yml``
+    # ``review_comments:`` wins): fail — on a failing verdict; always; never. The review is a COMMENT unless
+    # ``review_request_changes`` asks for REQUEST_CHANGES on a fail.
+    review_comments: Literal["fail", "always", "never"] = "fail"
+    review_request_changes: bool = False
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = Field(default="logomesh:", min_length=1, max_length=64)
     queue_name: str = Field(default="logomesh:queue", min_length=1, max_length=128)
@@ -217,6 +222,8 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
     llm_max_retries: int = Field(default=3, ge=0, le=10)
     llm_max_tokens: int = Field(default=2048, ge=256, le=32000)
+    # sent with temperature 0 where the provider accepts a seed (OpenAI-compatible servers); recorded per call
+    llm_seed: int = Field(default=42, ge=0, le=2**31 - 1)
     # per review, across every judge and retry; the prices (USD per million tokens) turn tokens into cost
     llm_budget_tokens: int = Field(default=200_000, ge=1000)
     llm_budget_usd: float = Field(default=1.0, gt=0)

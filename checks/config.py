@@ -16,6 +16,8 @@ Example::
     ignore: ["docs/**", "*.lock"]
     rejection_first: false
     comment: on-change                     # always | on-change (default) | never
+    review_comments: fail                  # line comments in a PR review: fail (default) | always | never
+    review_request_changes: false          # the review asks for changes (REQUEST_CHANGES) on a fail, not COMMENT
     rubric:                                # deep-merged into the rubric; the result is validated and hashed
       constraints: {network: {prohibited: true}}
 """
@@ -30,6 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from checks.errors import ConfigError
+from checks.line_comments import ReviewMode
 from checks.models import EnvironmentOverride
 
 MAX_CONFIG_BYTES = 64 * 1024
@@ -95,6 +98,10 @@ class RepoConfig(_Strict):
     ignore: tuple[str, ...] = ()
     rejection_first: bool | None = None
     comment: CommentMode | None = Field(default=None, description="None: the App's LOGOMESH_COMMENT setting")
+    review_comments: ReviewMode | None = Field(default=None,
+                                               description="None: the App's LOGOMESH_REVIEW_COMMENTS setting")
+    review_request_changes: bool | None = Field(default=None, description="None: the App's "
+                                                "LOGOMESH_REVIEW_REQUEST_CHANGES setting")
     rubric: dict[str, Any] = Field(default_factory=dict)
     sha256: str | None = None
 

@@ -38,7 +38,8 @@ AGAIN_FROM_CALLBACK = ("../setup", "Start again at /setup")
 # what each permission and event in app.yml is for, shown on /setup (anything else is shown without a reason)
 PERMISSION_USE = {
     "checks": "create the LogoMesh check run on a PR's head commit and complete it with the verdict",
-    "pull_requests": "read a PR's title, description, commits and changed files",
+    "pull_requests": "read a PR's title, description, commits and changed files; post a review with line "
+                     "comments on the lines it changed and mark them fixed on later pushes",
     "issues": "post and update the one LogoMesh comment on a PR (PR comments are issue comments)",
     "contents": "clone the PR's head commit to review it (read only)",
     "metadata": "basic repository information; GitHub requires it of every App",

@@ -60,6 +60,7 @@ from app.worker.publish import (
 from app.worker.workspace import CloneSpec, WorkspaceError, checkout
 from checks.court import review
 from checks.errors import ConfigError
+from checks.line_comments import LineComment, ReviewMode, plan_line_comments
 from checks.models import Evaluation
 from rubric import RubricError
 
@@ -175,6 +176,9 @@ class Reviewed(NamedTuple):
     evaluation: Evaluation
     changed: dict[str, set[int]]
     comment: CommentMode  # the repository's comment setting, else the App's
+    line_comments: tuple[LineComment, ...] = ()
+    review: ReviewMode = "fail"  # the repository's review_comments setting, else the App's
+    request_changes: bool = False
 
 
 async def run_court(ctx: dict[str, Any], settings: Settings, req: ReviewRequest, target: Target,
@@ -198,7 +202,13 @@ async def run_court(ctx: dict[str, Any], settings: Settings, req: ReviewRequest,
             evaluation = await review(prepared.case, prepared.rubric, parts)
             timer.record()
     changed = {f.path: set(f.added_lines) for f in prepared.case.files}
-    return Reviewed(evaluation, changed, prepared.config.comment or settings.comment)
+    sources = {f.path: f.content for f in prepared.case.files if f.content is not None}
+    config = prepared.config
+    return Reviewed(evaluation, changed, config.comment or settings.comment,
+                    tuple(plan_line_comments(evaluation, changed, sources)),
+                    config.review_comments or settings.review_comments,
+                    settings.review_request_changes if config.review_request_changes is None
+                    else config.review_request_changes)
 
 
 async def review_pull_request(ctx: dict[str, Any], data: dict[str, Any]) -> str:
@@ -660,14 +670,16 @@ async def _decide(ctx: dict[str, Any], deps: Deps, req: ReviewRequest, target: T
     publication, not the review); None when the PR was closed meanwhile."""
     settings = deps.settings
     async with asyncio.timeout(review_deadline(settings.job_timeout_seconds)):
-        evaluation, changed, comment = await _until_superseded(
+        reviewed = await _until_superseded(
             ctx, req, target.pr_number, target.head_sha, run_court(ctx, settings, req, target, pr))
     if await _closed_or_superseded(ctx, req, target):
         return None
     if not await heartbeat.owns_job():
         raise Abandoned()
     # the decision is durable before the ledger is asked: a ledger outage retries the recording, not the review
-    pending = Publication(check_run_id, evaluation, None, changed, comment=comment, recorded=deps.dbom is None)
+    pending = Publication(check_run_id, reviewed.evaluation, None, reviewed.changed, comment=reviewed.comment,
+                          recorded=deps.dbom is None, line_comments=reviewed.line_comments, review=reviewed.review,
+                          request_changes=reviewed.request_changes)
     await save_publication(deps.redis, deps.keys, job_id, pending, deps.publication_ttl)
     return pending
 
@@ -703,6 +715,12 @@ async def _publish_comment(deps: Deps, target: Target, job_id: str, pending: Pub
     """The PR comment (as the comment mode asks), then the decision's record goes: the job is done."""
     evaluation = pending.evaluation
     await deps.publisher.comment(target, pending)
+    try:
+        outcome = await deps.publisher.review(target, pending)
+        if outcome.posted or outcome.edited:
+            bound.info("line comments", posted=outcome.posted, edited=outcome.edited)
+    except GitHubError as exc:  # the verdict stands on the check run and in the comment: the review is extra
+        bound.warning("the review's line comments could not be posted", error=str(exc))
     await deps.redis.delete(deps.keys.publication(job_id))
     STAGE_SECONDS.labels("publish").observe(time.perf_counter() - publishing)
     CIS.labels(evaluation.verdict).observe(evaluation.cis_score)

@@ -12,11 +12,12 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from app.github import GitHubApp
 from app.queue import Keys
 from checks.fixes import WORDS, what_to_fix, worst_first
+from checks.line_comments import LineComment, ReviewMode, plan_sync, read_posted, wants_review
 from checks.models import SEVERITY_ORDER, Evaluation
 from checks.render import MARKER, Links, render_markdown, render_title
 
@@ -126,19 +127,26 @@ class Publication:
     check_run_done: bool = False  # the check run already carries the verdict: only the comment is left
     comment: CommentMode = "on-change"
     recorded: bool = True  # the DBOM is written (False: the ledger was away; nothing is published before it is)
+    line_comments: tuple[LineComment, ...] = ()  # the findings on changed lines (checks/line_comments.py)
+    review: ReviewMode = "fail"
+    request_changes: bool = False
 
     def to_json(self) -> str:
         return json.dumps({"check_run_id": self.check_run_id, "evaluation": self.evaluation.model_dump(mode="json"),
                            "dbom_url": self.dbom_url, "check_run_done": self.check_run_done, "comment": self.comment,
                            "recorded": self.recorded,
-                           "changed": {path: sorted(lines) for path, lines in self.changed.items()}})
+                           "changed": {path: sorted(lines) for path, lines in self.changed.items()},
+                           "line_comments": [c.to_json() for c in self.line_comments], "review": self.review,
+                           "request_changes": self.request_changes})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Publication:
         data = json.loads(text)
         return cls(int(data["check_run_id"]), Evaluation.model_validate(data["evaluation"]), data["dbom_url"],
                    {path: set(lines) for path, lines in data["changed"].items()}, bool(data.get("check_run_done")),
-                   data.get("comment", "on-change"), bool(data.get("recorded", True)))
+                   data.get("comment", "on-change"), bool(data.get("recorded", True)),
+                   tuple(LineComment.from_json(c) for c in data.get("line_comments", [])),
+                   data.get("review", "fail"), bool(data.get("request_changes", False)))
 
 
 async def save_publication(redis: Any, keys: Keys, job_id: str, publication: Publication, ttl: int) -> None:
@@ -156,6 +164,11 @@ async def load_publication(redis: Any, keys: Keys, job_id: str) -> Publication |
     except (ValueError, KeyError, TypeError):
         await redis.delete(keys.publication(job_id))
         return None
+
+
+class ReviewOutcome(NamedTuple):
+    posted: int  # line comments posted in a new review
+    edited: int  # line comments edited in place (new words, or marked fixed)
 
 
 @dataclass(frozen=True)
@@ -243,6 +256,36 @@ class Publisher:
         created = await self.github.request(t.installation_id, "POST",
                                             f"/repos/{t.repo}/issues/{t.pr_number}/comments", json={"body": body})
         return int(created["id"])
+
+    async def review(self, t: Target, publication: Publication) -> ReviewOutcome:
+        """The line comments, kept in step with the findings (:func:`checks.line_comments.plan_sync`): new findings
+        in ONE review on the head commit (a COMMENT, or REQUEST_CHANGES on a fail where configured), a finding still
+        there in new words edited in place, a finding gone edited to say it was fixed at this head. Only comments
+        written by this App's bot login count as posted."""
+        if publication.review == "never":
+            return ReviewOutcome(0, 0)
+        login = await self.github.bot_login()
+        posted = []
+        async for comment in self.github.paginate(t.installation_id, f"/repos/{t.repo}/pulls/{t.pr_number}/comments"):
+            found = read_posted(int(comment["id"]), comment.get("body") or "")
+            if found is not None and (comment.get("user") or {}).get("login") == login:
+                posted.append(found)
+        verdict = publication.evaluation.verdict
+        plan = plan_sync(list(publication.line_comments), posted, t.head_sha,
+                         post_new=wants_review(publication.review, verdict))
+        for comment_id, body in plan.edit:
+            await self.github.request(t.installation_id, "PATCH", f"/repos/{t.repo}/pulls/comments/{comment_id}",
+                                      json={"body": body})
+        if plan.post:
+            event = "REQUEST_CHANGES" if publication.request_changes and verdict == "fail" else "COMMENT"
+            count = len(plan.post)
+            await self.github.request(t.installation_id, "POST", f"/repos/{t.repo}/pulls/{t.pr_number}/reviews", json={
+                "commit_id": t.head_sha, "event": event,
+                "body": f"LogoMesh: {count} finding{'s' if count != 1 else ''} on the lines this change adds. "
+                        "The check run has the whole report.",
+                "comments": [{"path": c.path, "line": c.line, "side": "RIGHT", "body": c.body} for c in plan.post],
+            })
+        return ReviewOutcome(len(plan.post), len(plan.edit))
 
     async def reply(self, installation_id: int, repo: str, pr_number: int, text: str) -> int:
         """A plain comment on the PR (no marker: it is an answer to a person, not the report)."""

@@ -1,5 +1,9 @@
-"""A fake GitHub on loopback: the 14 REST operations LogoMesh calls, validated strictly against GitHub's
+"""A fake GitHub on loopback: the 17 REST operations LogoMesh calls, validated strictly against GitHub's
 official schemas (``github-rest-subset.json``), plus git smart HTTP through ``git http-backend``.
+
+Pull-request reviews are held as GitHub holds them: a review's line comments must sit on lines of the pull
+request's diff (right side: added or context lines of ``git diff base...head``), else 422 as GitHub answers; a
+COMMENT or REQUEST_CHANGES review needs a body; review comments are listed and edited by id.
 
 It records every call, checks App JWTs (RS256, signed by the App key) and installation tokens, and fails on
 demand (``fail("checks/update", status=500)``, ``status=403`` with ``retry-after`` for a secondary rate limit,
@@ -15,6 +19,7 @@ import itertools
 import json
 import re
 import secrets
+import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -118,6 +123,8 @@ class FakeGitHub:
     check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     created_at: dict[int, float] = field(default_factory=dict)  # check run id → when it was created (monotonic)
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reviews: dict[int, dict[str, Any]] = field(default_factory=dict)
+    review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     reactions: list[dict[str, Any]] = field(default_factory=list)
     pulls: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     permissions: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -359,6 +366,70 @@ class FakeGitHub:
 
     def op_pulls_list_files(self, pp: dict[str, Any], q: dict[str, Any], body: Any, r: Request) -> tuple[int, Any]:
         return 200, []
+
+    def diff_lines(self, repo: str, base: str, head: str) -> dict[str, set[int]]:
+        """The right-side lines of the PR's diff GitHub lets a review comment on: added and context lines."""
+        owner, name = repo.split("/")
+        out = subprocess.run(["git", "-C", str(self.repos_root / owner / f"{name}.git"), "diff", "--no-color",
+                              "--no-renames", f"{base}...{head}"], check=True, capture_output=True, text=True).stdout
+        lines: dict[str, set[int]] = {}
+        path, number = "", 0
+        for text in out.splitlines():
+            if text.startswith("+++ "):
+                path = text[6:] if text.startswith("+++ b/") else ""
+            elif text.startswith("@@"):
+                number = int(re.match(r"@@ -\d+(?:,\d+)? \+(\d+)", text).group(1))  # type: ignore[union-attr]
+            elif path and text[:1] in ("+", " ") and not text.startswith("+++"):
+                lines.setdefault(path, set()).add(number)
+                number += 1
+        return lines
+
+    def op_pulls_create_review(self, pp: dict[str, Any], q: dict[str, Any], body: Any,
+                               r: Request) -> tuple[int, Any]:
+        repo = f"{pp['owner']}/{pp['repo']}"
+        pr = self.pulls.get((repo, pp["pull_number"]))
+        if pr is None:
+            return 404, {"message": "Not Found"}
+        body = body or {}
+        if body.get("event") in ("COMMENT", "REQUEST_CHANGES") and not body.get("body"):
+            return 422, {"message": "Unprocessable Entity", "errors": ["Body is required for this event"]}
+        commit = body.get("commit_id", pr["head"])
+        diff = self.diff_lines(repo, pr["base"], commit)
+        for c in body.get("comments", []):
+            if "line" not in c or c.get("side", "RIGHT") != "RIGHT" or c["line"] not in diff.get(c["path"], set()):
+                self.errors.append(f"pulls/create-review: line {c.get('line')} of {c['path']} is not in the diff")
+                return 422, {"message": "Unprocessable Entity", "errors": ["Line could not be resolved"]}
+        review_id = next(self._ids)
+        login = f"{self.slug}[bot]"
+        review = {"id": review_id, "repo": repo, "pull_number": pp["pull_number"], "commit_id": commit,
+                  "state": {"COMMENT": "COMMENTED", "REQUEST_CHANGES": "CHANGES_REQUESTED",
+                            "APPROVE": "APPROVED"}.get(body.get("event", ""), "PENDING"),
+                  "event": body.get("event"), "body": body.get("body", ""), "user": {"login": login, "type": "Bot"}}
+        self.reviews[review_id] = review
+        for c in body.get("comments", []):
+            comment_id = next(self._ids)
+            self.review_comments[comment_id] = {
+                "id": comment_id, "repo": repo, "pull_number": pp["pull_number"], "pull_request_review_id": review_id,
+                "commit_id": commit, "path": c["path"], "line": c["line"], "side": "RIGHT", "body": c["body"],
+                "user": {"login": login, "type": "Bot"}, "edits": 0}
+        return 200, {k: v for k, v in review.items() if k != "repo"}
+
+    def op_pulls_list_review_comments(self, pp: dict[str, Any], q: dict[str, Any], body: Any,
+                                      r: Request) -> tuple[int, Any]:
+        repo = f"{pp['owner']}/{pp['repo']}"
+        items = [c for c in self.review_comments.values()
+                 if c["repo"] == repo and c["pull_number"] == pp["pull_number"]]
+        per_page, page = q.get("per_page", 30), q.get("page", 1)
+        return 200, items[(page - 1) * per_page: page * per_page]
+
+    def op_pulls_update_review_comment(self, pp: dict[str, Any], q: dict[str, Any], body: Any,
+                                       r: Request) -> tuple[int, Any]:
+        comment = self.review_comments.get(pp["comment_id"])
+        if comment is None or comment["repo"] != f"{pp['owner']}/{pp['repo']}":
+            return 404, {"message": "Not Found"}
+        comment["body"] = body["body"]
+        comment["edits"] += 1
+        return 200, comment
 
     def op_repos_get_collaborator_permission_level(self, pp: dict[str, Any], q: dict[str, Any], body: Any,
                                                    r: Request) -> tuple[int, Any]:

@@ -366,7 +366,7 @@ def test_the_setup_page_in_a_browser(served: Served) -> None:
     permissions = page.table("Permissions it asks for")
     assert dict(zip(permissions.column("Permission"), permissions.column("Access"), strict=True)) == {
         "checks": "write", "contents": "read", "issues": "write", "members": "read", "metadata": "read",
-        "pull_requests": "read"}
+        "pull_requests": "write"}
     assert page.table("Events it subscribes to").column("Event") == [
         "pull_request", "issue_comment", "check_run", "check_suite"]
     text = page.all_text()
