@@ -17,6 +17,8 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
+from sandbox.runtime import SandboxRuntime
+
 
 class SettingsError(ValueError):
     """A setting is missing or malformed; ``variable`` names the environment variable."""
@@ -181,6 +183,8 @@ class Settings(BaseSettings):
     # sandbox
     sandbox: Literal["auto", "docker", "off"] = "auto"
     sandbox_image: str = "logomesh-sandbox:latest"
+    # the OCI runtime of every sandbox container (sandbox/runtime.py, docs/deploy.md); the engine must know it
+    sandbox_runtime: SandboxRuntime = "runc"
     # where a worker gets the sandbox image when its engine lacks it (a dind sidecar starts empty): a `docker save`
     # tarball to load, else the engine pulls the image; with a digest (sha256:…), any other image is refused
     sandbox_image_archive: Path | None = None

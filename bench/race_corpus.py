@@ -12,7 +12,9 @@ the project's tree at the fix's parent and at the fix:
   :func:`checks.red.probes.judge_probe`.
 
 A case is confirmed when the probe confirms a race in one of its functions before the fix; a fixed version must
-give none. Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_corpus.py [--mirrors DIR] [--json OUT]``.
+give none. ``--precision`` instead counts the race hypotheses (each would cost a probe and could be confirmed) on
+the twenty honest merged PRs of ``tests/realworld/fixtures``.
+Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_corpus.py [--mirrors DIR] [--json OUT] [--precision]``.
 """
 
 from __future__ import annotations
@@ -189,12 +191,38 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
     return row
 
 
+def precision() -> None:
+    from app.review.assembly import prepare
+    from app.review.gitrepo import GitRepo
+    from app.settings import load_settings
+    from checks.red import collect_hypotheses
+
+    fixtures = Path(__file__).resolve().parents[1] / "tests" / "realworld" / "fixtures"
+    prs = json.loads((fixtures / "prs.json").read_text(encoding="utf-8"))
+    total = 0
+    with tempfile.TemporaryDirectory() as root:
+        for bundle in sorted(fixtures.glob("*.bundle")):
+            subprocess.run(["git", "clone", "-q", "--bare", str(bundle), f"{root}/{bundle.stem}"], check=True)
+        settings = load_settings(sandbox="off", home=Path(root) / ".lm", embedding="off", red_team="off")
+        for pr in prs:
+            prepared = prepare(GitRepo.open(f"{root}/{pr['repo']}"), pr["base"], pr["head"], settings=settings,
+                               title=pr["title"], body=pr["body"] or "")
+            races = [h.label() for h in collect_hypotheses(prepared.case, prepared.rubric) if h.kind == RACE_KIND]
+            total += len(races)
+            print(f"{pr['id']}: {len(races)} race hypotheses {races}")
+    print(f"race hypotheses on {len(prs)} honest PRs: {total}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", help="a repository (owner/name) to measure alone")
+    parser.add_argument("--precision", action="store_true", help="count race hypotheses on honest real PRs")
     args = parser.parse_args()
+    if args.precision:
+        precision()
+        return
     rows = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:

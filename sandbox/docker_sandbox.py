@@ -43,6 +43,7 @@ from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output, clean_test_output
 from sandbox.results import read_results
+from sandbox.runtime import DEFAULT_RUNTIME
 from sandbox.setup_phase import Prepared, prepare_environment
 from sandbox.tarball import owned_files_tar, repack_archive
 from sandbox.trees import DirTree, GitTree, TarTree, Tree, guard_tree, pytest_config, tar_of
@@ -217,8 +218,10 @@ class DockerSandbox:
     """The :class:`~checks.protocols.Sandbox` for one change: the head tree, and the base tree when known."""
 
     def __init__(self, client: docker.DockerClient, tree: Tree | bytes, limits: SandboxLimits, image: str, *,
-                 base: Tree | None = None, setup: SetupOptions | None = None, worker: str = "") -> None:
+                 base: Tree | None = None, setup: SetupOptions | None = None, worker: str = "",
+                 runtime: str = DEFAULT_RUNTIME) -> None:
         self.client = client
+        self.runtime = runtime  # the OCI runtime of every container this sandbox creates (sandbox/runtime.py)
         self.worker = worker  # the worker process that owns this sandbox's objects (swept once it is gone)
         self.head: Tree = tree if not isinstance(tree, bytes) else TarTree(tree)
         self.base = base
@@ -552,6 +555,7 @@ class DockerSandbox:
                      Ulimit(name="fsize", soft=lim.fsize_mb << 20, hard=lim.fsize_mb << 20),
                      Ulimit(name="core", soft=0, hard=0)],
             log_config=LogConfig(type="none"),
+            runtime=self.runtime,
         )
         return config
 

@@ -85,6 +85,7 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
     from sandbox.docker_sandbox import DockerSandbox, SetupOptions, docker_client, require_image
     from sandbox.errors import SandboxError, SandboxUnavailable
     from sandbox.limits import SandboxCeiling, SandboxLimits
+    from sandbox.runtime import require_runtime
 
     image = prepared.config.sandbox.image or settings.sandbox_image
     limits = SandboxLimits.from_rubric(prepared.rubric, settings.sandbox_timeout_seconds, ceiling=SandboxCeiling(
@@ -96,6 +97,7 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
     try:
         client = await asyncio.to_thread(docker_client)
         await asyncio.to_thread(require_image, client, image)
+        await asyncio.to_thread(require_runtime, client, settings.sandbox_runtime)
     except SandboxUnavailable as exc:
         if settings.sandbox == "docker":
             raise
@@ -109,7 +111,7 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
         base_sha = await asyncio.to_thread(repo.merge_base, prepared.case.base_sha, prepared.case.head_sha)
         parts.sandbox = await asyncio.to_thread(
             DockerSandbox.for_git, repo.git_bytes, prepared.case.head_sha, limits, image, client,
-            base_sha=base_sha, setup=setup, worker=settings.worker_id,
+            base_sha=base_sha, setup=setup, worker=settings.worker_id, runtime=settings.sandbox_runtime,
         )
     except SandboxError as exc:  # e.g. a tree larger than the work dir: the PR's problem is not T's to guess
         parts.sandbox_missing = exc.reason

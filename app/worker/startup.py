@@ -60,6 +60,7 @@ def _docker(settings: Settings) -> tuple[str | None, Any, int | None]:
     from sandbox.errors import SandboxUnavailable
     from sandbox.janitor import Swept, sweep
     from sandbox.limits import SandboxLimits
+    from sandbox.runtime import require_runtime
 
     def waiting(error: str) -> None:
         log.warning("waiting for the Docker engine", docker_host=os.environ.get("DOCKER_HOST") or "the local socket",
@@ -71,6 +72,11 @@ def _docker(settings: Settings) -> tuple[str | None, Any, int | None]:
     except SandboxUnavailable as exc:
         return exc.reason, Swept(), None
     try:
+        try:
+            # a runtime the engine does not know fails every container: not ready, the fix named
+            require_runtime(client, settings.sandbox_runtime)
+        except SandboxUnavailable as exc:
+            return exc.reason, Swept(), None
         swept = sweep(client, sweep_after_seconds(settings))
         defaults = SandboxLimits()
         capacity = sandbox_capacity(client.info(), defaults.memory_mb, defaults.cpus)

@@ -54,12 +54,13 @@ def module_of(path: str) -> str:
 
 def reproducer(attack: Attack, data: dict[str, Any]) -> str | None:
     """A short script that shows the race outside LogoMesh: the same calls one after another, then from threads
-    released together while a trace hook yields in the changed module. None when the probe's report is not plain."""
+    released together while a trace hook yields in the changed module. None when the probe's report is not plain,
+    and for a coroutine (its race is shown by the effect: tasks gathered together)."""
     target = attack.hypothesis.target
     call_args = _literal(data.get("call_args"))
     init_args = _literal(data.get("init_args"))
     module = module_of(target.path) if target else ""
-    if target is None or call_args is None or not MODULE_NAME.fullmatch(module) \
+    if target is None or call_args is None or data.get("coroutine") or not MODULE_NAME.fullmatch(module) \
             or not QUALNAME.fullmatch(target.qualname):
         return None
     if target.is_method:

@@ -93,10 +93,38 @@ def test_builder_installs_the_all_extra_and_cpu_torch() -> None:
     assert pinned and f"torch=={pinned[0]}" in setup
 
 
-def test_dockerignore_keeps_secrets_and_state_out_of_the_context() -> None:
-    ignored = (ROOT / "deploy" / "Dockerfile.dockerignore").read_text(encoding="utf-8").split()
-    for entry in (".git", ".venv", ".env", "deploy/.env", "deploy/secrets", ".logomesh"):
-        assert entry in ignored
+SECRET_AND_STATE = (".env", "deploy/.env", "app/.env", ".env.local", "deploy/secrets/app.pem",
+                    "deploy/secrets/webhook-secret", "keys/app.private-key.pem", ".venv/bin/python", ".git/HEAD",
+                    ".logomesh/ledger.db", "app/__pycache__/x.cpython-311.pyc", ".pytest_cache/v/x", ".mypy_cache/x",
+                    ".ruff_cache/x", ".hypothesis/x")
+NEEDED = ("app/settings.py", "checks/court.py", "rubric/rubric.json", "sandbox/runtime.py", "deploy/Dockerfile",
+          "pyproject.toml", "README.md")
+
+
+def _context_of(tmp_path: Path) -> set[str]:
+    """What a build sends from a tree holding every secret and cache, by the docker SDK's own exclude logic (the
+    legacy builder's context tar, which honours the root .dockerignore like BuildKit)."""
+    from docker.utils.build import exclude_paths
+
+    for name in (*SECRET_AND_STATE, *NEEDED):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    shutil.copy(ROOT / ".dockerignore", tmp_path / ".dockerignore")
+    patterns = [line.strip() for line in (tmp_path / ".dockerignore").read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith("#")]
+    return set(exclude_paths(str(tmp_path), patterns, dockerfile="deploy/Dockerfile"))
+
+
+def test_dockerignore_keeps_secrets_and_state_out_of_every_build_context(tmp_path: Path) -> None:
+    sent = _context_of(tmp_path)
+    leaked = [name for name in SECRET_AND_STATE if name in sent]
+    assert not leaked, f"sent to the engine: {leaked}"
+    assert set(NEEDED) <= sent, "what the image needs is still sent"
+    # one ignore file for every builder: a <Dockerfile>.dockerignore would replace it under BuildKit only
+    overriding = [p for folder in (ROOT, ROOT / "deploy", ROOT / "sandbox") for p in folder.glob("*.dockerignore")
+                  if p.name != ".dockerignore"]
+    assert not overriding, "no per-Dockerfile ignore file overrides the root one"
 
 
 # --- the offline build ---------------------------------------------------------------------------------------

@@ -268,3 +268,25 @@ def test_hpa_scales_the_worker_on_queue_depth() -> None:
     # the web receiver is not autoscaled on queue depth
     hpas = [d for d in documents() if d["kind"] == "HorizontalPodAutoscaler"]
     assert [h["spec"]["scaleTargetRef"]["name"] for h in hpas] == ["logomesh-worker"]
+
+
+def test_the_runtimeclass_overlay_runs_the_worker_pods_under_a_runtimeclass() -> None:
+    """deploy/k8s-runtimeclass: the base plus a RuntimeClass (Kata by default), the worker pods bound to it;
+    built by kustomize (kubectl's) and every object valid against the schemas."""
+    import shutil
+    import subprocess
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl (with kustomize) is not installed")
+    built = subprocess.run([kubectl, "kustomize", str(ROOT / "deploy" / "k8s-runtimeclass")], check=True,
+                           capture_output=True, text=True, timeout=120).stdout
+    docs = [d for d in yaml.safe_load_all(built) if d]
+    for doc in docs:
+        validate(doc)
+    (runtime_class,) = [d for d in docs if d["kind"] == "RuntimeClass"]
+    assert runtime_class["handler"] in ("kata", "kata-qemu", "kata-clh", "kata-fc", "sysbox-runc", "runsc")
+    pods = {d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Deployment"}
+    assert pods["logomesh-worker"]["runtimeClassName"] == runtime_class["metadata"]["name"]
+    assert "runtimeClassName" not in pods["logomesh-web"], "only the pods that run PR code need the VM"
+    assert len(docs) == len(documents()) + 1, "the base, unchanged but for the worker, plus the RuntimeClass"

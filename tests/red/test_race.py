@@ -41,6 +41,22 @@ class Flag:
     def mark(self) -> None:
         self.seen = self.seen | {1}
 '''
+ASYNC_LIMITER = '''"""Admits at most `limit` concurrent jobs."""
+import asyncio
+
+
+class Admission:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    async def admit(self) -> bool:
+        if self.used >= self.limit:
+            return False
+        await asyncio.sleep(0)  # records the admission elsewhere
+        self.used += 1
+        return True
+'''
 SHARED = "One `RateLimiter` instance is shared by all the server's request threads."
 
 
@@ -118,3 +134,23 @@ async def test_a_stated_assumption_makes_the_probe_required_beyond_the_budget(at
     assert len(races) == 1 and races[0].confirmed
     assert len(sandbox.probes) == 2 and analysis.search is not None
     assert analysis.search["required"] == [f"{races[0].id}|*|opcode-yield"]
+
+
+async def test_a_coroutine_checking_then_acting_across_an_await_is_confirmed_with_tasks(attack: Attack) -> None:
+    analysis, _agent, _sandbox = await attack({"shop/admission.py": ASYNC_LIMITER},
+                                              body="Admission is shared by the concurrent requests of the server.")
+    (race,) = analysis.findings
+    assert race.confirmed and race.severity == "high"
+    assert race.effect is not None and "a limit exceeded" in race.effect and race.reproducer is None
+    locked = ASYNC_LIMITER.replace("        self.used = 0\n",
+                                   "        self.used = 0\n        self._lock = asyncio.Lock()\n")
+    locked = locked.replace("        if self.used >= self.limit:\n            return False\n"
+                            "        await asyncio.sleep(0)  # records the admission elsewhere\n"
+                            "        self.used += 1\n        return True\n",
+                            "        async with self._lock:\n            if self.used >= self.limit:\n"
+                            "                return False\n            await asyncio.sleep(0)\n"
+                            "            self.used += 1\n            return True\n")
+    assert "async with self._lock" in locked
+    fixed, _a, _b = await attack({"shop/admission.py": locked},
+                                 body="Admission is shared by the concurrent requests of the server.")
+    assert fixed.findings == ()

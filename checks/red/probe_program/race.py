@@ -14,6 +14,7 @@ first trial whose concurrent run differs from the reference while the control do
 from checks.red.probe_program.common import CONFIG, WATCH, emit, failure, import_module
 
 # --- program ---
+import asyncio
 import collections
 import importlib
 import inspect
@@ -158,9 +159,42 @@ def interleaver(filename: str, opcodes: bool, rng: random.Random) -> Any:
     return hook
 
 
+def run_tasks(subject: Subject, threads: int, calls: int, mode: str) -> list[str]:
+    """A coroutine target: the same calls awaited one after another, or from tasks gathered together (they
+    interleave at every ``await``; the control makes them take turns with one ``asyncio.Lock``)."""
+
+    async def one() -> str:
+        try:
+            return ADDRESS.sub("", repr(await subject.target(**subject.call_args)))[:200]
+        except Exception as exc:
+            return "raised " + type(exc).__name__
+
+    async def task(turns: asyncio.Lock | None) -> list[str]:
+        mine = []
+        for _ in range(calls):
+            if turns is None:
+                mine.append(await one())
+            else:
+                async with turns:
+                    mine.append(await one())
+        return mine
+
+    async def drive() -> list[str]:
+        if mode == "sequential":
+            return [await one() for _ in range(threads * calls)]
+        turns = asyncio.Lock() if mode == "control" else None
+        parts = await asyncio.wait_for(asyncio.gather(*(task(turns) for _ in range(threads))), 5.0)
+        return [result for part in parts for result in part]
+
+    return asyncio.run(drive())
+
+
 def run(threads: int, calls: int, mode: str, seed: int) -> dict[str, Any]:
     subject = Subject()
     results: list[str] = []
+    if inspect.iscoroutinefunction(subject.target):
+        results = run_tasks(subject, threads, calls, mode)
+        return {"results": collections.Counter(results), "state": subject.state(), "subject": subject}
     if mode == "sequential":
         results = [subject.call() for _ in range(threads * calls)]
         return {"results": collections.Counter(results), "state": subject.state(), "subject": subject}
@@ -230,6 +264,7 @@ def main() -> None:
     emit("import", ok=True, sightings=WATCH.take())
     subject: Subject = reference["subject"]
     described = {"init_args": repr(subject.init_args), "call_args": repr(subject.call_args),
+                 "coroutine": inspect.iscoroutinefunction(subject.target),
                  "sequential": dict(reference["results"])}
     again = run(threads, calls, "sequential", 0)
     if again["results"] != reference["results"] or again["state"] != reference["state"]:
