@@ -87,7 +87,7 @@ async def test_a_failing_pr_gets_line_comments_that_follow_it_across_pushes(harn
     comments = _by_path(h)
     [shell] = comments["tools/run.py"]
     assert shell["body"].startswith(f"✅ Fixed in {third[:12]}") and "suggestion" not in shell["body"]
-    assert MARKER.search(shell["body"]).group(2) == " fixed"  # type: ignore[union-attr]
+    assert MARKER.search(shell["body"]).group(3) == " fixed"  # type: ignore[union-attr]
     assert len(comments["tools/config.py"]) == 1 and comments["tools/config.py"][0]["edits"] == 0
     assert any(entry.get("event") == "line comments" and entry.get("edited") == 1 for entry in logs)
 
