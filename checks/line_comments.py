@@ -140,7 +140,10 @@ def _body(group: list[Evidence], suggestion: str | None, print_: str) -> str:
     first = group[0]
     fix = fix_for(first)
     names = [n for n in (fix_for(ev).subject for ev in group) if n]
-    head = f"**{inline(fix.title, 200)}**"
+    title = fix.title
+    if first.kind == "red-finding" and not first.facts.get("confirmed"):
+        title = first.summary.split(":", 1)[0]  # e.g. "SQL injection (not confirmed)": not "exploited"
+    head = f"**{inline(title, 200)}**"
     if names:
         head += f" — {_subjects(names)}"
     lines = [head]

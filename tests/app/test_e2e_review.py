@@ -121,3 +121,20 @@ async def test_request_changes_only_where_configured(harness: Harness) -> None:
     await _review(h, base, head, "opened.payload.json")
     [review] = h.github.reviews.values()
     assert review["event"] == "REQUEST_CHANGES" and review["state"] == "CHANGES_REQUESTED"
+
+
+SQL = ("import sqlite3\n\n\ndef find(conn, name):\n"
+       "    return conn.execute(f\"SELECT * FROM users WHERE name = '{name}'\").fetchall()\n")
+
+
+async def test_string_built_sql_gets_a_parameter_suggestion(harness: Harness) -> None:
+    h = harness
+    h.settings = h.settings.model_copy(update={"red_team": "on"})  # its static taint pass needs no sandbox
+    base = _strict_base(h)
+    head = _push(h, base, {"shop/users.py": SQL}, "Find users by name")
+    await _review(h, base, head, "opened.payload.json")
+    [comment] = _by_path(h)["shop/users.py"]
+    assert comment["line"] == 5 and comment["body"].startswith("**SQL injection \\(not confirmed\\)**")
+    assert "query parameter" in comment["body"]
+    assert ("```suggestion\n    return conn.execute(\"SELECT * FROM users WHERE name = ?\", (name,)).fetchall()\n```"
+            in comment["body"])
