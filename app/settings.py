@@ -222,6 +222,8 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
     llm_max_retries: int = Field(default=3, ge=0, le=10)
     llm_max_tokens: int = Field(default=2048, ge=256, le=32000)
+    # sent with temperature 0 where the provider accepts a seed (OpenAI-compatible servers); recorded per call
+    llm_seed: int = Field(default=42, ge=0, le=2**31 - 1)
     # per review, across every judge and retry; the prices (USD per million tokens) turn tokens into cost
     llm_budget_tokens: int = Field(default=200_000, ge=1000)
     llm_budget_usd: float = Field(default=1.0, gt=0)

@@ -10,6 +10,10 @@ Each rule is a named function of its own, applied in this order per criterion:
                                *confirmed* flaw also caps the CIS.
 4. ``dissent_for``           — a spread above the rubric's limit between judges forces a written dissent.
 
+Before these rules, ``rehearing_order`` names every criterion whose judges spread by more than the rubric's
+``dissent_spread``: the court hears those judges once more (:mod:`checks.rehearing`), each shown the others'
+arguments and cited evidence, and the rules apply to the second round. A spread that survives it is a dissent.
+
 Then L is the judges' mean ruling, bounded to ±bound around its ground-truth anchor, and the CIS follows
 DESIGN.md exactly. ``rejection_first`` (rubric or repo config) turns any KILL into a failing verdict.
 
@@ -28,7 +32,8 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             cause named; never ``fail`` on its own.
 - *Rule of the Oracle*    — a test passes only under the change's harness (it fails under the base's test files
                             and configuration) or was reported passing although it raised: not ``pass``.
-- *Rule of Completion*    — the change's own test run did not complete: not ``pass``.
+- *Rule of Completion*    — the change's own test run (or the run of its code under the base's tests) did not
+                            complete: not ``pass``; the tests it never reached are *unreached*, never regressed.
 - *Rule of Untested Change* — mutants of the changed lines ran and none was detected: not ``pass``.
 - *Rule of Measurement*   — nothing changed (``nothing to review``), or nothing the court can analyse
                             (``not analysed: <languages>``): ``neutral``, never a score that claims measurement;
@@ -42,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from checks import cis
+from checks.deciding import score_reason
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
 from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, TestDiff, round_score
@@ -100,14 +106,35 @@ def rule_of_security(rubric: Rubric, criterion: Criterion, brief: Brief, score: 
     return score, False
 
 
-def dissent_for(rubric: Rubric, criterion: Criterion, opinions: Sequence[JudicialOpinion]) -> str | None:
-    """A written dissent when the judges' scores on one criterion spread by more than the rubric allows."""
+def extremes(rubric: Rubric, opinions: Sequence[JudicialOpinion]) -> tuple[JudicialOpinion, JudicialOpinion] | None:
+    """The highest and the lowest opinion on one criterion when they spread by more than the rubric allows."""
     if len(opinions) < 2:
         return None
     high = max(opinions, key=lambda o: (o.score, o.judge))
     low = min(opinions, key=lambda o: (o.score, o.judge))
     if high.score - low.score <= rubric.chief_justice.dissent_spread:
         return None
+    return high, low
+
+
+def rehearing_order(rubric: Rubric, opinions: Sequence[JudicialOpinion]) -> dict[str, str]:
+    """criterion id → why it is heard again: every criterion whose judges spread beyond ``dissent_spread``."""
+    order: dict[str, str] = {}
+    for criterion in rubric.criteria:
+        spread = extremes(rubric, by_criterion(opinions).get(criterion.id, []))
+        if spread is not None:
+            high, low = spread
+            order[criterion.id] = (f"{criterion.id}: {high.judge} {high.score}/5 and {low.judge} {low.score}/5 "
+                                   f"spread by {high.score - low.score} > {rubric.chief_justice.dissent_spread:g}")
+    return order
+
+
+def dissent_for(rubric: Rubric, criterion: Criterion, opinions: Sequence[JudicialOpinion]) -> str | None:
+    """A written dissent when the judges' scores on one criterion spread by more than the rubric allows."""
+    spread = extremes(rubric, opinions)
+    if spread is None:
+        return None
+    high, low = spread
     return (f"{criterion.title}: {high.judge} scored {high.score}/5 ({high.argument}) while {low.judge} scored "
             f"{low.score}/5 ({low.argument}).")
 
@@ -170,6 +197,16 @@ def _rule_of_environment(diff: TestDiff, verdict: str, reasons: list[str]) -> st
                      always_say=True)
 
 
+def _rule_of_completion(brief: Brief, diff: TestDiff, verdict: str, reasons: list[str]) -> str:
+    if brief.tests is not None and brief.tests.status in ("timeout", "error"):
+        return _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
+                         f"({brief.tests.reason})")
+    if diff.guard_tests is not None and diff.guard_tests.status in ("timeout", "error"):
+        return _not_pass(verdict, reasons, "Rule of Completion: the run of the change's code under the base's "
+                         f"tests did not complete ({diff.guard_tests.reason})")
+    return verdict
+
+
 def _rule_of_reproduction(diff: TestDiff, verdict: str, reasons: list[str]) -> str:
     if not diff.flaky:
         return verdict
@@ -197,6 +234,7 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                                 "be neither charged to this change nor passed over", always_say=True)
         verdict = _rule_of_environment(diff, verdict, reasons)
         verdict = _rule_of_reproduction(diff, verdict, reasons)
+        verdict = _rule_of_completion(brief, diff, verdict, reasons)  # an unmeasured base never silences it
     if diff is not None and diff.status == "measured":
         if diff.tampered:  # said even when a regression fails the change below: it says how it was hidden
             verdict = _not_pass(verdict, reasons, f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only "
@@ -216,9 +254,7 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                                 f"fail at head (first: {diff.unattributed[0].name}) that the base's run did not "
                                 "record, so they can be neither charged to this change nor passed over",
                                 always_say=True)
-        if brief.tests is not None and brief.tests.status in ("timeout", "error"):
-            verdict = _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
-                                f"({brief.tests.reason})")
+        verdict = _rule_of_completion(brief, diff, verdict, reasons)
         ran = [m for m in diff.mutants if m.status != "not_run"]
         if ran and not any(m.status in ("killed", "timeout") for m in ran):
             verdict = _not_pass(verdict, reasons, f"Rule of Untested Change: none of {len(ran)} small changes to "
@@ -295,7 +331,7 @@ def judge_case(
     if capped:
         reasons.append(capped)
     verdict = cis.verdict_for(rubric, final)
-    reasons.insert(0, f"CIS {final:.4f} against pass ≥ {rubric.verdict.pass_:.2f}, fail < {rubric.verdict.fail:.2f}")
+    reasons.insert(0, score_reason(final, rubric.verdict.pass_, rubric.verdict.fail))
     if verdict == "pass" and rubric.verdict.require_measured_tests_for_pass and testing is None:
         verdict = "neutral"
         reasons.append("Tests were not measured, so the verdict cannot be pass")

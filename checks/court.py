@@ -1,4 +1,5 @@
-"""The review as a fixed DAG over one state: detectives in parallel → judges in parallel → Chief Justice.
+"""The review as a fixed DAG over one state: detectives in parallel → judges in parallel → (one re-hearing of the
+criteria they disagree on, :mod:`checks.rehearing`) → Chief Justice.
 
 ``review(case, rubric, ...)`` is a pure function of its inputs and of the answers of the interfaces handed in:
 the same inputs give a byte-identical :class:`~checks.models.Evaluation`.
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 from checks import cis
 from checks.bounds import bounded_evidence, bounded_findings, bounded_opinion
-from checks.chief_justice import judge_case
+from checks.chief_justice import judge_case, rehearing_order
 from checks.detectives.registry import bench
 from checks.errors import DetectiveError
 from checks.hearing import hear
@@ -35,6 +36,7 @@ from checks.models import (
 )
 from checks.protocols import Detective, Embedder, Judge, Sandbox
 from checks.protocols import RedTeam as RedTeamAgent
+from checks.rehearing import rehear
 from rubric import Rubric
 
 
@@ -158,6 +160,8 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
                   differential=state.differential(), components=components)
 
     hearing = await hear(parts.judges, brief, rubric)
+    hearing, rehearing = await rehear(parts.judges, brief, rubric, hearing,
+                                      rehearing_order(rubric, hearing.opinions))
     state.opinions.extend(hearing.opinions)
     state.notices.extend(hearing.notices)
     opinions = hearing.opinions
@@ -197,6 +201,8 @@ async def review(case: Case, rubric: Rubric, parts: CourtParts | None = None) ->
         notices=tuple(state.notices),
         tests=brief.tests,
         differential=brief.differential,
+        rehearing=None if rehearing is None else rehearing.model_copy(update={
+            "first_round": tuple(bounded_opinion(o) for o in rehearing.first_round)}),
         semantic=brief.semantic,
         rubric=RubricRef(name=rubric.name, version=rubric.version, sha256=rubric.sha256),
         inputs=Inputs(

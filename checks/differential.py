@@ -16,7 +16,9 @@ tampered               passed at base, fails under the base's oracle, passes at 
                        behaviour broke); also any head test reported passing while its call raised (``rewritten``)
 removed                passed at base; missing (deleted, deselected) or skipped at head — unless the head's run
                        (or the oracle's) went past the cap on recorded tests: then it is *past the cap*, not
-                       measured
+                       measured; or that run did not complete (a timeout, a crash): then it is *unreached*, not
+                       measured (never *regressed* either; the court's Rule of Completion keeps such a change
+                       from ``pass``)
 fixed                  failed at base, passes under the base's oracle
 pre-existing failure   fails at base and at head the same way (``failed`` both times, or ``error`` both times):
                        not charged to the change
@@ -49,6 +51,7 @@ from checks.models import TestCaseResult, TestChange, TestDiff, TestRunResult
 
 PASSED = "passed"
 FAILING = ("failed", "error")
+INCOMPLETE = ("timeout", "error")  # a run that stopped early: the tests it did not reach have no outcome
 LISTED = 200
 
 
@@ -273,6 +276,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
     removed: list[str] = []
     expectation: list[str] = []
     past_cap: list[str] = []
+    unreached: list[str] = []
     unattributed: list[TestChange] = []
     unchanged = 0
     for name, was in sorted(at_base.items()):
@@ -283,6 +287,9 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         if was.outcome == PASSED:
             if (now is None and oracle.past_cap) or (now_outcome == PASSED and at_h is None and head.past_cap):
                 past_cap.append(name)  # the run recorded no outcome for it: not measured, never 'removed'
+            elif ((now is None and oracle.status in INCOMPLETE and not _failing(at_h))
+                  or (now_outcome == PASSED and at_h is None and head.status in INCOMPLETE)):
+                unreached.append(name)  # the run stopped before it: not measured, never 'regressed' or 'removed'
             elif now_outcome == PASSED:
                 if head_outcome in FAILING:
                     new_failing.append(_change(name, was.outcome, at_h, head_outcome))
@@ -349,6 +356,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         tampered=tuple(tampered[:LISTED]),
         environmental=tuple(environmental[:LISTED]),
         past_cap=tuple(past_cap[:LISTED]),
+        unreached=tuple(unreached[:LISTED]),
         unattributed=tuple(unattributed[:LISTED]),
         mutants=head.mutants,
         base_tests=base,

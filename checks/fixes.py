@@ -30,6 +30,7 @@ class Fix:
     hint: str
     subject: str | None = None  # the test or symbol the fix is about (shown as code)
     kind: str = ""
+    reproducer: str | None = None  # a short script that shows the flaw (a confirmed race)
 
 
 # kind → (title, hint). A kind absent here is shown with its evidence summary as the title.
@@ -126,8 +127,12 @@ def _fix(ev: Evidence) -> Fix:
     title, hint = WORDS.get(ev.kind, (ev.summary, ""))
     if ev.kind == "test-mutation" and int(ev.facts.get("killed", 1) or 0) > 0:
         title = "Some changes to the changed lines go unnoticed by the tests"
+    reproducer = ev.facts.get("reproducer")
+    if ev.kind == "red-finding" and ev.cwe == "CWE-362":
+        hint = "Hold one lock across the read, the check and the write of the shared state" + (
+            "; the script below reproduces the race." if isinstance(reproducer, str) else ".")
     return Fix(title=title, severity=ev.severity, location=ev.location, detail=_detail(ev), hint=hint,
-               subject=_test_name(ev), kind=ev.kind)
+               subject=_test_name(ev), kind=ev.kind, reproducer=reproducer if isinstance(reproducer, str) else None)
 
 
 def _veto(e: Evaluation) -> Fix | None:
@@ -154,6 +159,37 @@ def _low_score(e: Evaluation) -> Fix | None:
                hint="The details below show the facts behind each part.")
 
 
+_PARAMETERS = re.compile(r"^(?P<test>[^\[]+)\[(?P<ids>.*)\]$")
+
+
+def group_parameters(fixes: list[Fix]) -> list[Fix]:
+    """A parametrized test that fails under several parameter sets is one fix (in the place of its first), its
+    parameter ids listed: ``tests/t.py::test_div[0-1, 2-0]``, so one test never takes every slot of the report."""
+    groups: dict[tuple[str, str], list[Fix]] = {}
+    for fix in fixes:
+        match = _PARAMETERS.match(fix.subject or "")
+        if match:
+            groups.setdefault((fix.kind, match.group("test")), []).append(fix)
+    out: list[Fix] = []
+    for fix in fixes:
+        match = _PARAMETERS.match(fix.subject or "")
+        if not match:
+            out.append(fix)
+            continue
+        group = groups.pop((fix.kind, match.group("test")), None)
+        if group is None:  # said with its first parameter set
+            continue
+        if len(group) == 1:
+            out.append(fix)
+            continue
+        ids = [m.group("ids") for m in (_PARAMETERS.match(f.subject or "") for f in group) if m]
+        subject = f"{match.group('test')}[{', '.join(ids)}]"
+        detail = f"{len(group)} parameter sets fail; the first: {fix.detail}" if fix.detail else fix.detail
+        out.append(Fix(title=fix.title, severity=max((f.severity for f in group), key=lambda s: SEVERITY_ORDER[s]),
+                       location=fix.location, detail=detail, hint=fix.hint, subject=subject, kind=fix.kind))
+    return out
+
+
 def what_to_fix(e: Evaluation) -> list[Fix]:
     """The blocking facts of ``e``, worst first, one per problem (at most :data:`MAX_FIXES`)."""
     blocking = e.verdict != "pass"
@@ -177,6 +213,7 @@ def what_to_fix(e: Evaluation) -> list[Fix]:
             continue
         seen.add(key)
         fixes.append(_fix(ev))
+    fixes = group_parameters(fixes)
     veto = _veto(e)
     if veto is not None:  # first when it decided the verdict (rejection-first), else after the facts
         decided = any(r.startswith("Rejection-first") for r in e.verdict_reasons)

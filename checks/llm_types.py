@@ -47,3 +47,6 @@ class LLMReply(_Frozen):
     stop_reason: str | None = None
     usage: LLMUsage = LLMUsage()
     attempts: int = 1
+    sampling: dict[str, int | float] = Field(
+        default_factory=dict, description="the sampling parameters the request carried (temperature, seed); "
+        "empty when the provider accepts none")

@@ -320,6 +320,7 @@ class RedFinding(Model):
     location: Location | None = None
     payload: str | None = None
     effect: str | None = None
+    reproducer: str | None = Field(default=None, description="a short script that shows a confirmed race")
 
 
 class RedAnalysis(Model):
@@ -378,6 +379,9 @@ class TestDiff(Model):
                                           "(how, in ``cause``): not charged, never a pass")
     past_cap: tuple[str, ...] = Field(default=(), description="base tests not recorded at head because the run "
                                       "passed the cap on recorded tests: not measured, never 'removed'")
+    unreached: tuple[str, ...] = Field(default=(), description="base tests that a run which did not complete (a "
+                                       "timeout, a crash) at head or under the base's oracle never reached: not "
+                                       "measured, never 'regressed' or 'removed'")
     mutants: tuple[MutantResult, ...] = ()
     base_tests: TestRunResult | None = None
     guard_tests: TestRunResult | None = None
@@ -440,6 +444,18 @@ class Deliberation(Model):
     notices: tuple[str, ...] = ()
 
 
+class Rehearing(Model):
+    """The one re-hearing the Chief Justice orders when judges spread by more than the rubric's limit on a
+    criterion: which criteria and why, the first round's opinions on them, and who moved. The second round is
+    the Evaluation's ``opinions`` on those criteria."""
+
+    criteria: tuple[str, ...]
+    reasons: tuple[str, ...] = Field(description="per criterion, the spread that ordered it")
+    first_round: tuple[JudicialOpinion, ...] = Field(description="the opinions on those criteria before it")
+    moved: tuple[str, ...] = Field(default=(), description="'judge on criterion: first → second'")
+    notices: tuple[str, ...] = Field(default=(), description="judges that kept their opinion, and why")
+
+
 class CriterionRuling(Model):
     """The Chief Justice's ruling on one criterion: the final score and which rules moved it."""
 
@@ -499,6 +515,7 @@ class Evaluation(Model):
     rubric: RubricRef
     inputs: Inputs
     differential: TestDiff | None = None
+    rehearing: Rehearing | None = None
 
     def canonical_json(self) -> str:
         """Byte-stable JSON: sorted keys, fixed separators."""

@@ -84,6 +84,17 @@ class Judge(Protocol):
 
 
 @runtime_checkable
+class Reconsidering(Protocol):
+    """A judge that can be heard again (:mod:`checks.rehearing`): shown the first round's opinions, it answers
+    once more on ``criteria`` only. A judge without this keeps its first opinion."""
+
+    persona: str
+
+    async def reconsider(self, brief: Brief, rubric: Rubric, first: Sequence[JudicialOpinion],
+                         criteria: Sequence[str]) -> list[JudicialOpinion] | Deliberation: ...
+
+
+@runtime_checkable
 class LLMClient(Protocol):
     """Asks a language model for one answer in a fixed JSON shape; holds no tool that acts on anything.
 

@@ -1132,9 +1132,8 @@ def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequ
         evidence.append(Evidence(
             id=f"{DETECTIVE}.intent-mismatch", detective=DETECTIVE, kind="intent-mismatch",
             severity="high" if score < threshold / 2 else "medium", confidence=0.9,
-            summary=(f"The {source_words} {named}the code does not read like the change described (R = "
-                     f"{score:.2f}, under {threshold:.2f}): the integrity score keeps {penalty:.0%} of its value "
-                     f"(never less than {rubric.intent.floor:.0%}). Closest: "
+            summary=(f"The {source_words} {named}the code does not read like the change described, so the "
+                     "integrity score is reduced (the intent penalty in the table). Closest: "
                      f"{best[0]['location'] if best else '-'}; farthest: {worst[0]['location'] if worst else '-'}"),
             facts={"score": score, "threshold": threshold, "floor": rubric.intent.floor,
                    "penalty": round_score(penalty), "anchors": list(result.anchors),

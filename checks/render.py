@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from checks.deciding import deciding_rule, thresholds
 from checks.fixes import Fix, what_to_fix, worst_first
 from checks.links import GITHUB_WEB, GitHubLinks, cwe_url
 from checks.models import Evaluation, Evidence, JudicialOpinion, Location
@@ -76,6 +77,15 @@ def code(text: str, limit: int = 200, *, in_table: bool = False) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def code_block(text: str, language: str = "", indent: str = "", limit: int = 4000) -> str:
+    """A fenced code block showing ``text`` literally: fenced by one more backtick than its longest run (at least
+    three), each line indented by ``indent`` (inside a list item), capped."""
+    text = _BIDI.sub("", str(text))[:limit].rstrip("\n")
+    fence = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    body = "\n".join(indent + line for line in text.split("\n"))
+    return f"{indent}{fence}{language}\n{body}\n{indent}{fence}"
+
+
 def inline(text: str, limit: int = MAX_CELL, *, in_table: bool = False) -> str:
     """Escaped prose in which the ```…``` spans a detective wrote stay code spans."""
     text = " ".join(_BIDI.sub("", str(text)).split())
@@ -122,11 +132,6 @@ def _cwe(cwe: str | None) -> str:
     return f"[{escape_md(cwe or '')}]({url})" if url else escape_md(cwe or "")
 
 
-def _thresholds(e: Evaluation) -> str:
-    first = e.verdict_reasons[0] if e.verdict_reasons else ""
-    return first.split(" against ", 1)[1] if first.startswith("CIS ") and " against " in first else ""
-
-
 def _fix_line(n: int, fix: Fix, e: Evaluation, links: Links | None) -> str:
     parts = [f"{n}. **{inline(fix.title, 200)}**"]
     if fix.location is not None:
@@ -140,13 +145,15 @@ def _fix_line(n: int, fix: Fix, e: Evaluation, links: Links | None) -> str:
         parts.append("<br>" + ": ".join(detail))
     if fix.hint:
         parts.append(f"<br>*{inline(fix.hint, 300)}*")
+    if fix.reproducer:
+        parts.append("\n\n   <details><summary>Reproducer</summary>\n\n" + code_block(fix.reproducer, "python", "   ")
+                     + "\n   </details>\n")
     return "".join(parts)
 
 
 def _lead(e: Evaluation, fixes: list[Fix], links: Links | None, limit: int, more_where: str) -> list[str]:
     count = f" · {len(fixes)} to fix" if e.verdict != "pass" and fixes else ""
-    lines = [f"### {VERDICT_ICON[e.verdict]} LogoMesh: {VERDICT_WORD[e.verdict]}{count} · CIS {e.cis_score:.2f}",
-             ""]
+    lines = [f"### {VERDICT_ICON[e.verdict]} LogoMesh: {headline(e)}{count}", ""]
     if not fixes:
         lines.append("Nothing blocks this change." if e.verdict == "pass" else "Nothing specific to fix.")
         return lines
@@ -165,7 +172,7 @@ def _scores(e: Evaluation, links: Links | None) -> list[str]:
     docs = links.docs_url if links is not None else DOCS_URL
     red = f"−{e.red_penalty_applied * 100:.0f} %" if e.red_penalty_applied else "none"
     intent = f"×{e.intent_penalty:.2f}" if e.intent_penalty < 1 else "none"
-    limits = _thresholds(e)
+    limits = thresholds(e)
     return [
         "| R intent | A architecture | T tests | L judges | Red-team penalty | Intent penalty | CIS |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -176,7 +183,8 @@ def _scores(e: Evaluation, links: Links | None) -> list[str]:
         "<sub>CIS, the contextual integrity score, weighs R (does the code do what the PR says), A (architecture "
         "and the repository's rules), T (tests run in a sandbox, compared with the base branch and mutated) and "
         "L (the judges' reasoning, held to the facts), less the penalties"
-        + (f"; {escape_md(limits, 80)}" if limits else "") + f". [How it is scored]({docs})</sub>",
+        + (f"; {escape_md(limits, 80)}" if limits else "") + ". Named rules decide before the score: a test that "
+        f"fails now, a judge's veto, tests not measured. [How it is scored]({docs})</sub>",
     ]
 
 
@@ -217,8 +225,14 @@ def _judges(e: Evaluation) -> list[str]:
     if quiet > 0:
         lines += ["", f"<sub>{quiet} opinion(s) within a point of the ruling are not quoted; every argument is in "
                       "the DBOM.</sub>"]
+    if e.rehearing is not None:
+        who_moved = "; ".join(e.rehearing.moved) or "no judge moved"
+        lines += ["", f"Re-heard once (judges spread by more than the rubric allows on "
+                      f"{escape_md(', '.join(e.rehearing.criteria))}): {inline(who_moved, 500)}. Both rounds are in "
+                      "the DBOM."]
     if e.dissent:
-        lines += ["", *[f"> {inline(d, 1000)}" for d in e.dissent]]
+        quoted = [f"> {inline(d, 1000)}" for d in e.dissent]
+        lines += ["", *"\n>\n".join(quoted).splitlines()]  # one paragraph per dissent
     return lines
 
 
@@ -241,7 +255,7 @@ def _evidence(e: Evaluation, links: Links | None) -> list[str]:
 
 
 def _reasons(e: Evaluation) -> list[str]:
-    rules = list(e.verdict_reasons[1:] if _thresholds(e) else e.verdict_reasons)
+    rules = list(e.verdict_reasons[1:] if thresholds(e) else e.verdict_reasons)
     lines: list[str] = []
     if rules:
         lines += ["**Why this verdict**", "", *[f"- {inline(r, 500)}" for r in rules]]
@@ -291,19 +305,30 @@ def render_markdown(e: Evaluation, dbom_url: str | None = None, *, links: Links 
     return "\n".join(lines) + "\n"
 
 
+def headline(e: Evaluation) -> str:
+    """The verdict and what decided it: the named rule ("Fail · a test that passed before fails now"), else the
+    score ("Neutral · CIS 0.62")."""
+    rule = deciding_rule(e)
+    return f"{VERDICT_WORD[e.verdict]} · {rule}" if rule else f"{VERDICT_WORD[e.verdict]} · CIS {e.cis_score:.2f}"
+
+
 def render_title(e: Evaluation) -> str:
-    """The check run's title: the verdict and the first thing to fix."""
+    """The check run's title: the verdict, what decided it, and the first thing to fix unless the rule says it."""
     fixes = what_to_fix(e)
-    head = f"{VERDICT_WORD[e.verdict]} · CIS {e.cis_score:.2f}"
+    head = headline(e)
     if e.verdict == "pass" or not fixes:
         return head
+    first = " ".join(fixes[0].title.split())
     more = f" (+{len(fixes) - 1} more)" if len(fixes) > 1 else ""
-    return f"{head} · {' '.join(fixes[0].title.split())}{more}"[:255]
+    if deciding_rule(e) is not None:
+        return f"{head} · {len(fixes)} to fix"[:255] if len(fixes) > 1 else head[:255]
+    return f"{head} · {first}{more}"[:255]
 
 
 def render_text(e: Evaluation) -> str:
     lines = [
-        f"LogoMesh verdict: {e.verdict.upper()}  CIS {e.cis_score:.4f} (raw {e.cis_raw:.4f})",
+        f"LogoMesh verdict: {e.verdict.upper()}  CIS {e.cis_score:.4f} (raw {e.cis_raw:.4f})"
+        + (f"  decided by the rule: {rule}" if (rule := deciding_rule(e)) else ""),
         f"  R {e.rationale_score:.2f}{'' if e.measured.get('rationale') else ' (not measured)'}"
         f"  A {e.architecture_score:.2f}"
         f"  T {e.testing_score:.2f}{'' if e.measured.get('testing') else ' (not measured)'}"
@@ -324,6 +349,9 @@ def render_text(e: Evaluation) -> str:
                 lines.append(f"     {subject}{' '.join(fix.detail.split())[:300]}")
             if fix.hint:
                 lines.append(f"     hint: {fix.hint}")
+            if fix.reproducer:
+                lines.append("     reproducer:")
+                lines += [f"       {line}" for line in fix.reproducer.splitlines()]
     if notable := _notable(e):
         lines.append("Findings:")
         lines += [f"  [{ev.severity}] {ev.location or ''} {ev.summary}".rstrip() for ev in notable[:20]]

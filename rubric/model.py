@@ -167,6 +167,10 @@ class RedKindRule(_Frozen):
         "severity when a sandbox probe confirmed the exploit; null: not confirmable by a probe"))
     unconfirmed: Literal["high", "medium", "low"] = Field(description=(
         "severity of a static finding that no probe confirmed; never critical: critical requires confirmation"))
+    assumed: Literal["high", "medium", "low"] | None = Field(default=None, description=(
+        "severity of an unconfirmed finding when the PR or the repository says the code must hold up to it (e.g. "
+        "'thread-safe', 'shared by request threads'): the stated assumption makes the construct evidence; null: "
+        "as unconfirmed"))
     confidence: float = unit()
 
 

@@ -1,12 +1,14 @@
-"""EgressProxy: the only way out of a setup container, and it leads only to the package index.
+"""The egress proxy: the only way out of a setup container, and it leads only to the package index.
 
-The setup phase runs on a Docker network created ``internal`` (no route off the host). The one address it can
-reach is the network's gateway on this host, where this proxy listens. It speaks just enough HTTP for pip:
-``CONNECT host:port`` (HTTPS, tunnelled; TLS stays end to end, so the container needs the CA bundle of whatever
-the host trusts) and absolute-URI requests (``GET http://host:port/…``, for an index on plain HTTP). Any other
-destination gets ``403`` and is recorded, so a review can say what the setup tried to reach.
+It runs as a container of its own (:mod:`sandbox.setup_network` starts this file with the sandbox image's
+``python3``: standard library only), on the setup network and on the engine's default bridge. It speaks just
+enough HTTP for pip: ``CONNECT host:port`` (HTTPS, tunnelled; TLS stays end to end, so the setup container needs
+the CA bundle of whatever the host trusts) and absolute-URI requests (``GET http://host:port/…``, for an index on
+plain HTTP). Any other destination gets ``403`` and is appended to the proxy's log file as ``refused host:port``,
+so a review can say what the setup tried to reach.
 
-Errors: :class:`~sandbox.errors.SandboxError` when the proxy cannot listen.
+Run: ``python3 egress.py PORT LOG_FILE host:port…`` (the allowed destinations, :func:`allowed_for`); it writes
+``listening`` to the log once it accepts connections.
 """
 
 from __future__ import annotations
@@ -15,16 +17,19 @@ import contextlib
 import select
 import socket
 import socketserver
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit
-
-from sandbox.errors import SandboxError
 
 MAX_HEADER = 64 * 1024
 IDLE_SECONDS = 120.0
 DEFAULT_PORTS = {"http": 80, "https": 443}
+READY = "listening"
+REFUSED = "refused "
+MAX_LOGGED = 100
 
 
 def allowed_for(urls: Iterable[str], extra_hosts: Iterable[str] = ()) -> frozenset[tuple[str, int]]:
@@ -46,15 +51,27 @@ def allowed_for(urls: Iterable[str], extra_hosts: Iterable[str] = ()) -> frozens
 
 @dataclass
 class EgressLog:
-    allowed: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
+    """The refused destinations, each once (at most ``MAX_LOGGED``), appended to ``path`` as they happen."""
+
+    path: Path
+    refused: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, target: str, ok: bool) -> None:
+    def write(self, line: str) -> None:
+        with self.lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+    def refuse(self, target: str) -> None:
         with self.lock:
-            bucket = self.allowed if ok else self.refused
-            if target not in bucket and len(bucket) < 100:
-                bucket.append(target)
+            if target in self.refused or len(self.refused) >= MAX_LOGGED:
+                return
+            self.refused.add(target)
+        self.write(REFUSED + target[:200])
+
+
+def refused_in(log_text: str) -> tuple[str, ...]:
+    """The refused destinations a proxy's log file names, sorted."""
+    return tuple(sorted({line[len(REFUSED):] for line in log_text.splitlines() if line.startswith(REFUSED)}))
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -101,14 +118,12 @@ class _Handler(socketserver.BaseRequestHandler):
     def _tunnel(self, client: socket.socket, host: str, port: int, first: bytes, *, connect: bool) -> None:
         target = f"{host}:{port}"
         if (host, port) not in self.server.allowed:
-            self.server.log.add(target, False)
+            self.server.log.refuse(target)
             return self._reply(client, 403, f"egress to {target} is not allowed: only the package index is")
         try:
             upstream = socket.create_connection((host, port), timeout=30)
         except OSError as exc:
-            self.server.log.add(target, True)
             return self._reply(client, 502, f"cannot reach {target}: {exc.__class__.__name__}")
-        self.server.log.add(target, True)
         with upstream:
             if connect:
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -143,31 +158,18 @@ class _Server(socketserver.ThreadingTCPServer):
     log: EgressLog
 
 
-class EgressProxy:
-    """A proxy on ``bind`` that lets through only ``allowed`` destinations; a context manager."""
+def main(argv: list[str]) -> int:
+    """Serve on ``0.0.0.0:PORT`` until killed; see the module's docstring for the arguments."""
+    port, log_path, *destinations = argv
+    allowed = frozenset((host.strip("[]").lower(), int(number))
+                        for host, _, number in (d.rpartition(":") for d in destinations))
+    server = _Server(("0.0.0.0", int(port)), _Handler)  # noqa: S104 - its own network namespace
+    server.allowed = allowed
+    server.log = EgressLog(Path(log_path))
+    server.log.write(READY)
+    server.serve_forever()
+    return 0
 
-    def __init__(self, bind: str, allowed: frozenset[tuple[str, int]]) -> None:
-        try:
-            self._server = _Server((bind, 0), _Handler)
-        except OSError as exc:
-            raise SandboxError(f"the setup proxy cannot listen on {bind}: {exc}") from exc
-        self._server.allowed = allowed
-        self._server.log = EgressLog()
-        self._thread = threading.Thread(target=self._server.serve_forever, name="logomesh-egress", daemon=True)
 
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    @property
-    def log(self) -> EgressLog:
-        return self._server.log
-
-    def __enter__(self) -> EgressProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -6,7 +6,8 @@ None; ``paths`` lists the tree). It looks, in this order, at:
 - ``pyproject.toml``: ``requires-python``; ``[build-system] requires`` (the editable install runs offline, so the
   backend must be in the environment); ``[project] dependencies``; the test extras and dependency groups
   (``test``, ``tests``, ``testing``; ``dev`` only when none of those exists), ``include-group`` resolved;
-- ``setup.cfg``: ``install_requires`` and the same extras; ``setup.py`` alone implies setuptools;
+- ``setup.cfg``: ``install_requires`` and the same extras; ``setup.py`` implies setuptools, and the literal
+  ``install_requires``, test extras and ``python_requires`` of its ``setup(...)`` call are read too (never run);
 - ``requirements*.txt`` and ``requirements/*.txt`` (``.txt`` preferred over a pip-tools ``.in``) named for
   tests (or dev when none is), and the top-level ``requirements.txt``, with ``-r`` includes followed inside the tree;
 - ``tox.ini`` ``[testenv]`` ``deps`` (``-r`` followed) and ``extras``;
@@ -33,6 +34,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from checks.models import EnvironmentPlan
 from sandbox.runners_config import nox_deps, requirement_ok, tox_deps
+from sandbox.setup_py import read_setup_py
 
 Reader = Callable[[str], str | None]
 TEST_NAMES = ("test", "tests", "testing")
@@ -219,6 +221,13 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
     if ("setup.py" in names or "setup.cfg" in names) and not install_project:
         install_project = True
         add("setup.py (setuptools)", ["setuptools>=61", "wheel"])
+    if "setup.py" in names:  # the project installs with --no-deps: what setup() requires must be listed here
+        declared_py = read_setup_py(read("setup.py"))
+        add("setup.py install_requires", declared_py.install_requires)
+        cfg_extras.update({k: "\n".join(v) for k, v in declared_py.extras_require.items() if k not in cfg_extras})
+        for extra in _pick(list(declared_py.extras_require)):
+            add(f"setup.py extras_require {extra}", declared_py.extras_require[extra])
+        requires_python = requires_python or declared_py.python_requires
     files = sorted(p for p in names if re.fullmatch(r"(requirements[^/]*|requirements/[^/]+)\.(txt|in)", p))
     txt = {p.rsplit(".", 1)[0] for p in files if p.endswith(".txt")}
     files = [p for p in files if p.endswith(".txt") or p.rsplit(".", 1)[0] not in txt]

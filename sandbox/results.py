@@ -34,6 +34,7 @@ MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 OUTCOMES = ("passed", "failed", "error", "skipped")
 MUTANT_STATUSES = ("killed", "survived", "uncovered", "timeout", "not_run")
 LAST_LINES = 12
+NOTHING_WRONG = (0, 5)  # pytest's exit codes for "all passed" and "no tests collected"
 LAST_CHARS = 1500
 # how a process that ended without its collector's record was stopped: exit codes and negative signal numbers
 ENDINGS = {
@@ -159,6 +160,17 @@ def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -
         why.append(fix_hint(import_line))
         return TestRunResult(status="env_error", reason="; ".join(why), **fields)
     executed = counts["passed"] + counts["failed"] + counts["errored"]
+    code = loaded.get("exit_code")
+    if not executed and isinstance(code, int) and not isinstance(code, bool) and code not in NOTHING_WRONG:
+        # pytest stopped before any test ran and without a collection error: a conftest or plugin that would not
+        # load ("ImportError while loading conftest", exit code 4) is a run that did not complete, never "no tests"
+        output = base.get("output") if isinstance(base.get("output"), str) else ""
+        tail = last_lines(str(output))
+        line = import_error_line([tail])
+        stopped = (f"pytest stopped before running any test (exit code {code})"
+                   + (f": {line}; {fix_hint(line)}" if line else "")
+                   + (f"; pytest's last lines:\n{tail}" if tail else "; pytest printed nothing"))
+        return TestRunResult(status="error", reason=stopped, **fields)
     status = "ran" if executed else "no_tests"
     if past_cap:
         fields["reason"] = (f"{past_cap} test(s) past the first {MAX_TESTS} ran but were not recorded: they are "

@@ -2,8 +2,8 @@
 
 For an :class:`~checks.models.EnvironmentPlan` with requirements (or a repository's own ``test.setup`` command):
 
-1. a Docker network created ``internal`` (no route off the host) and an :class:`~sandbox.egress.EgressProxy` on
-   its gateway that lets through only the index's hosts;
+1. a Docker network (:mod:`sandbox.setup_network`) whose only reachable address is the egress proxy
+   (:mod:`sandbox.egress`, a container of its own) that lets through only the index's hosts;
 2. a setup container on that network (writable root, its own limits and timeout) that makes a venv of the chosen
    interpreter at ``/opt/logomesh/envs/project``, installs the requirements through the proxy with the
    operator's CA bundle, and appends LogoMesh's tools (pytest, coverage) to its path *after* the project's pins;
@@ -29,18 +29,18 @@ import json
 import logging
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from docker.errors import DockerException, ImageNotFound
 
 from checks.models import EnvironmentPlan, SetupReport, TestSpec
-from sandbox.egress import EgressProxy, allowed_for
+from sandbox.egress import allowed_for
 from sandbox.environment import install_script, not_installed
 from sandbox.errors import SandboxError
 from sandbox.limits import SANDBOX_UID
 from sandbox.redact import clean_test_output
+from sandbox.setup_network import plain_http_index, setup_network
 from sandbox.tarball import owned_files_tar
 
 if TYPE_CHECKING:
@@ -272,22 +272,15 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
     started = time.monotonic()
     api = sandbox.client.api
     options = sandbox.setup
-    name = f"logomesh-setup-{uuid.uuid4().hex[:16]}"
-    try:
-        network = sandbox.client.networks.create(name, driver="bridge", internal=True, labels=sandbox._labels())
-        run.networks.append(network.id)
-        network.reload()
-        gateway = network.attrs["IPAM"]["Config"][0]["Gateway"]
-    except (DockerException, KeyError, IndexError) as exc:
-        raise SandboxError(f"the setup network could not be created: {exc}") from exc
     limits = replace(sandbox.limits, memory_mb=max(sandbox.limits.memory_mb, options.memory_mb),
                      pids=max(sandbox.limits.pids, options.pids), cpus=max(sandbox.limits.cpus, 1.0),
                      tmp_mb=max(sandbox.limits.tmp_mb, 1024), fsize_mb=max(sandbox.limits.fsize_mb, 1024),
                      nofile=max(sandbox.limits.nofile, 4096), timeout_seconds=options.timeout_seconds)
     allowed = allowed_for([options.index_url], options.extra_hosts)
-    with EgressProxy(gateway, allowed) as proxy:
+    with setup_network(sandbox, run, allowed) as network:
         try:
-            helper = sandbox._create(run, sandbox.image, network=name, read_only=False, mounts=[], limits=limits)
+            helper = sandbox._create(run, sandbox.image, network=network.name, read_only=False, mounts=[],
+                                     limits=limits)
             run.helpers.append(helper)
             api.start(helper)
             files = {"requirements.txt": ("\n".join(plan.requirements) + "\n").encode()}
@@ -299,11 +292,12 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         except (DockerException, OSError) as exc:
             raise SandboxError(f"the setup container could not start: {exc}") from exc
         env = {
-            "HTTP_PROXY": proxy.url, "HTTPS_PROXY": proxy.url, "http_proxy": proxy.url, "https_proxy": proxy.url,
+            "HTTP_PROXY": network.proxy_url, "HTTPS_PROXY": network.proxy_url, "http_proxy": network.proxy_url,
+            "https_proxy": network.proxy_url,
             "NO_PROXY": "", "no_proxy": "", "PIP_INDEX_URL": options.index_url, "PIP_NO_CACHE_DIR": "1",
             "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_PROGRESS_BAR": "off", "PIP_DEFAULT_TIMEOUT": "60",
             "HOME": "/tmp", "TMPDIR": "/tmp",  # noqa: S108 - the container's own tmpfs
-            **_env_vars(True),
+            **_env_vars(True), **plain_http_index(options.index_url),
         }
         if options.ca_bundle is not None:
             for variable in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
@@ -331,8 +325,8 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                 log.info("sandbox environment %s: %s after %.3f s", tag, why, time.monotonic() - started)
                 return Prepared(image=sandbox.image, failure=why + (": " + " | ".join(last) if last else ""),
                                 output=text, report=SetupReport(status="failed", reason=why,
-                                                                refused=tuple(sorted(proxy.log.refused))))
-        refused = tuple(sorted(proxy.log.refused))
+                                                                refused=network.refused()))
+        refused = network.refused()
         scan = asyncio.run(sandbox._exec_in(helper, [ENV_PYTHON, "-I", "-S", "-c", SCAN, site], limits, env=env,
                                               workdir="/"))
         startup = _startup_found(bytes(scan.stdout).decode("utf-8", "replace"))

@@ -47,9 +47,9 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("LOGOMESH_SANDBOX_IMAGE", "its image (logomesh sandbox build-image)"),
     ("LOGOMESH_EMBEDDING", "auto|on|off: the model that measures R"),
     ("LOGOMESH_RED_TEAM", "auto|on|off: the Red Agent"),
-    ("LOGOMESH_LLM_PROVIDER", "offline|anthropic: who judges (offline)"),
-    ("LOGOMESH_LLM_API_KEY", "the Anthropic API key"),
-    ("LOGOMESH_LLM_MODEL", "the Anthropic model"),
+    ("LOGOMESH_LLM_PROVIDER", "offline|anthropic|openai: who judges (offline)"),
+    ("LOGOMESH_LLM_API_KEY", "the provider's API key"),
+    ("LOGOMESH_LLM_MODEL", "the provider's model"),
     ("LOGOMESH_RUBRIC_PATH", "a rubric JSON instead of the bundled one"),
     ("LOGOMESH_DATABASE_URL", "the ledger's database (SQLite in LOGOMESH_HOME)"),
 )

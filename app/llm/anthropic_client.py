@@ -3,8 +3,9 @@
 - Structured output: the request declares one tool whose ``input_schema`` is the pydantic JSON Schema of the
   answer and forces it with ``tool_choice``; the court validates the input again with pydantic.
 - Sampling: SDK 2.x speaks API version 2026-10-21, which rejects ``temperature``/``top_p``/``top_k`` at any
-  value (HTTP 400), so none is sent. Determinism of the *score* comes from the Chief Justice's bounds, not
-  from sampling.
+  value (HTTP 400; the SDK has dropped the parameters), and the Messages API has never taken a ``seed``, so
+  none is sent and every reply records ``sampling={}``. Determinism of the *score* comes from the Chief
+  Justice's bounds, not from sampling.
 - Retries are ours (the SDK's are off), shared with every provider (:mod:`app.llm.retry`): exponential backoff
   with jitter on connection errors, timeouts, 408, 409, 429, 5xx and 529 (overloaded), honouring
   ``retry-after-ms``/``retry-after`` and ``x-should-retry``.

@@ -9,8 +9,10 @@ LM Studio …): ``POST {base_url}/chat/completions`` with the base URL as the se
   ``choices[0].message.tool_calls[0].function.arguments``, a JSON string; arguments that are not a JSON object
   come back as "no tool call" with the reason in ``stop_reason``, so the judge's one repair shows the model what
   went wrong. The court validates the input again with pydantic.
-- Sampling: ``temperature: 0`` — a local model then gives the same answer to the same prompt, which keeps the
-  record reproducible. ``max_tokens`` caps the output (OpenAI's reasoning models refuse both parameters).
+- Sampling: ``temperature: 0`` and a fixed ``seed`` (``LOGOMESH_LLM_SEED``, 42) — a local model then gives the
+  same answer to the same prompt, and OpenAI samples "best effort" deterministically, which keeps the record
+  reproducible; both travel with every reply (``LLMReply.sampling``) into the judge's record. ``max_tokens`` caps
+  the output (OpenAI's reasoning models refuse these parameters).
 - Authentication: ``Authorization: Bearer <key>`` only when a key is configured; local servers need none.
 - Redirects are not followed (the prompt goes where it was configured to go, or nowhere).
 - Retries and budget are the shared ones (:mod:`app.llm.retry`, :mod:`app.llm.budget`); the usage settles from
@@ -55,12 +57,14 @@ class OpenAICompatibleClient:
         api_key: str | None = None,
         timeout_seconds: float = 60.0,
         max_tokens: int = 2048,
+        seed: int = 42,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.model_id = model
         self.budget = budget
         self.max_tokens = max_tokens
+        self.sampling: dict[str, int | float] = {"temperature": 0, "seed": seed}
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()  # the backoff and the retry-after cap, shared by the providers
         headers = {"accept": "application/json"}
@@ -80,7 +84,7 @@ class OpenAICompatibleClient:
         return {
             "model": self.model_id,
             "max_tokens": self.max_tokens,
-            "temperature": 0,
+            **self.sampling,
             "stream": False,
             "messages": [{"role": "system", "content": request.system},
                          *({"role": t.role, "content": t.text} for t in request.turns)],
@@ -153,7 +157,8 @@ class OpenAICompatibleClient:
         response_id = body.get("id") if isinstance(body.get("id"), str) and body.get("id") else "(no id)"
         model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else self.model_id
         reply = LLMReply(response_id=str(response_id), model=str(model), tool_input=tool_input,
-                         text="\n".join(texts), stop_reason=stop_reason, usage=usage, attempts=attempts)
+                         text="\n".join(texts), stop_reason=stop_reason, usage=usage, attempts=attempts,
+                         sampling=self.sampling)
         return reply, usage
 
 

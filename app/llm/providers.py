@@ -49,7 +49,7 @@ def _openai(settings: Settings, budget: ReviewBudget) -> ClosableLLMClient:
 
     return OpenAICompatibleClient(model=settings.llm_model, budget=budget, base_url=settings.llm_base_url,
                                   api_key=settings.llm_key(), timeout_seconds=settings.llm_timeout_seconds,
-                                  max_tokens=settings.llm_max_tokens,
+                                  max_tokens=settings.llm_max_tokens, seed=settings.llm_seed,
                                   retry=RetryPolicy(max_retries=settings.llm_max_retries))
 
 

@@ -45,7 +45,7 @@ class RedTeam:
                 confidence=finding.confidence,
                 cwe=finding.cwe,
                 facts={"confirmed": finding.confirmed, "payload": finding.payload, "effect": finding.effect,
-                       "security": True},
+                       "security": True, **({"reproducer": finding.reproducer} if finding.reproducer else {})},
             )
             for finding in analysis.findings
         ]

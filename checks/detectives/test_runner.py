@@ -288,10 +288,10 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
                  + (f" ({not_run} not run within the budget)" if not_run else "")),
         facts={"killed": killed, "total": len(mutants), "not_run": not_run})]
     for mutant in [m for m in mutants if m.status in ("survived", "uncovered")][:MAX_MUTANTS_LISTED]:
-        why = "no test runs this line" if mutant.status == "uncovered" else "is not detected by any test"
+        why = "no test runs this line" if mutant.status == "uncovered" else "no test detects this change"
         items.append(Evidence(
             id=f"{ID}.mutant:{mutant.id}", detective=ID, kind="surviving-mutant", severity="low",
-            summary=f"{mutant.description} at {mutant.path}:{mutant.line} {why}",
+            summary=f"{mutant.description} at {mutant.path}:{mutant.line}: {why}",
             location=Location(path=mutant.path, line=mutant.line),
             facts={"status": mutant.status, "description": mutant.description, "tests_run": mutant.tests_run}))
     return items

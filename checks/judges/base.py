@@ -7,7 +7,7 @@ read the record.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -127,6 +127,21 @@ class OfflineJudge:
     def rule(self, brief: Brief, d: Docket) -> JudicialOpinion:
         raise NotImplementedError
 
+    async def reconsider(self, brief: Brief, rubric: Rubric, first: Sequence[JudicialOpinion],
+                         criteria: Sequence[str]) -> list[JudicialOpinion]:
+        """The re-hearing, by :func:`reconsidered`, on each of ``criteria`` this persona gave an opinion on."""
+        evidence = {e.id: e for e in brief.evidence}
+        answers: list[JudicialOpinion] = []
+        for criterion_id in criteria:
+            on = [o for o in first if o.criterion_id == criterion_id]
+            own = next((o for o in on if o.judge == self.persona), None)
+            if own is None:
+                continue
+            bound = rubric.criterion(criterion_id).security and confirmed_security_flaw(brief)
+            answers.append(reconsidered(own, [o for o in on if o.judge != self.persona], evidence,
+                                        flaw_established=bound))
+        return answers
+
     def rule_audit(self, brief: Brief, d: Docket) -> JudicialOpinion:
         raise NotImplementedError
 
@@ -159,3 +174,45 @@ def registered_personas() -> dict[str, type[OfflineJudge]]:
 def charges(d: Docket, minimum: str) -> list[str]:
     """The summaries of the adverse evidence at ``minimum`` severity or worse."""
     return [e.summary for e in d.adverse if SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER[minimum]]
+
+
+def _supports(e: Evidence, upward: bool) -> bool:
+    """Whether ``e`` argues for a higher score (a favourable, ``info`` fact) or a lower one (an adverse fact)."""
+    return (e.severity == "info") == upward
+
+
+def reconsidered(own: JudicialOpinion, others: Sequence[JudicialOpinion], evidence: Mapping[str, Evidence], *,
+                 flaw_established: bool = False) -> JudicialOpinion:
+    """An offline persona's second opinion, shown the others' opinions on the same criterion. The rule:
+
+    1. Another judge *pulls* only with evidence: its score differs from ours and it cites at least one fact on
+       the record that argues its way — a favourable (``info``) fact to pull up, an adverse one to pull down.
+       An argument without such a fact moves nobody.
+    2. The target is the mean of the pulling judges' scores; at least one point away, we move ONE point toward
+       it (never further: one re-hearing narrows a spread, it does not flip a ruling).
+    3. A KILL stands, and on a security criterion with an established (confirmed) flaw no one moves up.
+
+    The argument says who moved us and by which fact.
+    """
+    if own.verdict == "KILL":
+        return own
+    pulls: list[tuple[JudicialOpinion, Evidence]] = []
+    for other in sorted(others, key=lambda o: o.judge):
+        if other.score == own.score:
+            continue
+        upward = other.score > own.score
+        if upward and flaw_established:
+            continue
+        fact = next((evidence[i] for i in other.cited_evidence if i in evidence
+                     and _supports(evidence[i], upward)), None)
+        if fact is not None:
+            pulls.append((other, fact))
+    if not pulls:
+        return own
+    target = sum(o.score for o, _ in pulls) / len(pulls)
+    if abs(target - own.score) < 1:
+        return own
+    score = clamp_score(own.score + (1 if target > own.score else -1))
+    who = "; ".join(f"{o.judge} ({o.score}/5, citing {fact.id}: {fact.summary})" for o, fact in pulls)
+    argument = f"{own.argument} On re-hearing, moved from {own.score} to {score}/5 by {who}."
+    return own.model_copy(update={"score": score, "argument": argument})

@@ -17,6 +17,7 @@ inputs give the same prompt (and prompt hash): the record stays reproducible.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,13 +32,14 @@ from checks.judges.prompt import (
     OpinionsAnswer,
     answer_schema,
     derive_nonce,
+    rehearing_prompt,
     repair_prompt,
     system_prompt,
     user_prompt,
 )
 from checks.llm_types import LLMReply, LLMRequest, LLMTurn, LLMUsage
 from checks.models import Brief, Deliberation, Evidence, JudicialOpinion, sha256_text
-from checks.protocols import Judge, LLMClient
+from checks.protocols import Judge, LLMClient, Reconsidering
 from checks.redaction import redact_secrets, truncate
 from rubric import Rubric
 
@@ -101,6 +103,7 @@ class LLMJudge:
         self._nonce_key = nonce_key
         self._known_secrets = known_secrets
         self._digest = digest
+        self._fell_back: set[str] = set()  # the nonces of the cases the offline persona ruled: it re-hears them too
 
     def first_request(self, brief: Brief, rubric: Rubric) -> LLMRequest:
         """The first request this judge sends for ``brief`` (pure; exposed for tests and audits)."""
@@ -150,6 +153,51 @@ class LLMJudge:
         return Deliberation(judge=self.persona, opinions=tuple(opinions),
                             evidence=(self._record(request, replies, outcome="answered"),))
 
+    async def reconsider(self, brief: Brief, rubric: Rubric, first: Sequence[JudicialOpinion],
+                         criteria: Sequence[str]) -> Deliberation:
+        """The re-hearing (:mod:`checks.rehearing`): the first request, this judge's own first answer, then the
+        bench's first-round opinions on ``criteria`` with their cited evidence, as untrusted data. One call, no
+        repair: an invalid answer keeps the first opinion; an unreachable model hands the re-hearing to the
+        offline persona's rule."""
+        request = self.first_request(brief, rubric)
+        nonce = self.nonce(brief, rubric)
+        if nonce in self._fell_back and isinstance(self.fallback, Reconsidering):
+            # the offline persona gave the first opinion, so its rule gives the second; the model is not asked
+            return await self._fallback_reconsider(brief, rubric, first, criteria)
+        own = [o for o in first if o.judge == self.persona]
+        sent = json.dumps({"opinions": [{"criterion_id": o.criterion_id, "score": o.score, "argument": o.argument,
+                                         "cited_evidence": list(o.cited_evidence), "verdict": o.verdict}
+                                        for o in own]}, sort_keys=True)
+        question = rehearing_prompt(rubric, brief, first, criteria, nonce,
+                                    clean=lambda text: redact_secrets(text, self._known_secrets))
+        again = request.model_copy(update={"turns": (*request.turns, LLMTurn(role="assistant", text=sent),
+                                                     LLMTurn(role="user", text=question))})
+        evidence_ids = frozenset(e.id for e in brief.evidence)
+        try:
+            reply = await self.client.complete(again)
+        except LLMError as exc:
+            reason = truncate(" ".join(exc.message.split()), 200)
+            record = self._record(again, [], outcome="fell-back", reason=reason, stage="rehearing")
+            if not isinstance(self.fallback, Reconsidering):
+                raise JudgeError(self.persona, f"{self.client.provider} failed on re-hearing: {reason}") from exc
+            answer = await self._fallback_reconsider(brief, rubric, first, criteria)
+            return answer.model_copy(update={"evidence": (record,), "notices": (
+                f"{self.client.provider} failed for the {self.persona} judge on re-hearing ({reason}); the offline "
+                f"{self.persona}'s rule reconsidered instead",)})
+        parsed, errors = parse_answer(reply, rubric, self.persona, evidence_ids, (nonce, RULES_MARKER))
+        if parsed is None:
+            raise JudgeError(self.persona, f"{self.client.provider} gave no valid opinions on re-hearing "
+                                           f"({'; '.join(errors[:3])}; response {reply.response_id})")
+        return Deliberation(judge=self.persona, opinions=tuple(o for o in parsed if o.criterion_id in criteria),
+                            evidence=(self._record(again, [reply], outcome="answered", stage="rehearing"),))
+
+    async def _fallback_reconsider(self, brief: Brief, rubric: Rubric, first: Sequence[JudicialOpinion],
+                                   criteria: Sequence[str]) -> Deliberation:
+        assert isinstance(self.fallback, Reconsidering)
+        answer = await self.fallback.reconsider(brief, rubric, first, criteria)
+        opinions = answer.opinions if isinstance(answer, Deliberation) else tuple(answer)
+        return Deliberation(judge=self.persona, opinions=tuple(opinions))
+
     @staticmethod
     def _echo(reply: LLMReply) -> str:
         """What the model sent, as a short assistant turn for the repair request."""
@@ -161,6 +209,7 @@ class LLMJudge:
         reason = truncate(" ".join(exc.message.split()), 200)
         if self.fallback is None:
             raise JudgeError(self.persona, f"{self.client.provider} failed: {reason}") from exc
+        self._fell_back.add(self.nonce(brief, rubric))
         answer = await self.fallback.deliberate(brief, rubric)
         opinions = answer.opinions if isinstance(answer, Deliberation) else tuple(answer)
         notice = (f"{self.client.provider} failed for the {self.persona} judge ({reason}); "
@@ -169,7 +218,7 @@ class LLMJudge:
                             evidence=(self._record(request, replies, outcome="fell-back", reason=reason),))
 
     def _record(self, request: LLMRequest, replies: list[LLMReply], *, outcome: str,
-                reason: str | None = None) -> Evidence:
+                reason: str | None = None, stage: str = "hearing") -> Evidence:
         usage = sum((r.usage for r in replies), LLMUsage())
         facts: dict[str, Any] = {
             "provider": self.client.provider,
@@ -179,11 +228,15 @@ class LLMJudge:
             "prompt_sha256": sha256_text(request.system + "\x00" + "\x00".join(t.text for t in request.turns)),
             "schema_sha256": sha256_text(json.dumps(request.input_schema, sort_keys=True)),
             "calls": len(replies),
+            # per call, what the request carried: {"temperature": 0, "seed": 42}, or {} where the provider
+            # accepts no sampling parameter (Anthropic's API 2026-10-21)
+            "sampling": [dict(r.sampling) for r in replies],
             "http_attempts": sum(r.attempts for r in replies),
             "repaired": len(replies) > 1,
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "outcome": outcome,
+            "stage": stage,
         }
         if reason:
             facts["reason"] = reason
@@ -192,5 +245,8 @@ class LLMJudge:
                        f"call(s), {usage.input_tokens} input and {usage.output_tokens} output tokens")
         else:
             summary = f"{self.persona}: {self.client.provider} failed ({reason}); the offline persona ruled"
-        return Evidence(id=f"{RECORD_DETECTIVE}.{self.persona}.llm", detective=RECORD_DETECTIVE, kind="llm-exchange",
-                        summary=summary, severity="info", facts=facts)
+        if stage != "hearing":
+            summary = f"{stage}: {summary}"
+        suffix = "llm" if stage == "hearing" else f"llm-{stage}"
+        return Evidence(id=f"{RECORD_DETECTIVE}.{self.persona}.{suffix}", detective=RECORD_DETECTIVE,
+                        kind="llm-exchange", summary=summary, severity="info", facts=facts)

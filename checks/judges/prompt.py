@@ -17,12 +17,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from checks.judges.digest import Digest
-from checks.models import Brief
+from checks.models import Brief, JudicialOpinion
 from rubric import Rubric
 
 TOOL_NAME = "submit_opinions"
@@ -107,3 +108,27 @@ def repair_prompt(errors: list[str]) -> str:
     listed = "\n".join(f"- {e}" for e in errors[:8])
     return (f"That answer was not valid:\n{listed}\nCall {TOOL_NAME} again with exactly one opinion per "
             f"criterion id, scores from 1 to 5, and a short argument each.")
+
+
+def rehearing_prompt(rubric: Rubric, brief: Brief, first: Sequence[JudicialOpinion], criteria: Sequence[str],
+                     nonce: str, clean: Callable[[str], str] | None = None) -> str:
+    """The second round's question: every first-round opinion on the re-heard criteria, with the facts each cited.
+
+    Arguments and evidence summaries quote the pull request, so they go in an untrusted block; ``clean`` (a
+    ``str -> str``) redacts them first.
+    """
+    summaries = {e.id: e.summary for e in brief.evidence}
+    lines: list[str] = []
+    for op in (o for o in first if o.criterion_id in criteria):
+        lines.append(f"- {op.judge} on {op.criterion_id}: {op.score}/5 ({op.verdict}). {op.argument}")
+        lines += [f"    cites {cid}: {summaries[cid]}" for cid in op.cited_evidence[:MAX_CITED] if cid in summaries]
+    text = "\n".join(lines)
+    if clean is not None:
+        text = clean(text)
+    ordered = "\n".join(f"- {c.id}: {c.title}" for c in rubric.criteria if c.id in criteria)
+    return (f"The Chief Justice orders one re-hearing: the judges' scores spread by more than "
+            f"{rubric.chief_justice.dissent_spread:g} on\n"
+            f"{ordered}\n\nEvery judge's first opinion on those criteria, with the evidence each cited:\n\n"
+            f"{wrap('first-round-opinions', text, nonce)}\n\n"
+            f"Weigh the others' evidence. Keep your score where the facts support it, move it where they do not. "
+            f"Call {TOOL_NAME} again with one opinion per criterion; only the re-heard criteria are read.")

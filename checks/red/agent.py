@@ -21,7 +21,8 @@ from typing import Any, Protocol
 from checks.detectives.doc_analyst import is_test_path
 from checks.models import SEVERITY_ORDER, Case, RedAnalysis, RedFinding
 from checks.protocols import Sandbox
-from checks.red.hypotheses import Attack, Hypothesis, merge
+from checks.red.assumptions import stated_concurrency
+from checks.red.hypotheses import RACE_KIND, Attack, Hypothesis, merge
 from checks.red.mcts import MCTSPlanner, Rollout, SearchResult, State
 from checks.red.payloads import describe, families
 from checks.red.probes import (
@@ -65,6 +66,7 @@ def case_seed(case: Case, rubric: Rubric) -> int:
 def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSource] = ()) -> list[Hypothesis]:
     """Every hypothesis on the lines the change adds to its (non-test) Python files."""
     network = rubric.constraints.network.modules if rubric.constraints.network.prohibited else ()
+    concurrent = stated_concurrency(case.intent_text) is not None
     found: list[Hypothesis] = []
     for changed in case.files:
         if (changed.status == "removed" or changed.is_binary or changed.is_symlink or changed.content is None
@@ -72,7 +74,7 @@ def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSo
                 or len(changed.content) > MAX_SOURCE_CHARS):
             continue
         added = None if changed.status == "added" else set(changed.added_lines)
-        found += TaintPass(changed.path, changed.content, added, network).run()
+        found += TaintPass(changed.path, changed.content, added, network, concurrent).run()
         for source in sources:
             found += [h for h in source.candidates(changed.path, changed.content) if added is None or h.line in added]
     return merge(found)
@@ -139,6 +141,7 @@ class RedSearchSpace:
     sandbox: Sandbox
     seed: int
     probe_timeout_seconds: float
+    assumed: bool = False  # the change says its code runs concurrently: race hypotheses come first
     records: dict[str, ProbeRecord] = field(default_factory=dict)
     confirmed: dict[str, ProbeRecord] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -149,11 +152,15 @@ class RedSearchSpace:
 
     def _hypothesis_prior(self, hyp: Hypothesis) -> float:
         weight = {"critical": 1.0, "high": 0.8, "medium": 0.6, "low": 0.4}
+        if hyp.kind == RACE_KIND and self.assumed:
+            return weight["high"]  # a confirmed race is high; the stated assumption also makes its probe required
         top = {"command-injection": "critical", "code-injection": "critical", "deserialization": "critical",
                "sql-injection": "high", "path-traversal": "high"}.get(hyp.kind, "medium")
         return weight[top] * (1.0 if hyp.tainted else 0.5)
 
     def _arguments(self, hyp: Hypothesis) -> list[tuple[str, float]]:
+        if hyp.kind == RACE_KIND:  # the race probe fills every argument itself
+            return [("arg=*", 1.0)]
         params = hyp.target.params if hyp.target else ()
         return [(f"arg={p}", ARG_PRIOR_TAINTED if p in hyp.tainted else ARG_PRIOR_OTHER) for p in params]
 
@@ -189,19 +196,36 @@ class RedSearchSpace:
                        default=REWARD_UNREACHED)
             return Rollout(reward=best, evaluated=False)
         chosen = rng.choices([s for s, _ in untested], weights=[w for _, w in untested], k=1)[0]
-        attack = self._attack(chosen)
-        outcome = await self._probe(attack, max(0.5, min(self.probe_timeout_seconds, time_left)))
+        outcome = await self.run_attack(self._attack(chosen), max(0.5, min(self.probe_timeout_seconds, time_left)))
+        return Rollout(reward=outcome.reward, evaluated=True)
+
+    async def run_attack(self, attack: Attack, timeout: float) -> ProbeOutcome:
+        outcome = await self._probe(attack, timeout)
         record = ProbeRecord(attack=attack, outcome=outcome)
         self.records[attack.key] = record
         if outcome.confirmed:
             self.confirmed.setdefault(attack.hypothesis.key, record)
         self.imports.add(outcome.import_sightings)
-        return Rollout(reward=outcome.reward, evaluated=True)
+        return outcome
+
+    async def run_required(self) -> list[str]:
+        """When the change says its code runs concurrently, every race hypothesis is probed, budget or not: one
+        probe (the first schedule) for each the search left untried. Returns the attacks it ran."""
+        ran: list[str] = []
+        if not self.assumed:
+            return ran
+        for hyp in self.hypotheses:
+            if hyp.kind != RACE_KIND or any(r.attack.hypothesis.key == hyp.key for r in self.records.values()):
+                continue
+            attack = Attack(hyp, "*", families(hyp.kind)[0].name)
+            await self.run_attack(attack, self.probe_timeout_seconds)
+            ran.append(attack.key)
+        return ran
 
     async def _probe(self, attack: Attack, timeout: float) -> ProbeOutcome:
         nonce = probe_nonce(self.seed, attack)
         try:
-            result = await self.sandbox.run_probe(build_probe(attack, nonce), timeout)
+            result = await self.sandbox.run_probe(build_probe(attack, nonce, self.seed), timeout)
         except Exception as exc:  # a sandbox failure is recorded with its cause and costs this probe only
             message = f"sandbox error: {type(exc).__name__}: {exc}"
             self.errors.append(message)
@@ -219,6 +243,7 @@ class MCTSRedTeam:
 
     async def attack(self, case: Case, rubric: Rubric, sandbox: Sandbox | None) -> RedAnalysis:
         started = self.clock()
+        assumed = stated_concurrency(case.intent_text)
         hypotheses = collect_hypotheses(case, rubric, self.sources)
         probed = [h for h in hypotheses if h.probed]
         seed = case_seed(case, rubric)
@@ -226,6 +251,8 @@ class MCTSRedTeam:
         # The seed is logged as hex: canonical JSON (RFC 8785) only carries integers up to 2**53 exactly.
         search_log: dict[str, Any] = {"seed": f"{seed:016x}", "hypotheses": len(hypotheses),
                                       "probeable": len(probed)}
+        if assumed is not None:
+            search_log["assumed_concurrency"] = assumed
         if skipped := too_large(case):
             search_log["too_large"] = {"paths": skipped[:50], "count": len(skipped), "limit_chars": MAX_SOURCE_CHARS}
         imports = ImportRecord()
@@ -242,12 +269,15 @@ class MCTSRedTeam:
             search_log["ran"] = False
         else:
             red = rubric.red
-            space = RedSearchSpace(probed, sandbox, seed, red.probe_timeout_seconds, imports=imports)
+            space = RedSearchSpace(probed, sandbox, seed, red.probe_timeout_seconds, assumed=assumed is not None,
+                                   imports=imports)
             planner = MCTSPlanner(space, seed=seed, max_steps=red.max_steps, max_time_seconds=red.max_time_seconds,
                                   branches=red.mcts_branches, exploration_weight=red.exploration_weight,
                                   clock=self.clock)
             result = await planner.run()
             self.last_search = result
+            if required := await space.run_required():
+                search_log["required"] = required
             search_log.update(ran=True, steps=result.steps, iterations=result.iterations,
                               stop_reason=result.stop_reason, tree=result.tree()[:MAX_TREE_ROWS],
                               trace=[{"step": s.number, "decisions": list(s.decisions), "reward": round(s.reward, 4),
@@ -260,7 +290,8 @@ class MCTSRedTeam:
                       f"{result.stop_reason}); confirmed {len(space.confirmed)} of {len(probed)} exploitable "
                       "hypotheses")
         findings, settled = runtime_findings(rubric, hypotheses, imports)
-        findings += [self._finding(rubric, h, space, sandbox is not None) for h in hypotheses if h.key not in settled]
+        findings += [self._finding(rubric, h, space, sandbox is not None, assumed) for h in hypotheses
+                     if h.key not in settled]
         findings.sort(key=lambda f: (-SEVERITY_ORDER[f.severity], f.id))
         worst = findings[0].severity if findings else "none"
         return RedAnalysis(
@@ -294,19 +325,25 @@ class MCTSRedTeam:
         return record
 
     @staticmethod
-    def _finding(rubric: Rubric, hyp: Hypothesis, space: RedSearchSpace | None, sandboxed: bool) -> RedFinding:
+    def _finding(rubric: Rubric, hyp: Hypothesis, space: RedSearchSpace | None, sandboxed: bool,
+                 assumed: str | None) -> RedFinding:
         if not hyp.probed:
             return rate(rubric, hyp, confirmed=False, payload=None,
                         effect="static finding: the construct itself is the evidence; no probe can confirm it")
         record = space.confirmed.get(hyp.key) if space else None
         if record is not None:
-            payload = (f"argument '{record.attack.argument}' ← {record.attack.family}: "
-                       f"{describe(hyp.kind, record.attack.family)}")
-            return rate(rubric, hyp, confirmed=True, payload=payload, effect=record.outcome.effect)
+            payload = (f"{record.attack.family}: {describe(hyp.kind, record.attack.family)}"
+                       if hyp.kind == RACE_KIND else f"argument '{record.attack.argument}' ← "
+                       f"{record.attack.family}: {describe(hyp.kind, record.attack.family)}")
+            return rate(rubric, hyp, confirmed=True, payload=payload, effect=record.outcome.effect,
+                        reproducer=record.outcome.reproducer)
+        stated = hyp.kind == RACE_KIND and assumed is not None
         if not sandboxed:
             effect = "not confirmed: no sandbox was available to run probes"
         else:
             tried = [r for r in (space.records.values() if space else ()) if r.attack.hypothesis.key == hyp.key]
             effect = (f"not confirmed by {len(tried)} probes; last: {tried[-1].outcome.effect}" if tried
                       else "not confirmed: the search budget ran out before this hypothesis was probed")
-        return rate(rubric, hyp, confirmed=False, payload=None, effect=effect)
+        if stated:
+            effect = f"the change says the code runs concurrently ('{assumed}'): a missing lock is evidence; {effect}"
+        return rate(rubric, hyp, confirmed=False, payload=None, effect=effect, assumed=stated)

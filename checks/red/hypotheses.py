@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Attack classes a sandbox probe can confirm, and those only static analysis can establish.
+RACE_KIND = "unlocked-shared-state"  # probed by running the callable from several threads at once
 PROBED_KINDS = ("command-injection", "code-injection", "deserialization", "sql-injection", "path-traversal",
-                "resource-exhaustion")
-STATIC_KINDS = ("hardcoded-secret", "weak-randomness", "weak-crypto", "network-use", "unlocked-shared-state")
+                "resource-exhaustion", RACE_KIND)
+STATIC_KINDS = ("hardcoded-secret", "weak-randomness", "weak-crypto", "network-use")
 KINDS = PROBED_KINDS + STATIC_KINDS
 
 
@@ -49,11 +50,13 @@ class Hypothesis:
 
     @property
     def probed(self) -> bool:
+        if self.kind == RACE_KIND:  # the race probe fills every argument itself
+            return self.target is not None
         return self.kind in PROBED_KINDS and self.target is not None and bool(self.target.params)
 
     @property
     def traced(self) -> bool:
-        return bool(self.tainted) or (self.kind in STATIC_KINDS and "taint" in self.origins)
+        return bool(self.tainted) or (self.kind in (*STATIC_KINDS, RACE_KIND) and "taint" in self.origins)
 
     def label(self) -> str:
         where = self.target.qualname if self.target else "<module>"

@@ -7,12 +7,14 @@ imports the changed module under its real name, and nothing it leaves in the env
 payloads says "LogoMesh" or "probe". It carries the source of :mod:`checks.red.sightings`, so every shell
 command, string-built code or pickle class it provokes — at import or in the call — is seen however it was reached.
 
-Two programs share the helpers below:
+Three programs share the helpers below:
 
 - the *attack* probe imports the changed module, calls one target twice — once with a benign value, once with
   the payload — and prints one marker line per phase (``LOGOMESH-PROBE-<nonce> {json}``) to the output LogoMesh
   reads (the module cannot see it);
-- the *import* probe imports each changed module once and reports what ran while it was imported.
+- the *import* probe imports each changed module once and reports what ran while it was imported;
+- the *race* probe calls one target from several threads at once with forced interleavings and compares the
+  outcome with the same calls made one after another (:mod:`checks.red.race`).
 
 Neither judges anything beyond observing the canary/secret files, the SQL the target sent to SQLite and the
 sightings; :mod:`checks.red.probes` reads the markers and applies the oracle. They only ever run in the sandbox.
@@ -38,5 +40,7 @@ def program_text(name: str) -> str:
 COMMON = program_text("common")
 ATTACK = program_text("attack")
 IMPORTS = program_text("imports")
+RACE = program_text("race")
 PROBE_TEMPLATE = SIGHTINGS_SOURCE + "CONFIG_JSON = __CONFIG__\n" + COMMON + ATTACK
+RACE_TEMPLATE = SIGHTINGS_SOURCE + "CONFIG_JSON = __CONFIG__\n" + COMMON + RACE
 IMPORT_TEMPLATE = SIGHTINGS_SOURCE + "CONFIG_JSON = __CONFIG__\n" + COMMON + IMPORTS

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from checks.models import ProbeResult
-from checks.red.hypotheses import Attack
-from checks.red.probe_source import IMPORT_TEMPLATE, PROBE_TEMPLATE
+from checks.red.hypotheses import RACE_KIND, Attack
+from checks.red.probe_source import IMPORT_TEMPLATE, PROBE_TEMPLATE, RACE_TEMPLATE
+from checks.red.race import judge_race, race_config, reproducer
 
 REWARD_CONFIRMED = 1.0
 REWARD_DEVIATION = 0.3
@@ -40,6 +41,8 @@ class ProbeOutcome:
     effect: str
     # dangerous calls of product code seen while the module was imported (shell, string-built code)
     import_sightings: tuple[dict[str, Any], ...] = ()
+    # a script that reproduces a confirmed race outside LogoMesh
+    reproducer: str | None = None
 
 
 def probe_nonce(seed: int, attack: Attack | str) -> str:
@@ -58,10 +61,12 @@ def build_import_probe(paths: list[str], nonce: str) -> str:
     return _program(IMPORT_TEMPLATE, {"nonce": nonce, "paths": paths})
 
 
-def build_probe(attack: Attack, nonce: str) -> str:
+def build_probe(attack: Attack, nonce: str, seed: int = 0) -> str:
     target = attack.hypothesis.target
     if target is None:
         raise ValueError(f"hypothesis {attack.hypothesis.key} has no callable target to probe")
+    if attack.hypothesis.kind == RACE_KIND:
+        return _program(RACE_TEMPLATE, race_config(attack, nonce, seed))
     config = {
         "nonce": nonce, "kind": attack.hypothesis.kind, "family": attack.family, "path": target.path,
         "qualname": target.qualname, "params": list(target.params), "is_method": target.is_method,
@@ -157,6 +162,8 @@ def judge_probe(attack: Attack, nonce: str, result: ProbeResult) -> ProbeOutcome
             return ProbeOutcome(False, REWARD_UNREACHED, "the module timed out while importing", sightings)
         why = _error(imported) if imported else f"no probe output (exit code {result.exit_code})"
         return ProbeOutcome(False, REWARD_UNREACHED, f"could not reach the target: {why}", sightings)
+    if kind == RACE_KIND:
+        return _judge_race(attack, phases.get("race"), result, sightings)
     baseline = phases.get("baseline")
     attack_data = phases.get("attack")
     if baseline is None:
@@ -201,3 +208,14 @@ def judge_probe(attack: Attack, nonce: str, result: ProbeResult) -> ProbeOutcome
                             f"({_error(attack_data) if not attack_data.get('ok') else 'returned normally'}) "
                             "but the oracle did not fire", sightings)
     return ProbeOutcome(False, REWARD_REACHED, "the target ran with the payload; no effect observed", sightings)
+
+
+def _judge_race(attack: Attack, data: dict[str, Any] | None, result: ProbeResult,
+                sightings: tuple[dict[str, Any], ...]) -> ProbeOutcome:
+    if data is None:
+        why = "ran past the time limit" if result.timed_out else f"exit code {result.exit_code}"
+        return ProbeOutcome(False, REWARD_DEVIATION, f"the race probe died ({why})", sightings)
+    confirmed, effect = judge_race(data)
+    if confirmed:
+        return ProbeOutcome(True, REWARD_CONFIRMED, effect, sightings, reproducer(attack, data))
+    return ProbeOutcome(False, REWARD_REACHED, effect, sightings)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from checks.red.hypotheses import Hypothesis, Target
+from checks.red.shared_state import dotted, shared_state
 from checks.resolve import assignment_aliases, call_name
 
 SANITIZERS = frozenset({
@@ -55,8 +56,6 @@ KNOWN_TOKEN = re.compile(r"^(ghp_[A-Za-z0-9]{30,}|gh[ousr]_[A-Za-z0-9]{30,}|AKIA
                          r"xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,})$")
 PLACEHOLDER = re.compile(r"(^x+$|change.?me|example|dummy|placeholder|your[_-]|<|\{|\$\{|^\*+$|redacted)",
                          re.IGNORECASE)
-MUTATORS = frozenset({"append", "extend", "update", "add", "pop", "setdefault", "insert", "remove", "clear",
-                      "discard", "popitem"})
 MIN_SECRET_LENGTH = 8
 
 
@@ -65,15 +64,6 @@ def _varied(text: str) -> bool:
     classes = [any(c.islower() for c in text), any(c.isupper() for c in text), any(c.isdigit() for c in text),
                any(not c.isalnum() and c not in "_-." for c in text)]
     return sum(classes) >= 2
-
-
-def dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
 
 
 @dataclass
@@ -246,11 +236,13 @@ class TaintPass:
     """Runs over one module's source and yields hypotheses for the lines the change adds."""
 
     def __init__(self, path: str, source: str, added_lines: Iterable[int] | None = None,
-                 network_modules: Iterable[str] = ()) -> None:
+                 network_modules: Iterable[str] = (), concurrent: bool = False) -> None:
+        """``concurrent``: the change says its code runs concurrently (instance state is then shared state)."""
         self.path = path
         self.source = source
         self.added = set(added_lines) if added_lines is not None else None
         self.network_modules = tuple(network_modules)
+        self.concurrent = concurrent
 
     def _in_change(self, line: int) -> bool:
         return self.added is None or line in self.added
@@ -382,30 +374,10 @@ class TaintPass:
 
     def _shared_state(self, func: ast.FunctionDef | ast.AsyncFunctionDef, target: Target,
                       facts: ModuleFacts) -> list[Hypothesis]:
-        if not facts.threaded or not facts.mutable_globals:
-            return []
-        locked = any(isinstance(n, ast.With | ast.AsyncWith) and any(
-            "lock" in (dotted(i.context_expr) or dotted(getattr(i.context_expr, "func", i.context_expr)) or "").lower()
-            for i in n.items) for n in ast.walk(func))
-        if locked:
-            return []
-        local = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        declared_global = {name for n in ast.walk(func) if isinstance(n, ast.Global) for name in n.names}
-        shared = (facts.mutable_globals - local) | declared_global
-        for node in ast.walk(func):
-            hit: str | None = None
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
-                base = dotted(node.func.value)
-                hit = base if base in shared else None
-            elif isinstance(node, ast.Assign | ast.AugAssign):
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                    base = dotted(t.value) if isinstance(t, ast.Subscript) else dotted(t)
-                    if base in shared and (isinstance(t, ast.Subscript) or base in declared_global):
-                        hit = base
-            if hit:
-                return [self._hyp("unlocked-shared-state", node, hit,
-                                  f"{func.name}() mutates module-level {hit} in threaded code without a lock", target)]
-        return []
+        return shared_state(func, target, threaded=facts.threaded, concurrent=self.concurrent,
+                            mutable_globals=facts.mutable_globals,
+                            hyp=lambda node, sink, detail: self._hyp("unlocked-shared-state", node, sink, detail,
+                                                                     target))
 
     def _secrets(self, tree: ast.Module) -> list[Hypothesis]:
         found: list[Hypothesis] = []

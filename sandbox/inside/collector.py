@@ -36,6 +36,7 @@ MAX_MESSAGE = 2000
 IMPORT_CONTEXT = "<import>"
 MAX_RUNTIME = 50
 MAX_TESTS = 20000
+PYTEST_MAJOR = int(pytest.__version__.split(".", 1)[0])
 
 
 def _message(report) -> str:
@@ -100,14 +101,24 @@ class Collector:
 
     # --- collection -----------------------------------------------------------------------------------------
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_ignore_collect(self, collection_path, config):
+    def _outside(self, path):
         """A symlink that leads out of the repository (``root -> /``) is not the repository's to collect."""
-        if collection_path.is_symlink():
-            target = os.path.realpath(collection_path)
+        if os.path.islink(str(path)):
+            target = os.path.realpath(str(path))
             if target != self.repo and not target.startswith(self.repo + "/"):
                 return True
         return None
+
+    # the hook's argument is ``collection_path`` from pytest 7 and ``path`` before it: a project that pins pytest 6
+    # must be able to register this plugin (pluggy refuses an argument its hookspec lacks)
+    if PYTEST_MAJOR >= 7:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_ignore_collect(self, collection_path, config):
+            return self._outside(collection_path)
+    else:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_ignore_collect(self, path, config):
+            return self._outside(path)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session) -> None:

@@ -263,8 +263,9 @@ async def harness(settings: Settings, github: FakeGitHub, repo: ShopRepo, tmp_pa
 
 
 def verdict_title(title: str) -> bool:
-    """A check run's title once it carries a verdict: ``Pass · CIS 0.88`` (then the first thing to fix)."""
-    return title.startswith(("Pass · CIS ", "Neutral · CIS ", "Fail · CIS "))
+    """A check run's title once it carries a verdict: ``Pass · CIS 0.88`` or the rule that decided it, ``Fail · a
+    test of this change fails`` (then what to fix)."""
+    return title.startswith(("Pass · ", "Neutral · ", "Fail · "))
 
 
 def score_cells(report: str) -> dict[str, str]:

@@ -57,7 +57,7 @@ async def test_a_pr_whose_test_fails_gets_a_failing_check_run(docker_harness: Ha
     assert "Rule of New Failures" in summary
     assert "tests/test_discount.py::test_discount" in summary
     # what a PR author reads first: the failing test, where it failed and why, in the comment and the check run
-    assert run["output"]["title"].startswith("Fail · CIS ") and "A new test fails" in run["output"]["title"]
+    assert run["output"]["title"].startswith("Fail · a test of this change fails")
     failing_notes = [a for a in run["annotations"] if a["path"] == "tests/test_discount.py"]
     assert len(failing_notes) == 1, run["annotations"]
     note = failing_notes[0]

@@ -35,7 +35,7 @@ def html_of(e: Evaluation, place: str = "comment", links: Links | None = LINKS) 
 def test_a_failing_comment_leads_with_the_failing_test_its_location_and_message() -> None:
     dom = parse_html(html_of(load("fail")))
     heading = dom.find_all("h3")[0].text()
-    assert "Fail" in heading and "CIS 0.49" in heading
+    assert "Fail · a test that passed before fails now" in heading  # the rule decided, not the score
     first = dom.find_all("li")[0]
     text = first.text()
     assert "passed before this change fails now" in text
@@ -90,10 +90,21 @@ def test_without_a_repository_nothing_is_linked() -> None:
                 and "logomesh/logomesh" not in (a.attrs.get("href") or "")]
 
 
-def test_the_check_title_names_the_first_fix() -> None:
-    assert render_title(load("fail")) == ("Fail · CIS 0.49 · A test that passed before this change fails now "
-                                          "(+1 more)")
+def test_the_check_title_names_the_deciding_rule_else_the_score_and_the_first_fix() -> None:
+    assert render_title(load("fail")) == "Fail · a test that passed before fails now · 2 to fix"
     assert render_title(load("pass")) == "Pass · CIS 0.88"
+    held = load("pass").model_copy(update={"verdict": "neutral", "evidence": (), "opinions": ()})
+    assert render_title(held).startswith("Neutral · CIS 0.88 · The score is held down by")
+
+
+def test_a_verdict_a_rule_decided_is_named_above_a_legend_that_says_rules_come_first() -> None:
+    """A failing verdict whose CIS sits in the pass band reads as the rule's doing, not as arithmetic."""
+    e = load("fail").model_copy(update={"cis_score": 0.73})
+    dom = parse_html(html_of(e))
+    assert dom.find_all("h3")[0].text().endswith("Fail · a test that passed before fails now · 2 to fix")
+    legend = dom.find_all("sub")[0].text()
+    assert "pass ≥ 0.70, fail < 0.50" in legend and "Named rules decide before the score" in legend
+    assert "decided by the rule: a test that passed before fails now" in render_text(e)
 
 
 def test_heights_as_a_pr_author_sees_them() -> None:
@@ -159,3 +170,32 @@ def test_a_neutral_verdict_always_says_why() -> None:
 def test_text_output_lists_what_to_fix() -> None:
     text = render_text(load("fail"))
     assert "What to fix:" in text and "tests/test_cart.py:8" in text and "assert 3.75 == 3.6" in text
+
+
+def _regressed(name: str, message: str) -> Evidence:
+    return Evidence(id=f"tests.regressed:{name}", detective="tests", kind="test-regressed", severity="critical",
+                    summary=f"regressed: {name}", location=Location(path="tests/test_ops.py", line=12),
+                    facts={"name": name, "message": message})
+
+
+def banned_call_and_parametrized_failure() -> Evaluation:
+    """The golden review of a change adding a shell call, whose parametrized test now fails four times."""
+    e = load("shell", GOLDEN)
+    failing = tuple(_regressed(f"tests/test_ops.py::test_div[{a}-{b}]", f"ZeroDivisionError: {a}/{b}")
+                    for a, b in ((1, 0), (2, 0), (3, 0), (4, 0)))
+    return e.model_copy(update={"evidence": (*failing, *e.evidence), "verdict": "fail", "verdict_reasons": (
+        *e.verdict_reasons, "Rule of Regression: 4 test(s) passed at base and fail with this change (first: "
+        "tests/test_ops.py::test_div[1-0])")})
+
+
+def test_a_parametrized_test_failing_four_times_takes_one_slot_with_its_parameter_ids() -> None:
+    e = banned_call_and_parametrized_failure()
+    fixes = what_to_fix(e)
+    regressed = [f for f in fixes if f.kind == "test-regressed"]
+    assert len(regressed) == 1
+    assert regressed[0].subject == "tests/test_ops.py::test_div[1-0, 2-0, 3-0, 4-0]"
+    assert "4 parameter sets fail" in regressed[0].detail and "ZeroDivisionError: 1/0" in regressed[0].detail
+    shown = [f.kind for f in fixes[:5]]
+    assert "constraint-violation" in shown and "veto" in shown  # neither pushed off the comment
+    text = parse_html(html_of(e)).text()
+    assert "test_div[1-0, 2-0, 3-0, 4-0]" in text and "more in" not in text

@@ -31,9 +31,9 @@ def run(*cases: TestCaseResult, status: str = "ran", reason: str | None = None) 
                          failed=sum(c.outcome == "failed" for c in cases))
 
 
-def verdict_of(diff: TestDiff, *files: ChangedFile) -> tuple[str, list[str]]:
+def verdict_of(diff: TestDiff, *files: ChangedFile, tests: TestRunResult | None = None) -> tuple[str, list[str]]:
     brief = Brief(case=Case(base_sha="a" * 40, head_sha="b" * 40, diff="", files=files or (PRODUCT,)),
-                  evidence=(), tests=None, semantic=None, red=RedAnalysis(), differential=diff,
+                  evidence=(), tests=tests, semantic=None, red=RedAnalysis(), differential=diff,
                   components={"rationale": None, "architecture": 0.8, "testing": 0.85})
     reasons: list[str] = []
     return rules_of_tests(brief, "pass", reasons), reasons
@@ -205,6 +205,50 @@ def test_tests_past_the_cap_are_not_measured_and_a_real_removal_still_counts() -
     assert gone.removed == ("t.py::b",) and not gone.past_cap
 
 
+# --- a run that did not complete: the tests it never reached are not measured, never regressed ---------------------
+
+def test_tests_a_stopped_run_never_reached_are_unreached_and_a_real_regression_still_fails() -> None:
+    base = run(case("passed", "t.py::a"), case("passed", "t.py::b"), case("passed", "t.py::c"))
+    timeout = "killed: wall-clock timeout after 300 s"
+    # the run of the change's code under the base's tests timed out after t.py::a
+    guard = run(case("passed", "t.py::a"), status="timeout", reason=timeout)
+    head = run(case("passed", "t.py::a"), case("passed", "t.py::b"), case("passed", "t.py::c"))
+    diff = classify(base, head, guard, changed_tests={"tests/test_calc.py"})
+    assert diff.unreached == ("t.py::b", "t.py::c") and not diff.regressed and not diff.removed
+    verdict, reasons = verdict_of(diff, PRODUCT, TEST_FILE)
+    assert verdict == "neutral" and any(r.startswith("Rule of Completion") and timeout in r for r in reasons)
+    # the head's own run stopped (it is the oracle when the change touched no test): the same
+    diff = classify(base, run(case("passed", "t.py::a"), status="error", reason="crashed"), None, changed_tests=())
+    assert diff.unreached == ("t.py::b", "t.py::c") and not diff.regressed and not diff.removed
+    # hostile twins: a test that failed before the stop is a regression, under the oracle or at head
+    diff = classify(base, run(case("failed", "t.py::a"), status="timeout", reason=timeout), None, changed_tests=())
+    assert [c.name for c in diff.regressed] == ["t.py::a"] and verdict_of(diff)[0] == "fail"
+    head = run(case("passed", "t.py::a"), case("failed", "t.py::b"), case("passed", "t.py::c"))
+    diff = classify(base, head, guard, changed_tests={"tests/test_calc.py"})
+    assert [c.name for c in diff.regressed] == ["t.py::b"] and diff.unreached == ("t.py::c",)
+    assert verdict_of(diff, PRODUCT, TEST_FILE)[0] == "fail"
+    # and a complete run that lost a test still regressed it
+    diff = classify(base, run(case("passed", "t.py::a"), case("passed", "t.py::b")), None, changed_tests=())
+    assert [c.name for c in diff.regressed] == ["t.py::c"] and not diff.unreached
+
+
+def test_a_head_run_that_did_not_complete_is_never_pass_when_the_base_did_not_complete_either() -> None:
+    timeout = "killed: wall-clock timeout after 300 s"
+    stopped = run(status="timeout", reason=timeout)
+    diff = classify(stopped, stopped, None, changed_tests=())
+    assert diff.status == "not_measured"
+
+    found, reasons = verdict_of(diff, tests=stopped)
+    assert found == "neutral" and any(r.startswith("Rule of Completion") and timeout in r for r in reasons)
+    # hostile twins: a test that failed before the head's stop is not passed over with no base to compare, and
+    # in a test file the change touched it is charged
+    head = run(case("failed", "tests/test_calc.py::t"), status="timeout", reason=timeout)
+    found, reasons = verdict_of(classify(stopped, head, None, ()), tests=head)
+    assert found == "neutral" and any(r.startswith("Rule of the Unmeasured Base") for r in reasons)
+    touched = classify(stopped, head, None, {"tests/test_calc.py"})
+    assert verdict_of(touched, PRODUCT, TEST_FILE, tests=head)[0] == "fail"
+
+
 # --- a run that ended before the collector could report says why ------------------------------------------------
 
 def test_an_early_end_names_the_likely_cause_and_pytest_s_last_lines() -> None:
@@ -220,6 +264,33 @@ def test_an_early_end_names_the_likely_cause_and_pytest_s_last_lines() -> None:
                           {"output": clean_test_output(f"token={token}\n== 500 passed ==\n".encode(), 10_000)})
     assert forged.status == "error" and token not in (forged.reason or "")
     assert "stopped the process early" in (forged.reason or "") and "500 passed" in (forged.reason or "")
+
+
+def test_a_conftest_that_will_not_load_is_a_run_that_did_not_complete_never_no_tests() -> None:
+    output = ("ImportError while loading conftest '/sandbox/repo/tests/conftest.py'.\n"
+              "tests/conftest.py:5: in <module>\n    from jinja2 import loaders\n"
+              "E   ModuleNotFoundError: No module named 'markupsafe'\n")
+    empty: dict[str, list[dict[str, str]]] = {"collected": [], "tests": [], "errors": []}
+    result = read_results({"exit_code": 4, "record": empty}, TestSpec(), {"output": output})
+    assert result.status == "error"
+    reason = result.reason or ""
+    assert "exit code 4" in reason and "No module named 'markupsafe'" in reason and "requirements" in reason
+    # at head, the court never passes it (Rule of Completion), and as the base it leaves the head judged alone
+    base = run(case("passed", "t.py::a"))
+    diff = classify(result, run(case("failed", "t.py::a")), None, changed_tests=())
+    assert diff.status == "not_measured" and diff.reason and "exit code 4" in diff.reason
+    diff = classify(base, result, None, changed_tests=())
+    assert diff.unreached == ("t.py::a",) and not diff.regressed
+    found, reasons = verdict_of(diff, tests=result)
+    assert found == "neutral"
+    assert any(r.startswith("Rule of Completion") and "markupsafe" in r for r in reasons)
+    # hostile twins: no test collected (exit 5) or nothing but skips (exit 0) is still 'no tests'; a run with
+    # tests keeps its outcomes whatever the exit code
+    assert read_results({"exit_code": 5, "record": empty}, TestSpec(), {"output": output}).status == "no_tests"
+    skipped = {**empty, "tests": [{"id": "t.py::s", "outcome": "skipped"}]}
+    assert read_results({"exit_code": 0, "record": skipped}, TestSpec(), {}).status == "no_tests"
+    failing = {**empty, "tests": [{"id": "t.py::a", "outcome": "failed"}]}
+    assert read_results({"exit_code": 1, "record": failing}, TestSpec(), {}).failed == 1
 
 
 # --- re-runs: only reproducible failures are charged ---------------------------------------------------------

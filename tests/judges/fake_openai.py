@@ -195,6 +195,9 @@ class FakeOpenAI:
         if "temperature" in body and (not isinstance(body["temperature"], int | float)
                                       or not 0 <= body["temperature"] <= 2):
             return "temperature: must be between 0 and 2"
+        if "seed" in body and body["seed"] is not None and (not isinstance(body["seed"], int)
+                                                            or isinstance(body["seed"], bool)):
+            return "seed: must be an integer"
         return self._validate_messages(body.get("messages")) or self._validate_tools(body.get("tools"),
                                                                                       body.get("tool_choice"))
 

@@ -18,7 +18,7 @@ PERSONAS = ("prosecutor", "defense", "tech_lead")
 
 
 def llm_records(evaluation: Evaluation) -> dict[str, Evidence]:
-    return {e.id.split(".")[1]: e for e in evaluation.evidence if e.kind == "llm-exchange"}
+    return {e.id.split(".")[1]: e for e in evaluation.evidence if e.kind == "llm-exchange" and e.id.endswith(".llm")}
 
 
 async def test_happy_path_three_personas_answer_through_forced_tool_use(
@@ -50,6 +50,7 @@ async def test_happy_path_three_personas_answer_through_forced_tool_use(
         assert record.facts["response_ids"][0].startswith("msg_fake")
         assert record.facts["input_tokens"] > 0 and record.facts["output_tokens"] > 0
         assert len(record.facts["prompt_sha256"]) == 64
+        assert record.facts["sampling"] == [{}], "API 2026-10-21 takes no temperature and no seed: none was sent"
     assert not [n for n in evaluation.notices if "anthropic" in n]
 
 

@@ -73,7 +73,7 @@ def judges_on(client: OpenAICompatibleClient) -> list[LLMJudge]:
 
 
 def llm_records(evaluation: Evaluation) -> dict[str, Evidence]:
-    return {e.id.split(".")[1]: e for e in evaluation.evidence if e.kind == "llm-exchange"}
+    return {e.id.split(".")[1]: e for e in evaluation.evidence if e.kind == "llm-exchange" and e.id.endswith(".llm")}
 
 
 def _request() -> LLMRequest:
@@ -108,6 +108,7 @@ async def test_a_review_with_the_openai_provider_gets_three_structured_opinions_
         body = rec.body
         assert "authorization" not in rec.headers, "a keyless local server gets no Authorization header"
         assert body["model"] == LOCAL_MODEL and body["temperature"] == 0 and body["max_tokens"] == 2048
+        assert body["seed"] == 42, "the default LOGOMESH_LLM_SEED"
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
         assert "untrusted" in body["messages"][0]["content"]
         function = body["tools"][0]["function"]
@@ -125,6 +126,7 @@ async def test_a_review_with_the_openai_provider_gets_three_structured_opinions_
         assert record.facts["models_answering"] == [LOCAL_MODEL] and record.facts["outcome"] == "answered"
         assert record.facts["response_ids"][0].startswith("chatcmpl-fake")
         assert record.facts["input_tokens"] > 0 and record.facts["output_tokens"] > 0
+        assert record.facts["sampling"] == [{"temperature": 0, "seed": 42}], "what each call carried"
     assert not [n for n in evaluation.notices if "openai" in n or "ruled instead" in n]
     assert any(line.startswith("judges: ") and f"on openai {LOCAL_MODEL}" in line for line in said)
 
@@ -417,6 +419,81 @@ async def test_the_request_body_is_plain_chat_completions_json(openai_server: Fa
     client = make_client(openai_server)
     params = client._params(_request())
     await client.aclose()
-    assert set(params) == {"model", "max_tokens", "temperature", "stream", "messages", "tools", "tool_choice"}
+    assert set(params) == {"model", "max_tokens", "temperature", "seed", "stream", "messages", "tools",
+                           "tool_choice"}
     assert params["messages"][0] == {"role": "system", "content": "You are the Prosecutor."}
     json.dumps(params)  # nothing but JSON
+
+
+async def test_the_seed_is_the_setting_and_the_record_says_what_each_call_carried(
+        fake_openai: FakeOpenAI, openai_server: FakeOpenAIServer, repo: Path, tmp_path: Path) -> None:
+    """LOGOMESH_LLM_SEED reaches the server, and a repaired answer records both calls' sampling."""
+    fake_openai.script("Prosecutor", Step(kind="bad_schema"))
+    settings = openai_settings(tmp_path, openai_server, llm_seed=7)
+    evaluation, _prepared = await review_repository(repo, "main", "pr", settings=settings, title=TITLE, body=BODY)
+    assert [rec.body["seed"] for rec in fake_openai.requests] == [7] * 4
+    assert all(rec.body["temperature"] == 0 for rec in fake_openai.requests)
+    records = llm_records(evaluation)
+    assert records["prosecutor"].facts["sampling"] == [{"temperature": 0, "seed": 7}] * 2
+    assert records["defense"].facts["sampling"] == [{"temperature": 0, "seed": 7}]
+
+
+def test_the_seed_setting_is_validated(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="LLM_SEED"):
+        settings_for(tmp_path, llm_seed=-1)
+
+
+async def test_a_spread_above_two_rehears_the_model_judges_once_with_the_others_arguments(
+        fake_openai: FakeOpenAI, openai_server: FakeOpenAIServer, repo: Path, tmp_path: Path) -> None:
+    """The Prosecutor's model scores 1 while the others score 5: every criterion is heard again, each judge's
+    second request carries its own first answer and the others' arguments in an untrusted block; the second
+    round is the ruling and both rounds are on the record."""
+    fake_openai.default_score = 5
+    fake_openai.script("Prosecutor", Step(kind="answer", score=1), Step(kind="answer", score=3))
+    prepared = prepared_for(repo, tmp_path)
+    client = make_client(openai_server)
+    evaluation = await run_review(prepared, judges_on(client))
+    await client.aclose()
+    criteria = [c.id for c in prepared.rubric.criteria]
+
+    assert len(fake_openai.requests) == 6, "one first and ONE second request per persona, no third round"
+    second = [rec for rec in fake_openai.requests if len(rec.body["messages"]) == 4]
+    assert len(second) == 3
+    for rec in second:
+        messages = rec.body["messages"]
+        assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+        assert json.loads(messages[2]["content"])["opinions"], "the judge sees its own first answer"
+        question = messages[3]["content"]
+        assert question.startswith("The Chief Justice orders one re-hearing")
+        nonce = question.split("<untrusted-", 1)[1].split(" ", 1)[0]
+        assert nonce in rec.system, "the others' arguments are untrusted data in this request's delimiters"
+        assert "prosecutor on intent: 1/5" in question and "defense on intent: 5/5" in question
+        assert "The fake-openai model weighed" in question, "the others' arguments, not only their scores"
+        assert rec.body["seed"] == 42 and rec.body["temperature"] == 0
+    rehearing = evaluation.rehearing
+    assert rehearing is not None and list(rehearing.criteria) == criteria
+    assert {(o.judge, o.score) for o in rehearing.first_round} == {("prosecutor", 1), ("defense", 5),
+                                                                    ("tech_lead", 5)}
+    assert {o.score for o in evaluation.opinions if o.judge == "prosecutor"} == {3}
+    assert sorted(rehearing.moved) == sorted(f"prosecutor on {c}: 1 → 3" for c in criteria)
+    assert not evaluation.dissent, "a spread of 2 after the re-hearing is within the limit"
+    again = {e.id.split(".")[1]: e for e in evaluation.evidence if e.id.endswith(".llm-rehearing")}
+    assert set(again) == set(PERSONAS)
+    assert all(e.facts["stage"] == "rehearing" and e.facts["sampling"] == [{"temperature": 0, "seed": 42}]
+               for e in again.values())
+
+
+async def test_a_model_that_fails_on_rehearing_leaves_it_to_the_offline_rule(
+        fake_openai: FakeOpenAI, openai_server: FakeOpenAIServer, repo: Path, tmp_path: Path) -> None:
+    fake_openai.default_score = 5
+    fake_openai.script("Prosecutor", Step(kind="answer", score=1),
+                       Step(kind="error", status=400, error_type="invalid_request_error"))
+    prepared = prepared_for(repo, tmp_path)
+    client = make_client(openai_server)
+    evaluation = await run_review(prepared, judges_on(client))
+    await client.aclose()
+    assert any(n.startswith("openai failed for the prosecutor judge on re-hearing (")
+               and n.endswith("the offline prosecutor's rule reconsidered instead") for n in evaluation.notices)
+    record = next(e for e in evaluation.evidence if e.id == "judges.prosecutor.llm-rehearing")
+    assert record.facts["outcome"] == "fell-back"
+    assert evaluation.rehearing is not None

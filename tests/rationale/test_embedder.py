@@ -174,7 +174,8 @@ async def test_full_court_measures_r_and_applies_the_intent_penalty(tmp_path: Pa
     assert lying.measured["rationale"] and lying.rationale_score < 0.35
     assert lying.intent_penalty < 1.0
     mismatch = next(e for e in lying.evidence if e.kind == "intent-mismatch")
-    assert f"keeps {lying.intent_penalty:.0%} of its value" in mismatch.summary
+    assert "the integrity score is reduced" in mismatch.summary and mismatch.facts["penalty"] == pytest.approx(
+        lying.intent_penalty, abs=1e-4)
     assert lying.cis_score < honest.cis_score
 
 

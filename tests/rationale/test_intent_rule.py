@@ -188,4 +188,4 @@ async def test_a_description_of_a_different_change_is_still_penalised(
     assert report.semantic is not None and report.semantic.measured
     assert penalised(report), [e.summary for e in report.evidence]
     mismatch = next(e for e in report.evidence if e.kind == "intent-mismatch")
-    assert "×" not in mismatch.summary and "of its value" in mismatch.summary
+    assert "×" not in mismatch.summary and "the integrity score is reduced" in mismatch.summary

@@ -27,12 +27,13 @@ def attack(tmp_path: Path, rubric: Rubric) -> Attack:
     """Attack a change adding ``modules``; the probes run in copies of a repository holding them."""
 
     async def run(modules: dict[str, str], overrides: dict[str, Any] | None = None,
-                  sandboxed: bool = True, **agent: Any) -> tuple[RedAnalysis, MCTSRedTeam, LocalProbeSandbox]:
+                  sandboxed: bool = True, body: str = "", **agent: Any
+                  ) -> tuple[RedAnalysis, MCTSRedTeam, LocalProbeSandbox]:
         repo = write_repo(tmp_path / f"repo{len(list(tmp_path.iterdir()))}", modules)
         sandbox = LocalProbeSandbox(repo)
         chosen = load_rubric(overrides=overrides) if overrides else rubric
         red_team = MCTSRedTeam(**agent)
-        analysis = await red_team.attack(make_case(modules), chosen, sandbox if sandboxed else None)
+        analysis = await red_team.attack(make_case(modules, body), chosen, sandbox if sandboxed else None)
         return analysis, red_team, sandbox
 
     return run

@@ -136,7 +136,7 @@ def write_repo(root: Path, modules: dict[str, str]) -> Path:
     return root
 
 
-def make_case(modules: dict[str, str]) -> Case:
+def make_case(modules: dict[str, str], body: str = "") -> Case:
     """A change that adds ``modules`` (path → source) to a repository that already has the package."""
     files = tuple(
         ChangedFile(path=path, status="added", added_lines=tuple(range(1, text.count("\n") + 2)), content=text)
@@ -144,5 +144,5 @@ def make_case(modules: dict[str, str]) -> Case:
     )
     diff = "".join(f"+++ b/{path}\n{text}" for path, text in sorted(modules.items()))
     head = hashlib.sha1(diff.encode()).hexdigest()
-    return Case(base_sha="0" * 40, head_sha=head, title="Add shop helpers", diff=diff, files=files,
+    return Case(base_sha="0" * 40, head_sha=head, title="Add shop helpers", body=body, diff=diff, files=files,
                 head_paths=tuple(sorted({INIT[0], *modules})))

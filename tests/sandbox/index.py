@@ -1,5 +1,5 @@
-"""A real PEP 503 package index served over HTTP on this host (reachable from the setup network's gateway),
-holding wheels written here: by hand for tiny fixtures, or packed from a package this Python has installed."""
+"""A real PEP 503 package index served over HTTP on this host, holding wheels written here: by hand for tiny
+fixtures, or packed from a package this Python has installed."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+INDEX_HOST = "host.docker.internal"
 
 
 def write_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
@@ -64,11 +66,13 @@ def serve_index(root: Path, wheels: dict[str, Path]) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    # the setup phase's proxy runs in a container: it reaches this host as host.docker.internal (the engine's
+    # host gateway), so the index listens on every address of this host
+    server = socketserver.ThreadingTCPServer(("0.0.0.0", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+        yield f"http://{INDEX_HOST}:{server.server_address[1]}/simple"
     finally:
         server.shutdown()
         server.server_close()

@@ -50,6 +50,24 @@ def test_detection_reads_pep621_extras_groups_requirements_and_tox() -> None:
     assert plan.key == plan_environment(reader(files), sorted(files), ("3.11",)).key
 
 
+def test_a_setup_py_s_literal_requirements_are_read_never_run() -> None:
+    # the shape of jinja's setup.py (metadata in setup.cfg, dependencies in setup.py): the project installs with
+    # --no-deps, so MarkupSafe missing from the plan made every test fail to import
+    setup = ('from setuptools import setup\n\nTESTS = ["pytest-timeout"]\n'
+             'setup(\n    name="Jinja2",\n    install_requires=["MarkupSafe>=2.0"],\n'
+             '    extras_require={"i18n": ["Babel>=2.7"], "testing": TESTS},\n    python_requires=">=3.7",\n)\n')
+    files = {"setup.py": setup, "setup.cfg": "[metadata]\nname = Jinja2\n", "src/jinja2/__init__.py": ""}
+    plan = plan_environment(reader(files), sorted(files), ("3.11",))
+    assert list(plan.requirements) == ["setuptools>=61", "wheel", "MarkupSafe>=2.0", "pytest-timeout"]
+    assert plan.requires_python == ">=3.7" and plan.install_project
+    assert "setup.py install_requires" in plan.sources and "Babel>=2.7" not in plan.requirements
+    # hostile twin: computed values are not evaluated (the file is never run), only literals are read
+    hostile = ('import setuptools, os\nsetuptools.setup(name="x", install_requires=os.system("touch /tmp/pwn") '
+               'or open("requirements.txt").read().split(), python_requires=">=3.99")\n')
+    plan = plan_environment(reader({"setup.py": hostile}), ["setup.py"], ("3.11",))
+    assert list(plan.requirements) == ["setuptools>=61", "wheel"] and plan.error is not None
+
+
 def test_no_configuration_at_all_is_a_plain_flat_project() -> None:
     plan = plan_environment(reader({"calc.py": "", "test_calc.py": ""}), ["calc.py", "test_calc.py"], ("3.11",))
     assert plan.requirements == () and not plan.install_project and plan.layout == "flat"

@@ -1,0 +1,232 @@
+"""Race corpus: real race fixes from public Python projects, each reviewed as the code before its fix and after it.
+
+Every case is a merged commit that adds a lock around shared state (SHAs pinned; the projects' git mirrors are
+fetched with ``fetch`` into ``/work/.mirror/<owner>+<name>``). For each case the bench finds the functions and
+methods in which the fix added a lock (``with …lock…:`` / ``.acquire()`` on an added line), then, in a copy of
+the project's tree at the fix's parent and at the fix:
+
+- **static**: whether the Red Agent's shared-state pass raises a race hypothesis on that function before the fix
+  (with the change saying the code runs concurrently);
+- **probe**: the race probe exactly as the Red Agent sends it (both schedules, ``opcode-yield`` then
+  ``line-yield``), run with this Python in the tree's copy by the local probe runner, judged by
+  :func:`checks.red.probes.judge_probe`.
+
+A case is confirmed when the probe confirms a race in one of its functions before the fix; a fixed version must
+give none. Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_corpus.py [--mirrors DIR] [--json OUT]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import json
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from checks.detectives.doc_analyst import is_test_path
+from checks.red.hypotheses import RACE_KIND, Attack, Hypothesis, Target
+from checks.red.payloads import families
+from checks.red.probes import build_probe, judge_probe, probe_nonce
+from checks.red.shared_state import takes_lock
+from checks.red.taint import TaintPass
+from tests.red.local_sandbox import LocalProbeSandbox
+
+SEED = 20260201
+PROBE_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Case:
+    repo: str  # owner/name on GitHub
+    fix: str  # the merged commit that adds the lock
+    licence: str
+    what: str
+
+
+CASES = (
+    Case("pallets/jinja", "000b49193cad77be48020a6ad2195584e4a4ae0e",
+         "BSD-3-Clause", "LRUCache made thread safe"),
+    Case("urllib3/urllib3", "63b29d3945ffd0f3059eaf4518146744d7b57e8a",
+         "MIT", "locking added to RecentlyUsedContainer"),
+    Case("urllib3/urllib3", "29a57df96f64001dd1fda49eec1cca5d58671df7",
+         "MIT", "race between pools.get and pools.set in PoolManager"),
+    Case("dateutil/dateutil", "6e92f2111589ab061b66bd332dcb4a33a58acb84",
+         "Apache-2.0 OR BSD-3-Clause", "lock around tz strong cache updates"),
+    Case("dateutil/dateutil", "ca5030bd458f5114d7aea14cd863b23bc3723793",
+         "Apache-2.0 OR BSD-3-Clause", "tzutc/tzoffset cache protected by a lock"),
+    Case("python-babel/babel", "33a90579a8691ae9481c9c3f5572c6f71fde3774",
+         "BSD-3-Clause", "RLock around the Locale cache"),
+    Case("pallets/werkzeug", "48037c155b8f0ae74a5f906b38fec170b9b78e69",
+         "BSD-3-Clause", "locks for the update method of routing Map"),
+    Case("psf/requests", "b4556066874365ded8a8cf2cb04942997916468d",
+         "Apache-2.0", "race between closing a pool and returning a connection"),
+    Case("tqdm/tqdm", "86dfc619a5be3901a3917762af027354d4c78bc1",
+         "MPL-2.0 AND MIT", "race for tqdm._instances between __init__ and others"),
+    Case("Textualize/rich", "a8736e22df9434112c5d5a842b20151cd979e399",
+         "MIT", "thread safety"),
+    Case("Textualize/rich", "07d51ffc1aee6f16bd2e5a25b4e82850fb9ed778",
+         "MIT", "race condition in render hooks and Live"),
+    Case("Textualize/rich", "23497ed2303d52d72caf0d15749cbde8b89c9507",
+         "MIT", "race condition in Console.render_lines"),
+    Case("encode/httpx", "a05ba2e9148c3f74c80c68a727b7e52b3d751c8c",
+         "BSD-3-Clause", "race condition on stream.read"),
+    Case("pallets/flask", "5d8e35653fca0d7ee01519d556c7851089de82ea",
+         "BSD-3-Clause", "lazy loading of the app behind a lock"),
+    Case("python-trio/trio", "4c2b77026551dfd0a0457a5f72ba6b379dd10778",
+         "MIT OR Apache-2.0", "worker timeout race in the thread cache"),
+)
+
+
+def git(mirror: Path, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", str(mirror), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def mirror_of(root: Path, repo: str) -> Path:
+    base = root / repo.replace("/", "+")
+    return base / "repo" if (base / "repo").is_dir() else base
+
+
+def added_lines(mirror: Path, fix: str, path: str) -> set[int]:
+    diff = git(mirror, "show", "--format=", "-U0", fix, "--", path)
+    lines: set[int] = set()
+    for line in diff.splitlines():
+        if line.startswith("@@"):
+            plus = line.split("+", 1)[1].split(" ", 1)[0]
+            start, _, count = plus.partition(",")
+            lines.update(range(int(start), int(start) + int(count or "1")))
+    return lines
+
+
+def locked_targets(path: str, source: str, added: set[int]) -> list[Target]:
+    """The functions and methods of the fixed file in which the fix added the lock."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for func, is_method, qualname in TaintPass._functions(tree):
+        span = set(range(func.lineno, (func.end_lineno or func.lineno) + 1))
+        locking = [n for n in ast.walk(func) if isinstance(n, ast.With | ast.AsyncWith | ast.Call)
+                   and getattr(n, "lineno", 0) in added]
+        if span & added and locking and takes_lock(func):
+            args = [a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)]
+            params = tuple(args[1:] if is_method and args and args[0] in ("self", "cls") else args)
+            found.append(Target(path=path, qualname=qualname, params=params, is_method=is_method))
+    return found
+
+
+def static_hypothesis(path: str, source: str, qualname: str) -> bool:
+    return any(h.kind == RACE_KIND and h.target is not None and h.target.qualname == qualname
+               for h in TaintPass(path, source, concurrent=True).run())
+
+
+async def probe(tree: Path, target: Target) -> dict[str, Any]:
+    sandbox = LocalProbeSandbox(tree)
+    hyp = Hypothesis(kind=RACE_KIND, path=target.path, line=1, sink="corpus", detail="corpus", target=target)
+    tried = []
+    for family in families(RACE_KIND):
+        attack = Attack(hyp, "*", family.name)
+        nonce = probe_nonce(SEED, attack)
+        result = await sandbox.run_probe(build_probe(attack, nonce, SEED), PROBE_TIMEOUT)
+        outcome = judge_probe(attack, nonce, result)
+        tried.append({"family": family.name, "confirmed": outcome.confirmed, "effect": outcome.effect[:300]})
+        if outcome.confirmed:
+            break
+    return {"confirmed": any(t["confirmed"] for t in tried), "tried": tried}
+
+
+def outcome_kind(result: dict[str, Any]) -> str:
+    """What one probed function's probes came to: confirmed, not reached (import or construction failed),
+    inconclusive (the reference or the control disagreed) or no race seen."""
+    if result["confirmed"]:
+        return "confirmed"
+    effect = result["tried"][-1]["effect"]
+    if effect.startswith("could not reach"):
+        return "not reached"
+    return "inconclusive" if effect.startswith("inconclusive") else "no race seen"
+
+
+def export(mirror: Path, commit: str, dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "--git-dir", str(mirror), "archive", commit], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
+    mirror = mirror_of(mirrors, case.repo)
+    fix = git(mirror, "rev-parse", case.fix).strip()
+    parent = git(mirror, "rev-parse", f"{fix}^").strip()
+    row: dict[str, Any] = {"repo": case.repo, "fix": fix, "parent": parent, "licence": case.licence,
+                           "what": case.what, "functions": []}
+    paths = [p for p in git(mirror, "show", "--format=", "--name-only", fix).splitlines()
+             if p.endswith(".py") and not is_test_path(p)]
+    before = export(mirror, parent, scratch / f"{fix[:10]}-before")
+    after = export(mirror, fix, scratch / f"{fix[:10]}-after")
+    for path in paths:
+        if not (after / path).exists() or not (before / path).exists():
+            continue
+        fixed_source = (after / path).read_text(encoding="utf-8", errors="replace")
+        old_source = (before / path).read_text(encoding="utf-8", errors="replace")
+        for target in locked_targets(path, fixed_source, added_lines(mirror, fix, path)):
+            if f"def {target.qualname.split('.')[-1]}" not in old_source:
+                continue
+            row["functions"].append({
+                "path": path, "qualname": target.qualname,
+                "static_before": static_hypothesis(path, old_source, target.qualname),
+                "before": await probe(before, target),
+                "after": await probe(after, target),
+            })
+    row["confirmed_before"] = any(f["before"]["confirmed"] for f in row["functions"])
+    row["confirmed_after"] = any(f["after"]["confirmed"] for f in row["functions"])
+    return row
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", help="a repository (owner/name) to measure alone")
+    args = parser.parse_args()
+    rows = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as scratch:
+        for case in CASES:
+            if args.only and case.repo != args.only:
+                continue
+            try:
+                row = await measure(case, args.mirrors, Path(scratch))
+            except (subprocess.CalledProcessError, OSError) as exc:
+                row = {"repo": case.repo, "fix": case.fix, "error": f"{type(exc).__name__}: {exc}"[:300],
+                       "functions": [], "confirmed_before": False, "confirmed_after": False}
+            rows.append(row)
+            marks = ", ".join(f"{f['qualname']}: before {'RACE' if f['before']['confirmed'] else '-'} / after "
+                              f"{'RACE' if f['after']['confirmed'] else '-'} / static "
+                              f"{'yes' if f['static_before'] else 'no'}" for f in row["functions"])
+            print(f"{case.repo}@{case.fix} ({case.what}): {marks or row.get('error') or 'no locked function'}",
+                  flush=True)
+    probed = [r for r in rows if r["functions"]]
+    outcomes: dict[str, int] = {}
+    for row in probed:
+        for function in row["functions"]:
+            kind = outcome_kind(function["before"])
+            outcomes[kind] = outcomes.get(kind, 0) + 1
+    print("functions before the fix: " + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items())))
+    confirmed = sum(r["confirmed_before"] for r in probed)
+    fixed = sum(r["confirmed_after"] for r in probed)
+    print(f"\ncases {len(rows)}, with a probed function {len(probed)}; confirmed before the fix {confirmed} "
+          f"({confirmed / max(1, len(rows)):.0%} of all cases); confirmed after the fix {fixed}; "
+          f"{time.monotonic() - started:.0f} s")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

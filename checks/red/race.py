@@ -1,0 +1,125 @@
+"""Concurrency probes: confirm a race in changed code by running it, and the short script that reproduces it.
+
+What: an ``unlocked-shared-state`` hypothesis (a function or method that reads, modifies and writes module, class
+or instance state without a lock) is probed by the race program (``checks/red/probe_program/race.py``). It calls
+the changed callable ``THREADS × CALLS`` times three ways — one after another (the reference), from threads that
+never overlap (the control), and from threads released together by a barrier while a trace hook on the changed
+module yields at every line or opcode under a tiny switch interval — for at most ``TRIALS`` seeded trials, with
+the clocks frozen. :func:`judge_race` confirms when a concurrent run gives what no sequential order gives: more
+successes than the limit allows, other results, another final state, or an exception; and only when the control
+gives the reference (so thread-local state or thread ids are not taken for a race).
+Why: CPython's GIL almost never switches between a check and its act, so a limiter without its lock passes every
+single-threaded test and most concurrent ones; forcing the switches finds the interleaving the language allows.
+Example: ``RateLimiter.allow`` without its lock, limit 3, 8 threads × 4 calls → 24 calls allowed, 3 one after
+another → confirmed, with :func:`reproducer` as evidence.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from checks.red.hypotheses import Attack
+
+THREADS = 8
+CALLS = 4
+TRIALS = 5
+MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+QUALNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+
+
+def race_config(attack: Attack, nonce: str, seed: int) -> dict[str, Any]:
+    target = attack.hypothesis.target
+    if target is None:
+        raise ValueError(f"hypothesis {attack.hypothesis.key} has no callable target to probe")
+    return {"nonce": nonce, "path": target.path, "qualname": target.qualname, "is_method": target.is_method,
+            "family": attack.family, "threads": THREADS, "calls": CALLS, "trials": TRIALS, "seed": seed % 1_000_003}
+
+
+def _literal(text: object) -> str | None:
+    """``text`` again if it is a plain literal (the probe's output comes from a process hostile code shares)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return repr(ast.literal_eval(text))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def module_of(path: str) -> str:
+    name = path[:-3].replace("/", ".") if path.endswith(".py") else path
+    return name.removesuffix(".__init__")
+
+
+def reproducer(attack: Attack, data: dict[str, Any]) -> str | None:
+    """A short script that shows the race outside LogoMesh: the same calls one after another, then from threads
+    released together while a trace hook yields in the changed module. None when the probe's report is not plain."""
+    target = attack.hypothesis.target
+    call_args = _literal(data.get("call_args"))
+    init_args = _literal(data.get("init_args"))
+    module = module_of(target.path) if target else ""
+    if target is None or call_args is None or not MODULE_NAME.fullmatch(module) \
+            or not QUALNAME.fullmatch(target.qualname):
+        return None
+    if target.is_method:
+        owner, method = target.qualname.split(".")
+        build = (f"target.{owner}(**{init_args}).{method}" if init_args not in (None, "{}")
+                 else f"target.{owner}().{method}" if init_args == "{}" else
+                 f"target.{owner}.__new__(target.{owner}).{method}")
+    else:
+        build = f"target.{target.qualname}"
+    opcodes = attack.family == "opcode-yield"
+    if len(call_args) + len(init_args or "") > 1000:
+        return None
+    return f'''# {target.qualname} ({target.path}): {THREADS} threads × {CALLS} calls, one after another, then together
+import collections, importlib, sys, threading, time
+import {module} as target
+
+def yielder(frame, event, arg):  # yield at every {"opcode" if opcodes else "line"} of the changed module
+    if frame.f_code.co_filename != target.__file__:
+        return None
+    frame.f_trace_opcodes = {opcodes}
+    def local(frame, event, arg):
+        time.sleep(0)
+        return local
+    return local
+
+def run(together):
+    importlib.reload(target)
+    call = {build}
+    if not together:
+        return collections.Counter(repr(call(**{call_args})) for _ in range({THREADS * CALLS}))
+    results, barrier, installing = [], threading.Barrier({THREADS}), threading.Lock()
+    def worker():
+        barrier.wait()
+        with installing:
+            sys.settrace(yielder)
+        for _ in range({CALLS}):
+            results.append(repr(call(**{call_args})))
+        with installing:
+            sys.settrace(None)
+    threads = [threading.Thread(target=worker) for _ in range({THREADS})]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    return collections.Counter(results)
+
+sys.setswitchinterval(1e-6)
+print("one after another:", dict(sorted(run(False).items())))
+print("together:         ", dict(sorted(run(True).items())))
+'''
+
+
+def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
+    """Whether the race probe's report confirms a race, and what it saw."""
+    if data is None:
+        return False, "the race probe did not report"
+    found = data.get("confirmed")
+    trials = data.get("trials")
+    if isinstance(found, str) and found:
+        seen = f"one after another: {data.get('sequential')}, together: {data.get('concurrent')}"
+        return True, f"{found} ({THREADS} threads × {CALLS} calls, trial {trials} of {TRIALS}; {seen})"[:600]
+    if isinstance(data.get("inconclusive"), str):
+        return False, f"inconclusive: {data['inconclusive']}"[:400]
+    return False, (f"no race seen in {trials} trial(s) of {THREADS} threads × {CALLS} calls with forced "
+                   "interleavings")

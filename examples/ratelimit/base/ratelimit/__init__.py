@@ -1,0 +1,1 @@
+"""Request handling for a small service."""
