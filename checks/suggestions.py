@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import re
 
-from checks.red.taint import dotted
+from checks.red.shared_state import dotted
 
 SQL_EXECUTE = frozenset({"execute"})
 SHELL_CALLS = frozenset({"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
