@@ -39,7 +39,10 @@ whatever the mode, except ``never``."""
 MAX_COMMENTS = 30  # per review: past this, the check run's annotations carry the rest
 MAX_BODY = 4000
 MAX_PARAMS = 8
-MARKER = re.compile(r"<!-- logomesh:finding ([0-9a-f]{16})( fixed)? -->")
+MARKER = re.compile(r"<!-- logomesh:finding ([0-9a-f]{16})(?: ([a-z-]{1,40}))?( fixed)? -->")
+# Kinds only a test run can see, and the one only the red agent can: a review that could not run them says
+# nothing about whether such a finding is gone.
+TEST_KINDS = ("test-", "tests-", "runtime-sink", "harness-hook", "surviving-mutant")
 COMPARED = ("test-regressed", "test-new-failing", "test-tampered")
 LEVELS = ("critical", "high", "medium", "low")
 _PARAMS = re.compile(r"^(?P<test>[^\[]+)\[(?P<id>.*)\]$")
@@ -66,17 +69,20 @@ class LineComment:
     line: int
     body: str  # with its marker
     fingerprint: str
+    kind: str = ""  # the finding's evidence kind
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "body": self.body, "fingerprint": self.fingerprint}
+        return {"path": self.path, "line": self.line, "body": self.body, "fingerprint": self.fingerprint,
+                "kind": self.kind}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LineComment:
-        return cls(str(data["path"]), int(data["line"]), str(data["body"]), str(data["fingerprint"]))
+        return cls(str(data["path"]), int(data["line"]), str(data["body"]), str(data["fingerprint"]),
+                   str(data.get("kind", "")))
 
 
-def marker(fingerprint: str, *, fixed: bool = False) -> str:
-    return f"<!-- logomesh:finding {fingerprint}{' fixed' if fixed else ''} -->"
+def marker(fingerprint: str, kind: str = "", *, fixed: bool = False) -> str:
+    return f"<!-- logomesh:finding {fingerprint}{' ' + kind if kind else ''}{' fixed' if fixed else ''} -->"
 
 
 def fingerprint(rule: str, path: str, snippet: str) -> str:
@@ -134,7 +140,10 @@ def _body(group: list[Evidence], suggestion: str | None, print_: str) -> str:
     first = group[0]
     fix = fix_for(first)
     names = [n for n in (fix_for(ev).subject for ev in group) if n]
-    head = f"**{inline(fix.title, 200)}**"
+    title = fix.title
+    if first.kind == "red-finding" and not first.facts.get("confirmed"):
+        title = first.summary.split(":", 1)[0]  # e.g. "SQL injection (not confirmed)": not "exploited"
+    head = f"**{inline(title, 200)}**"
     if names:
         head += f" — {_subjects(names)}"
     lines = [head]
@@ -150,7 +159,7 @@ def _body(group: list[Evidence], suggestion: str | None, print_: str) -> str:
     text = "\n".join(lines)
     if len(text) > MAX_BODY - 60:
         text = "\n".join([lines[0], "", inline(hint, 400)]) if hint else lines[0]
-    return f"{text}\n\n{marker(print_)}"
+    return f"{text}\n\n{marker(print_, first.kind)}"
 
 
 def plan_line_comments(evaluation: Evaluation, changed: Mapping[str, Iterable[int]],
@@ -180,7 +189,7 @@ def plan_line_comments(evaluation: Evaluation, changed: Mapping[str, Iterable[in
             continue
         seen.add(print_)
         suggestion = _suggestion(group[0], lines, number, sources[path])
-        out.append(LineComment(path, number, _body(group, suggestion, print_), print_))
+        out.append(LineComment(path, number, _body(group, suggestion, print_), print_, group[0].kind))
     return out[:MAX_COMMENTS]
 
 
@@ -192,13 +201,24 @@ class Posted:
     fingerprint: str
     fixed: bool
     body: str
+    kind: str = ""
 
 
 def read_posted(comment_id: int, body: str) -> Posted | None:
     match = MARKER.search(body)
     if match is None:
         return None
-    return Posted(comment_id, match.group(1), bool(match.group(2)), body)
+    return Posted(comment_id, match.group(1), bool(match.group(3)), body, match.group(2) or "")
+
+
+def unmeasured(evaluation: Evaluation) -> frozenset[str]:
+    """The finding kinds this review could not see (no test run, no red agent): their comments stay open."""
+    kinds: set[str] = set()
+    if evaluation.tests is None or evaluation.tests.status != "ran":
+        kinds.update(TEST_KINDS)
+    if any(ev.kind == "red-not-run" for ev in evaluation.evidence):
+        kinds.add("red-finding")
+    return frozenset(kinds)
 
 
 @dataclass(frozen=True)
@@ -210,18 +230,20 @@ class SyncPlan:
 def fixed_body(posted: Posted, head_sha: str) -> str:
     """The comment of a finding that is gone at ``head_sha``: its title kept, struck through; no suggestion."""
     title = posted.body.split("\n", 1)[0]
-    return f"✅ Fixed in {head_sha[:12]}: ~~{title}~~\n\n{marker(posted.fingerprint, fixed=True)}"
+    return f"✅ Fixed in {head_sha[:12]}: ~~{title}~~\n\n{marker(posted.fingerprint, posted.kind, fixed=True)}"
 
 
 def plan_sync(planned: list[LineComment], posted: Iterable[Posted], head_sha: str, *,
-              post_new: bool) -> SyncPlan:
+              post_new: bool, unseen: frozenset[str] = frozenset()) -> SyncPlan:
     """What to change on the pull request: post what is new (when ``post_new``), edit in place what is still
-    there in other words, mark fixed what is gone. A finding fixed earlier that comes back is posted again."""
+    there in other words, mark fixed what is gone — unless its kind is one this review could not see
+    (``unseen``, from :func:`unmeasured`). A finding fixed earlier that comes back is posted again."""
     open_ = {p.fingerprint: p for p in posted if not p.fixed}
     wanted = {c.fingerprint: c for c in planned}
     post = [c for c in planned if c.fingerprint not in open_] if post_new else []
     edit = [(p.id, c.body) for fp, c in wanted.items() if (p := open_.get(fp)) is not None and p.body != c.body]
-    edit += [(p.id, fixed_body(p, head_sha)) for fp, p in open_.items() if fp not in wanted]
+    edit += [(p.id, fixed_body(p, head_sha)) for fp, p in open_.items()
+             if fp not in wanted and not (p.kind and p.kind.startswith(tuple(unseen)))]
     return SyncPlan(post, edit)
 
 

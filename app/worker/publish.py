@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple
 from app.github import GitHubApp
 from app.queue import Keys
 from checks.fixes import WORDS, what_to_fix, worst_first
-from checks.line_comments import LineComment, ReviewMode, plan_sync, read_posted, wants_review
+from checks.line_comments import LineComment, ReviewMode, plan_sync, read_posted, unmeasured, wants_review
 from checks.models import SEVERITY_ORDER, Evaluation
 from checks.render import MARKER, Links, render_markdown, render_title
 
@@ -272,7 +272,8 @@ class Publisher:
                 posted.append(found)
         verdict = publication.evaluation.verdict
         plan = plan_sync(list(publication.line_comments), posted, t.head_sha,
-                         post_new=wants_review(publication.review, verdict))
+                         post_new=wants_review(publication.review, verdict),
+                         unseen=unmeasured(publication.evaluation))
         for comment_id, body in plan.edit:
             await self.github.request(t.installation_id, "PATCH", f"/repos/{t.repo}/pulls/comments/{comment_id}",
                                       json={"body": body})

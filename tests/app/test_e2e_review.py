@@ -87,7 +87,7 @@ async def test_a_failing_pr_gets_line_comments_that_follow_it_across_pushes(harn
     comments = _by_path(h)
     [shell] = comments["tools/run.py"]
     assert shell["body"].startswith(f"✅ Fixed in {third[:12]}") and "suggestion" not in shell["body"]
-    assert MARKER.search(shell["body"]).group(2) == " fixed"  # type: ignore[union-attr]
+    assert MARKER.search(shell["body"]).group(3) == " fixed"  # type: ignore[union-attr]
     assert len(comments["tools/config.py"]) == 1 and comments["tools/config.py"][0]["edits"] == 0
     assert any(entry.get("event") == "line comments" and entry.get("edited") == 1 for entry in logs)
 
@@ -121,3 +121,20 @@ async def test_request_changes_only_where_configured(harness: Harness) -> None:
     await _review(h, base, head, "opened.payload.json")
     [review] = h.github.reviews.values()
     assert review["event"] == "REQUEST_CHANGES" and review["state"] == "CHANGES_REQUESTED"
+
+
+SQL = ("import sqlite3\n\n\ndef find(conn, name):\n"
+       "    return conn.execute(f\"SELECT * FROM users WHERE name = '{name}'\").fetchall()\n")
+
+
+async def test_string_built_sql_gets_a_parameter_suggestion(harness: Harness) -> None:
+    h = harness
+    h.settings = h.settings.model_copy(update={"red_team": "on"})  # its static taint pass needs no sandbox
+    base = _strict_base(h)
+    head = _push(h, base, {"shop/users.py": SQL}, "Find users by name")
+    await _review(h, base, head, "opened.payload.json")
+    [comment] = _by_path(h)["shop/users.py"]
+    assert comment["line"] == 5 and comment["body"].startswith("**SQL injection \\(not confirmed\\)**")
+    assert "query parameter" in comment["body"]
+    assert ("```suggestion\n    return conn.execute(\"SELECT * FROM users WHERE name = ?\", (name,)).fetchall()\n```"
+            in comment["body"])

@@ -16,9 +16,10 @@ from checks.line_comments import (
     plan_line_comments,
     plan_sync,
     read_posted,
+    unmeasured,
     wants_review,
 )
-from checks.models import Evaluation, Evidence, Location
+from checks.models import Evaluation, Evidence, Location, TestRunResult
 
 GOLDEN = Path(__file__).parent / "golden"
 RUN = ("import subprocess\n\n\ndef run(ref):\n"
@@ -62,7 +63,7 @@ def test_a_finding_on_a_changed_line_gets_a_comment_with_a_precise_hint_and_a_co
     assert (comment.path, comment.line) == ("calc/run.py", 5)
     assert "list of arguments" in comment.body and "shell=True" in comment.body
     assert "```suggestion\n    return subprocess.check_output([\"git\", \"log\", ref])\n```" in comment.body
-    assert f"<!-- logomesh:finding {comment.fingerprint} -->" in comment.body
+    assert f"<!-- logomesh:finding {comment.fingerprint} constraint-violation -->" in comment.body
 
 
 def test_a_finding_outside_the_changed_lines_is_no_line_comment() -> None:
@@ -152,3 +153,13 @@ def test_the_review_mode_is_read_from_the_base_config() -> None:
     assert parse_repo_config(None).review_comments is None  # the App's setting decides
     with pytest.raises(ConfigError, match="review_comments"):
         parse_repo_config("version: 1\nreview_comments: sometimes\n")
+
+
+def test_a_failing_test_is_not_marked_fixed_by_a_review_that_could_not_run_the_tests() -> None:
+    failing = plan_line_comments(_evaluation(_failing("2")), CHANGED, SOURCES)[0]
+    posted = [_posted(failing, 4)]
+    not_run = _evaluation(_shell())
+    assert not_run.tests is None or not_run.tests.status != "ran"
+    assert plan_sync([], posted, "c" * 40, post_new=True, unseen=unmeasured(not_run)).edit == []
+    ran = not_run.model_copy(update={"tests": TestRunResult(status="ran", collected=1, passed=1)})
+    assert [i for i, _ in plan_sync([], posted, "c" * 40, post_new=True, unseen=unmeasured(ran)).edit] == [4]
