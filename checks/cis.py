@@ -71,7 +71,12 @@ def architecture_score(rubric: Rubric, violation_severities: Iterable[str]) -> f
 def rationale_score(rubric: Rubric, raw_cosine: float) -> float:
     """Calibrate a raw cosine into [0, 1]: raw_low → 0, raw_high → 1, linear in between."""
     c = rubric.rationale.calibration
-    return clamp((raw_cosine - c.raw_low) / (c.raw_high - c.raw_low))
+    return calibrate(raw_cosine, c.raw_low, c.raw_high)
+
+
+def calibrate(raw_cosine: float, raw_low: float, raw_high: float) -> float:
+    """raw_low → 0, raw_high → 1, linear in between, clamped to [0, 1]."""
+    return clamp((raw_cosine - raw_low) / (raw_high - raw_low))
 
 
 def intent_penalty(rubric: Rubric, similarity: float | None, threshold: float | None = None) -> float:

@@ -293,6 +293,23 @@ class ProbeResult(Model):
     duration: float = 0.0
 
 
+class RecordedVectors(Model):
+    """What R was computed from, so that anyone can recompute it from the record alone (``logomesh dbom verify
+    --recompute``): the intent vector and every embedded chunk's vector as little-endian float16, base64, with the
+    chunks' sizes (their weights), the SHA-256 of each chunk's text and the aggregation and calibration
+    parameters. The evaluation's hash, and so the signed DBOM, covers all of it."""
+
+    encoding: Literal["float16-le-base64"] = "float16-le-base64"
+    dims: int = Field(ge=1)
+    intent: str = Field(description="v_intent: the unit intent vector (the word-weighted mean of its windows)")
+    chunks: tuple[str, ...] = Field(description="the unit vectors of the code chunks R compared, in order")
+    chunk_words: tuple[int, ...] = Field(description="each chunk's size in words: its weight in the mean")
+    chunk_text_sha256: tuple[str, ...] = Field(description="SHA-256 of each chunk's text as it was embedded")
+    top_k: int = Field(ge=1, description="R_raw is the size-weighted mean of this many best chunk cosines")
+    raw_low: float = Field(description="calibration: this raw cosine is R = 0")
+    raw_high: float = Field(description="calibration: this raw cosine is R = 1")
+
+
 class SemanticResult(Model):
     """R as measured: the raw cosine, the calibrated score and what it was computed from."""
 
@@ -308,6 +325,8 @@ class SemanticResult(Model):
     penalty_threshold: float | None = Field(
         default=None, description="R below this is an intent mismatch (None: the description refers to this change "
         "or R was not measured, so no intent penalty applies)")
+    vectors: RecordedVectors | None = Field(
+        default=None, description="what R was computed from (None: R was not measured)")
 
 
 class RedFinding(Model):

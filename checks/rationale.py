@@ -58,6 +58,7 @@ from checks.diff import DiffError, parse_diff
 from checks.errors import DetectiveError
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, SemanticResult, round_score
 from checks.protocols import Embedder
+from checks.rationale_vectors import aggregate, record_vectors
 from checks.testpaths import is_test_path
 from rubric import Rubric
 
@@ -778,13 +779,6 @@ def mean_vector(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> l
                   for d in range(dims)])
 
 
-def aggregate(similarities: Sequence[float], sizes: Sequence[int], top_k: int) -> float:
-    """Size-weighted mean of the ``top_k`` best chunk similarities (ties broken by position)."""
-    ranked = sorted(range(len(similarities)), key=lambda i: (-similarities[i], i))[: max(1, top_k)]
-    weight = sum(max(1, sizes[i]) for i in ranked)
-    return math.fsum(similarities[i] * max(1, sizes[i]) for i in ranked) / weight
-
-
 async def _embed(embedder: Embedder, texts: list[str]) -> list[list[float]]:
     vectors = await embedder.embed(texts)
     if len(vectors) != len(texts):
@@ -979,6 +973,9 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
     similarities = [_dot(v, intent_vector) for v in vectors[len(windows):]]
     sizes = [chunk.size for chunk in code.chunks]
     raw = aggregate(similarities, sizes, rules.top_k)
+    recorded = record_vectors(intent_vector, vectors[len(windows):], sizes, [chunk.text for chunk in code.chunks],
+                              top_k=rules.top_k, raw_low=rules.calibration.raw_low,
+                              raw_high=rules.calibration.raw_high)
     raw_stored = round_score(raw)
     score = round_score(cis.rationale_score(rubric, raw_stored))
     touched = change_text(case, scopes)
@@ -1000,10 +997,13 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
             if bare_score < threshold:
                 prose_lift = (score, bare_score)
                 raw_stored, score = bare_raw, bare_score
+                recorded = record_vectors(intent_vector, bare_vectors, [chunk.size for chunk in bare.chunks],
+                                          [chunk.text for chunk in bare.chunks], top_k=rules.top_k,
+                                          raw_low=rules.calibration.raw_low, raw_high=rules.calibration.raw_high)
 
     result = SemanticResult(measured=True, raw_similarity=raw_stored, score=score, model=embedder.model_id,
                             intent_sources=intent.sources, chunks=len(code.chunks), anchors=intent.anchors,
-                            anchors_found=found, penalty_threshold=threshold)
+                            anchors_found=found, penalty_threshold=threshold, vectors=recorded)
     evidence = _evidence(rubric, intent, code, similarities, result, kind, known)
     if (title := title_mismatch(case, intent, touched, found, score, rubric)) is not None:
         evidence.append(title)

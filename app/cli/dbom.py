@@ -80,8 +80,11 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     document: Annotated[Path | None, typer.Option(
         "--document", help="An audit report (Markdown) to check against the record, byte for byte.")] = None,
+    recompute: Annotated[bool, typer.Option(
+        "--recompute", help="Also recompute R from the intent and code vectors each evaluation records.")] = False,
 ) -> None:
-    """Recompute hashes from raw_result, check signatures, inclusion and consistency. Exit 1 if anything broke."""
+    """Recompute hashes from raw_result, check signatures, inclusion and consistency; with --recompute, also R from
+    the recorded vectors. Exit 1 if anything broke."""
     if (record_id is None) == (not all_records):
         raise _usage("give either a DBOM id or --all")
     if document is not None and record_id is None:
@@ -96,7 +99,7 @@ def verify(
     async def work(ledger: Ledger) -> VerifyReport:
         from app.ledger.verify import check_document
 
-        report = await ledger.verify(None if all_records else record_id)
+        report = await ledger.verify(None if all_records else record_id, recompute=recompute)
         if text is not None and record_id is not None:
             record = await ledger.get(record_id)
             if record is not None:

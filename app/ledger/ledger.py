@@ -263,8 +263,9 @@ class Ledger:
             return None
         return verify_signature(key, signature, message)
 
-    async def verify(self, record_id: str | None = None) -> VerifyReport:
-        """Recompute and check one record (and the log it sits in) or, without an id, every log."""
+    async def verify(self, record_id: str | None = None, *, recompute: bool = False) -> VerifyReport:
+        """Recompute and check one record (and the log it sits in) or, without an id, every log; ``recompute``
+        also recomputes R from each checked evaluation's recorded vectors."""
         report = VerifyReport()
         try:
             async with self.engine.connect() as conn:
@@ -289,7 +290,8 @@ class Ledger:
                     ).mappings().all()
                     log_head = (await conn.execute(select(schema.logs).where(schema.logs.c.log_id == log_id))
                                 ).mappings().first()
-                    report.merge(verify_log(log_id, rows, heads, log_head, self._verify_sig, only=record_id))
+                    report.merge(verify_log(log_id, rows, heads, log_head, self._verify_sig, only=record_id,
+                                               recompute=recompute))
         except SQLAlchemyError as exc:
             raise LedgerUnavailable(self.url, str(exc).splitlines()[0]) from exc
         return report

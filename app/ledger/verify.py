@@ -10,6 +10,8 @@ what that raw evaluation yields. The checks, by name:
 - ``consistency`` every signed tree head is a prefix of the tree recomputed now (RFC 9162 consistency proof)
 - ``inclusion``  each checked record is in the latest signed tree head (RFC 9162 inclusion proof)
 - ``document``   (on request) an audit's Markdown report is the one its record names, byte for byte
+- ``recompute``  (on request) R recomputed from the vectors the evaluation records (``v_intent`` and the code
+  chunks' vectors) agrees with the R it states (:mod:`checks.rationale_vectors`)
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from checks.dbom import (
     verify_consistency,
     verify_inclusion,
 )
+from checks.models import SemanticResult
+from checks.rationale_vectors import recompute_mismatches
 
 # Above this many records, per-record inclusion proofs (O(n) each) are replaced by the equivalent check that the
 # recomputed root over all leaves equals the signed root.
@@ -115,8 +119,21 @@ def check_document(record: DbomRecord, text: str) -> list[Problem]:
     return problems
 
 
+def recompute_problems(raw: Mapping[str, Any]) -> list[str]:
+    """Where R recomputed from an evaluation's recorded vectors disagrees with its stated R (an audit, or an
+    evaluation whose R was not measured, has nothing to recompute)."""
+    semantic = raw.get("semantic")
+    if semantic is None:
+        return []
+    try:
+        result = SemanticResult.model_validate(semantic)
+    except ValidationError as exc:
+        return [f"the semantic result does not parse: {str(exc)[:200]}"]
+    return recompute_mismatches(result)
+
+
 def _check_record(row: Mapping[Any, Any], log_id: str, verify_sig: VerifyFn,
-                  say: Callable[..., None]) -> bytes:
+                  say: Callable[..., None], recompute: bool = False) -> bytes:
     """Check one row; return the leaf hash recomputed from ``raw_result`` (or the stored one if impossible)."""
     rid, index = str(row["id"]), int(row["leaf_index"])
 
@@ -143,6 +160,9 @@ def _check_record(row: Mapping[Any, Any], log_id: str, verify_sig: VerifyFn,
         kind = "an audit" if isinstance(body, AuditDbomBody) else "an evaluation"
         bad("record", f"raw_result does not parse as {kind}: {str(exc)[:200]}")
         return body.leaf_hash()
+    if recompute:
+        for message in recompute_problems(raw):
+            bad("recompute", message)
     if raw_hash != row["evaluation_sha256"] or raw_hash != body.evaluation_sha256:
         bad("record", f"raw_result hashes to {raw_hash[:16]}…, the record says "
                       f"{str(row['evaluation_sha256'])[:16]}… (body {body.evaluation_sha256[:16]}…)")
@@ -170,8 +190,10 @@ def _check_record(row: Mapping[Any, Any], log_id: str, verify_sig: VerifyFn,
 
 
 def verify_log(log_id: str, rows: Sequence[Mapping[Any, Any]], heads: Sequence[Mapping[Any, Any]],
-               log_head: Mapping[Any, Any] | None, verify_sig: VerifyFn, only: str | None = None) -> VerifyReport:
-    """Verify one log. ``rows`` ordered by leaf index, ``heads`` by tree size; ``only`` limits record checks."""
+               log_head: Mapping[Any, Any] | None, verify_sig: VerifyFn, only: str | None = None,
+               recompute: bool = False) -> VerifyReport:
+    """Verify one log. ``rows`` ordered by leaf index, ``heads`` by tree size; ``only`` limits record checks;
+    ``recompute`` adds the ``recompute`` check to them."""
     report = VerifyReport(logs=1)
     say = report.problems.append
     leaves: list[bytes] = []
@@ -182,7 +204,7 @@ def verify_log(log_id: str, rows: Sequence[Mapping[Any, Any]], heads: Sequence[M
                                     "moved", log_id, str(row["id"]), index))
         if only is None or row["id"] == only:
             report.records_checked += 1
-            leaves.append(_check_record(row, log_id, verify_sig, say))
+            leaves.append(_check_record(row, log_id, verify_sig, say, recompute))
         else:
             # other records still feed the tree, recomputed from their raw_result all the same
             leaves.append(_check_record(row, log_id, verify_sig, lambda _p: None))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checks import rationale
+from checks import rationale, rationale_vectors
 from checks.diff import parse_diff
 from checks.models import Case, ChangedFile
 from rubric import Rubric, RubricError, build_rubric, load_rubric, merge_overrides, read_document
@@ -125,9 +125,9 @@ def test_cap_keeps_a_deterministic_sample(rubric: Rubric) -> None:
 
 
 def test_aggregate_is_size_weighted_top_k() -> None:
-    assert rationale.aggregate([0.9, 0.1, 0.5, 0.2], [10, 100, 30, 5], top_k=2) == pytest.approx(
+    assert rationale_vectors.aggregate([0.9, 0.1, 0.5, 0.2], [10, 100, 30, 5], top_k=2) == pytest.approx(
         (0.9 * 10 + 0.5 * 30) / 40)
-    assert rationale.aggregate([0.3], [0], top_k=3) == pytest.approx(0.3)
+    assert rationale_vectors.aggregate([0.3], [0], top_k=3) == pytest.approx(0.3)
 
 
 def test_new_file_diff_round_trips_through_the_diff_parser() -> None:
