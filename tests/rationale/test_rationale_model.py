@@ -10,6 +10,7 @@ from app.review.embeddings import SentenceEmbedder
 from checks import cis
 from checks.models import DetectiveReport, Evidence
 from checks.rationale import measure_rationale
+from checks.rationale_vectors import R_TOLERANCE, recompute_r
 from rubric import Rubric
 from tests.rationale.calibrate import score_labelled_set
 from tests.rationale.cases import BY_ID, case_from_files, matching, mismatched
@@ -226,6 +227,9 @@ async def test_comments_do_not_make_an_unrelated_change_read_like_its_descriptio
     lift = by_id(gamed, "semantic.prose-lift")  # the comments lifted R over the threshold: said, and R is the code's
     assert lift is not None and lift.facts["with_prose"] >= lift.facts["threshold"] > lift.facts["code_only"]
     assert lift.facts["code_only"] == gamed.semantic.score
+    # the record keeps the vectors of the code-only measurement, so R recomputes to the R kept, not the lifted one
+    assert recompute_r(gamed.semantic) == pytest.approx(gamed.semantic.score, abs=R_TOLERANCE)
+    assert abs(recompute_r(gamed.semantic) - lift.facts["with_prose"]) > R_TOLERANCE
 
 
 async def test_an_honest_change_keeps_its_comments(embedder: SentenceEmbedder, rubric: Rubric) -> None:
