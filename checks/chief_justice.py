@@ -33,7 +33,9 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
 - *Rule of the Oracle*    — a test passes only under the change's harness (it fails under the base's test files
                             and configuration) or was reported passing although it raised: not ``pass``.
 - *Rule of Completion*    — the change's own test run (or the run of its code under the base's tests) did not
-                            complete: not ``pass``; the tests it never reached are *unreached*, never regressed.
+                            complete: not ``pass``; the tests it never reached are *unreached*, never regressed;
+                            and a CIS under the fail line with no failing test, red finding or intent penalty is
+                            ``neutral``, never ``fail`` (T scored the incomplete run, nothing else spoke).
 - *Rule of Untested Change* — mutants of the changed lines ran and none was detected: not ``pass``.
 - *Rule of Measurement*   — nothing changed (``nothing to review``), or nothing the court can analyse
                             (``not analysed: <languages>``): ``neutral``, never a score that claims measurement;
@@ -336,6 +338,12 @@ def judge_case(
         verdict = "neutral"
         reasons.append("Tests were not measured, so the verdict cannot be pass")
     verdict = rules_of_tests(brief, verdict, reasons)
+    if (verdict == "fail" and red == 0.0 and intent == 1.0 and brief.tests is not None
+            and brief.tests.status in ("timeout", "error") and not any(r.startswith("Rule of") for r in reasons)):
+        # only the CIS failed it, and only because T scored a run that did not complete: no evidence against it
+        verdict = "neutral"
+        reasons.append(f"Rule of Completion: the change's test run did not complete ({brief.tests.reason}), so a "
+                       "CIS under the fail line with no failing test, finding or intent penalty is not a fail")
     verdict, rejected = rule_of_rejection(rubric, opinions, verdict, rejection_first)
     if rejected:
         reasons.append(rejected)
