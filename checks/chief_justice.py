@@ -38,20 +38,24 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             ``neutral``, never ``fail`` (T scored the incomplete run, nothing else spoke).
 - *Rule of Untested Change* — mutants of the changed lines ran and none was detected: not ``pass``.
 - *Rule of Measurement*   — nothing changed (``nothing to review``), or nothing the court can analyse
-                            (``not analysed: <languages>``): ``neutral``, never a score that claims measurement;
-                            a changed Python file that could not be read (too large, binary): not ``pass``.
+                            (``not analysed: <languages>``): ``neutral``, never a score that claims measurement,
+                            and never ``fail`` on the CIS alone (it was computed on nothing; a test rule above may
+                            still fail it); a changed Python file that could not be read (too large, binary): not
+                            ``pass``. A mixed change is judged on its Python code and the languages left unread are
+                            named; the project's tests in a language LogoMesh does not run are named when no Python
+                            test ran (T is then not measured, never "no tests").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from checks import cis
 from checks.deciding import score_reason
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
+from checks.linguist import language, named_languages, unanalysed_code, unrun_tests
 from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, TestDiff, round_score
 from rubric import Criterion, Rubric
 
@@ -177,12 +181,6 @@ def rule_on_facts(rubric: Rubric, brief: Brief, criterion: Criterion, opinions: 
     )
 
 
-LANGUAGES = {".md": "Markdown", ".rst": "reStructuredText", ".txt": "text", ".js": "JavaScript",
-             ".ts": "TypeScript", ".go": "Go", ".rs": "Rust", ".java": "Java", ".rb": "Ruby", ".c": "C", ".h": "C",
-             ".cpp": "C++", ".yml": "YAML", ".yaml": "YAML", ".toml": "TOML", ".json": "JSON", ".cfg": "config",
-             ".ini": "config", ".html": "HTML", ".css": "CSS", ".sh": "shell"}
-
-
 def _not_pass(verdict: str, reasons: list[str], why: str, *, always_say: bool = False) -> str:
     """``pass`` becomes ``neutral``; ``why`` is recorded when it demoted the verdict, or always if asked."""
     if verdict == "pass" or always_say:
@@ -265,11 +263,21 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     if hidden:  # said whatever the verdict: a reader must know some of the code was never read
         verdict = _not_pass(verdict, reasons, f"Rule of Measurement: changed Python code was not analysed: "
                             f"{hidden[0].path} ({hidden[0].not_analysed})", always_say=True)
+    unrun = unrun_tests(brief.case.head_paths)
+    if unrun and brief.tests is not None and brief.components.get("testing") is None:
+        reasons.append("Rule of Measurement: tests not measured: the runs found no Python test, and the project's "
+                       f"tests are in {named_languages(unrun)}, which LogoMesh does not run")
+    foreign = unanalysed_code(f.path for f in files if f.status != "removed")
     if not any(f.path.endswith(".py") and f.status != "removed" for f in files):
-        kinds = sorted({LANGUAGES.get(PurePosixPath(f.path).suffix.lower(), PurePosixPath(f.path).suffix or
-                                      PurePosixPath(f.path).name) for f in files})
+        kinds = sorted({language(f.path) for f in files})
         reasons.append("Rule of Measurement: not analysed: " + ", ".join(kinds) + " (LogoMesh analyses Python code)")
-        return "neutral" if verdict != "fail" else verdict
+        if verdict == "fail":  # no test rule failed it: the CIS is all that did, and it measured nothing here
+            reasons.append("Rule of Measurement: the CIS is computed on nothing LogoMesh analyses, so it cannot fail "
+                           "this change")
+        return "neutral"
+    if foreign:  # a mixed change: judged on its Python part, and the reader is told what was not read
+        reasons.append("Rule of Measurement: judged on its Python code only; not analysed: "
+                       + named_languages(foreign) + " (first: " + next(iter(foreign.values()))[0] + ")")
     return verdict
 
 
