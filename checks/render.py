@@ -135,20 +135,32 @@ def _fix_line(n: int, fix: Fix, e: Evaluation, links: Links | None) -> str:
     if detail:
         parts.append("<br>" + ": ".join(detail))
     if fix.hint:
-        parts.append(f"<br>*{inline(fix.hint, 300)}*")
+        whom = f"For {fix.for_whom}: " if fix.for_whom else ""
+        parts.append(f"<br>*{inline(whom + fix.hint, 340)}*")
     return "".join(parts)
 
 
+def _to_fix(e: Evaluation, fixes: list[Fix]) -> int:
+    """How many things the author has to fix (what is not the change's fault is not counted)."""
+    return sum(1 for fix in fixes if fix.authors) if e.verdict != "pass" else 0
+
+
 def _lead(e: Evaluation, fixes: list[Fix], links: Links | None, limit: int, more_where: str) -> list[str]:
-    count = f" · {len(fixes)} to fix" if e.verdict != "pass" and fixes else ""
+    own = [fix for fix in fixes if fix.authors]
+    others = [fix for fix in fixes if not fix.authors]
+    count = f" · {n} to fix" if (n := _to_fix(e, fixes)) else ""
     lines = [f"### {VERDICT_ICON[e.verdict]} LogoMesh: {headline(e)}{count}", ""]
     if not fixes:
         lines.append("Nothing blocks this change." if e.verdict == "pass" else "Nothing specific to fix.")
         return lines
-    lines += ["**What to fix**" if e.verdict != "pass" else "**Worth a look**", ""]
-    lines += [_fix_line(i, fix, e, links) for i, fix in enumerate(fixes[:limit], 1)]
-    if len(fixes) > limit:
-        lines.append(f"\n… and {len(fixes) - limit} more {more_where}.")
+    if own:
+        lines += ["**What to fix**" if e.verdict != "pass" else "**Worth a look**", ""]
+        lines += [_fix_line(i, fix, e, links) for i, fix in enumerate(own[:limit], 1)]
+        if len(own) > limit:
+            lines.append(f"\n… and {len(own) - limit} more {more_where}.")
+    if others:
+        lines += [*([""] if own else []), "**Not this change's fault**", ""]
+        lines += [_fix_line(i, fix, e, links) for i, fix in enumerate(others[:limit], 1)]
     return lines
 
 
@@ -251,21 +263,28 @@ def _details(summary: str, body: list[str]) -> list[str]:
     return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>"]
 
 
-def _footer(e: Evaluation, links: Links | None, dbom_url: str | None) -> list[str]:
+def _footer(e: Evaluation, links: Links | None, dbom_url: str | None, dbom_id: str | None = None) -> list[str]:
     parts = []
     if links is not None:
         parts.append("Comment <code>/recheck</code> to review again")
     if dbom_url:
         parts.append(f"[Full report and signed audit record (DBOM)]({dbom_url})")
+    elif dbom_id:
+        parts.append(f"signed audit record (DBOM) {code(dbom_id)}: {code('logomesh dbom show ' + dbom_id)}")
     parts.append(f"rubric {escape_md(e.rubric.name)} v{escape_md(e.rubric.version)} · sha256 "
                  f"{e.rubric.sha256[:12]} · head {e.inputs.head[:12]}")
     return [f"<sub>{' · '.join(parts)}</sub>"]
 
 
+MORE_WHERE = {"comment": "in the check run", "cli": "in `--format text`"}
+
+
 def render_markdown(e: Evaluation, dbom_url: str | None = None, *, links: Links | None = None,
-                    place: Literal["comment", "check"] = "comment") -> str:
+                    place: Literal["comment", "check", "cli"] = "comment", dbom_id: str | None = None) -> str:
     """The report: ``comment`` is short (details collapsed, five fixes); ``check`` is the check run's summary
-    (every fix, the evidence open). ``links`` makes locations links into the PR (the App passes it)."""
+    (every fix, the evidence open); ``cli`` is the comment for a local review, pointing only at what its reader
+    has (the other formats, the DBOM by ``dbom_id``). ``links`` makes locations links into the PR (the App
+    passes it)."""
     dbom_url = dbom_url or (links.dbom_url if links is not None else None)
     fixes = what_to_fix(e)
     judges = _judges(e)
@@ -282,9 +301,9 @@ def render_markdown(e: Evaluation, dbom_url: str | None = None, *, links: Links 
         if block:
             inner += [*block, ""]
     notable = len(_notable(e))
-    lines = [MARKER, *_lead(e, fixes, links, COMMENT_FIXES, "in the check run"), "", *_scores(e, links), "",
+    lines = [MARKER, *_lead(e, fixes, links, COMMENT_FIXES, MORE_WHERE[place]), "", *_scores(e, links), "",
              *_details(f"Why, the judges and the evidence ({notable} notable)", inner[:-1]), "",
-             *_footer(e, links, dbom_url)]
+             *_footer(e, links, dbom_url, dbom_id)]
     return "\n".join(lines) + "\n"
 
 
@@ -301,14 +320,14 @@ def render_title(e: Evaluation) -> str:
     head = headline(e)
     if e.verdict == "pass" or not fixes:
         return head
-    first = " ".join(fixes[0].title.split())
-    more = f" (+{len(fixes) - 1} more)" if len(fixes) > 1 else ""
-    if deciding_rule(e) is not None:
-        return f"{head} · {len(fixes)} to fix"[:255] if len(fixes) > 1 else head[:255]
-    return f"{head} · {first}{more}"[:255]
+    n = _to_fix(e, fixes)
+    if deciding_rule(e) is not None or not n:
+        return f"{head} · {n} to fix"[:255] if n > 1 else head[:255]
+    more = f" (+{n - 1} more)" if n > 1 else ""
+    return f"{head} · {' '.join(fixes[0].title.split())}{more}"[:255]
 
 
-def render_text(e: Evaluation) -> str:
+def render_text(e: Evaluation, *, dbom_id: str | None = None) -> str:
     lines = [
         f"LogoMesh verdict: {e.verdict.upper()}  CIS {e.cis_score:.4f} (raw {e.cis_raw:.4f})"
         + (f"  decided by the rule: {rule}" if (rule := deciding_rule(e)) else ""),
@@ -322,17 +341,21 @@ def render_text(e: Evaluation) -> str:
     lines += [f"  - {r}" for r in e.verdict_reasons]
     lines += [f"  ! {n}" for n in e.notices]
     fixes = what_to_fix(e)
-    if fixes:
-        lines.append("What to fix:" if e.verdict != "pass" else "Worth a look:")
-        for fix in fixes:
+    for group, heading in (([f for f in fixes if f.authors], "What to fix:" if e.verdict != "pass" else
+                            "Worth a look:"), ([f for f in fixes if not f.authors], "Not this change's fault:")):
+        if group:
+            lines.append(heading)
+        for fix in group:
             where = f" {fix.location}" if fix.location else ""
             subject = f"{fix.subject}: " if fix.subject else ""
             lines.append(f"  [{fix.severity}]{where} {fix.title}")
             if fix.detail and fix.detail != fix.title:
                 lines.append(f"     {subject}{' '.join(fix.detail.split())[:300]}")
             if fix.hint:
-                lines.append(f"     hint: {fix.hint}")
+                lines.append(f"     {'for ' + fix.for_whom if fix.for_whom else 'hint'}: {fix.hint}")
     if notable := _notable(e):
         lines.append("Findings:")
         lines += [f"  [{ev.severity}] {ev.location or ''} {ev.summary}".rstrip() for ev in notable[:20]]
+    if dbom_id:
+        lines.append(f"DBOM {dbom_id} (logomesh dbom show {dbom_id})")
     return "\n".join(lines) + "\n"
