@@ -71,7 +71,7 @@ WORDS: dict[str, tuple[str, str]] = {
                         "Declare what they need in `.logomesh.yml` on the base branch, e.g. `test: {environment: "
                         "{requirements: [\"pytest\", \"requests\"]}}`."),
     "tests-not-measured": ("Tests were not measured",
-                           "Nothing ran, so the verdict cannot be pass; the message says what to do."),
+                           "do what the message says; until the tests run, the change cannot pass."),
     "no-tests": ("No tests were found", "Add tests under `tests/` (pytest) for the changed code."),
     "test-mutation": ("No test checks what the changed lines do",
                       "Add assertions on the changed behaviour; the evidence lists small changes no test notices."),
@@ -193,9 +193,9 @@ def group_parameters(fixes: list[Fix]) -> list[Fix]:
             continue
         ids = [m.group("ids") for m in (_PARAMETERS.match(f.subject or "") for f in group) if m]
         subject = f"{match.group('test')}[{', '.join(ids)}]"
-        detail = f"{len(group)} parameter sets fail; the first: {fix.detail}" if fix.detail else fix.detail
-        out.append(Fix(title=fix.title, severity=max((f.severity for f in group), key=lambda s: SEVERITY_ORDER[s]),
-                       location=fix.location, detail=detail, hint=fix.hint, subject=subject, kind=fix.kind,
+        out.append(Fix(title=f"{fix.title} ({len(group)} parameter sets)", detail=fix.detail,
+                       severity=max((f.severity for f in group), key=lambda s: SEVERITY_ORDER[s]),
+                       location=fix.location, hint=fix.hint, subject=subject, kind=fix.kind,
                        for_whom=fix.for_whom))
     return out
 

@@ -22,6 +22,7 @@ from checks.deciding import deciding_rule, thresholds
 from checks.fixes import Fix, what_to_fix, worst_first
 from checks.links import GITHUB_WEB, GitHubLinks, cwe_url
 from checks.models import Evaluation, Evidence, JudicialOpinion, Location
+from checks.redaction import redact_internal_paths
 
 MARKER = "<!-- logomesh:review -->"
 MAX_EVIDENCE_ROWS = 40
@@ -131,7 +132,7 @@ def _fix_line(n: int, fix: Fix, e: Evaluation, links: Links | None) -> str:
     if fix.subject:
         detail.append(code(fix.subject, 160))
     if fix.detail and fix.detail != fix.title:
-        detail.append(code(fix.detail, 240) if fix.kind.startswith("test-") else inline(fix.detail, 300))
+        detail.append(code(fix.detail, 160) if fix.kind.startswith("test-") else inline(fix.detail, 100))
     if detail:
         parts.append("<br>" + ": ".join(detail))
     if fix.hint:
@@ -158,10 +159,17 @@ def _lead(e: Evaluation, fixes: list[Fix], links: Links | None, limit: int, more
         lines += [_fix_line(i, fix, e, links) for i, fix in enumerate(own[:limit], 1)]
         if len(own) > limit:
             lines.append(f"\n… and {len(own) - limit} more {more_where}.")
-    if others:
-        lines += [*([""] if own else []), "**Not this change's fault**", ""]
-        lines += [_fix_line(i, fix, e, links) for i, fix in enumerate(others[:limit], 1)]
+    for fix in others[:limit]:  # a paragraph each: the author has nothing to do here
+        lines += [*([""] if len(lines) > 2 else []), _other_line(fix, e, links)]
     return lines
+
+
+def _other_line(fix: Fix, e: Evaluation, links: Links | None) -> str:
+    where = f" · {_where(e, fix.location, links)}" if fix.location is not None else ""
+    subject = f" {code(fix.subject, 160)}:" if fix.subject else ""
+    detail = f"{subject} {inline(fix.detail, 300)}" if fix.detail and fix.detail != fix.title else ""
+    return (f"**Not this change's fault: {inline(fix.title, 200)}**{where}{detail} *For {escape_md(fix.for_whom)}: "
+            f"{inline(fix.hint, 300)}*")
 
 
 def _score(e: Evaluation, key: str, value: float) -> str:
@@ -174,17 +182,16 @@ def _scores(e: Evaluation, links: Links | None) -> list[str]:
     intent = f"×{e.intent_penalty:.2f}" if e.intent_penalty < 1 else "none"
     limits = thresholds(e)
     return [
-        "| R intent | A architecture | T tests | L judges | Red-team penalty | Intent penalty | CIS |",
+        "| R intent | A rules | T tests | L judges | Red team | Intent | CIS |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         f"| {_score(e, 'rationale', e.rationale_score)} | {_score(e, 'architecture', e.architecture_score)} | "
         f"{_score(e, 'testing', e.testing_score)} | {e.logic_score:.2f} | {red} | {intent} | "
         f"**{e.cis_score:.2f}** {e.verdict} |",
         "",
-        "<sub>CIS, the contextual integrity score, weighs R (does the code do what the PR says), A (architecture "
-        "and the repository's rules), T (tests run in a sandbox, compared with the base branch and mutated) and "
-        "L (the judges' reasoning, held to the facts), less the penalties"
-        + (f"; {escape_md(limits, 80)}" if limits else "") + ". Named rules decide before the score: a test that "
-        f"fails now, a judge's veto, tests not measured. [How it is scored]({docs})</sub>",
+        "<sub>The CIS weighs R (does the code do what the PR says), A (the repository's rules), T (tests run in a "
+        "sandbox against the base) and L (the judges, held to the facts), less penalties for red-team exploits "
+        "and a mismatched intent" + (f"; {escape_md(limits, 80)}" if limits else "")
+        + f". Named rules decide before the score. [How it is scored]({docs})</sub>",
     ]
 
 
@@ -295,7 +302,7 @@ def render_markdown(e: Evaluation, dbom_url: str | None = None, *, links: Links 
         if evidence := _evidence(e, links):
             lines += ["", *evidence]
         lines += ["", *_details("Judges and the Chief Justice's rulings", judges), "", *_footer(e, links, dbom_url)]
-        return "\n".join(lines) + "\n"
+        return redact_internal_paths("\n".join(lines) + "\n")
     inner: list[str] = []
     for block in (_reasons(e), judges, _evidence(e, links)):
         if block:
@@ -304,7 +311,7 @@ def render_markdown(e: Evaluation, dbom_url: str | None = None, *, links: Links 
     lines = [MARKER, *_lead(e, fixes, links, COMMENT_FIXES, MORE_WHERE[place]), "", *_scores(e, links), "",
              *_details(f"Why, the judges and the evidence ({notable} notable)", inner[:-1]), "",
              *_footer(e, links, dbom_url, dbom_id)]
-    return "\n".join(lines) + "\n"
+    return redact_internal_paths("\n".join(lines) + "\n")
 
 
 def headline(e: Evaluation) -> str:
@@ -316,6 +323,10 @@ def headline(e: Evaluation) -> str:
 
 def render_title(e: Evaluation) -> str:
     """The check run's title: the verdict, what decided it, and the first thing to fix unless the rule says it."""
+    return redact_internal_paths(_title(e))
+
+
+def _title(e: Evaluation) -> str:
     fixes = what_to_fix(e)
     head = headline(e)
     if e.verdict == "pass" or not fixes:
@@ -358,4 +369,4 @@ def render_text(e: Evaluation, *, dbom_id: str | None = None) -> str:
         lines += [f"  [{ev.severity}] {ev.location or ''} {ev.summary}".rstrip() for ev in notable[:20]]
     if dbom_id:
         lines.append(f"DBOM {dbom_id} (logomesh dbom show {dbom_id})")
-    return "\n".join(lines) + "\n"
+    return redact_internal_paths("\n".join(lines) + "\n")

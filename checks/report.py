@@ -17,6 +17,7 @@ from pydantic import Field
 from checks.deciding import deciding_rules
 from checks.fixes import MAINTAINER, OPERATOR, Fix, what_to_fix
 from checks.models import Evaluation, Location, Model, Severity, Verdict
+from checks.redaction import redact_internal_paths
 from checks.render import render_title
 
 SCHEMA_VERSION: Literal["1"] = "1"
@@ -66,9 +67,10 @@ AUDIENCE: dict[str, Audience] = {"": "author", MAINTAINER: "maintainer", OPERATO
 
 
 def _item(fix: Fix) -> FixItem:
-    return FixItem.model_validate({"title": fix.title, "severity": fix.severity, "location": fix.location,
-                                   "subject": fix.subject, "detail": fix.detail, "hint": fix.hint, "kind": fix.kind,
-                                   "for_whom": AUDIENCE.get(fix.for_whom, "author")})
+    shown = redact_internal_paths
+    return FixItem.model_validate({"title": shown(fix.title), "severity": fix.severity, "location": fix.location,
+                                   "subject": fix.subject, "detail": shown(fix.detail), "hint": shown(fix.hint),
+                                   "kind": fix.kind, "for_whom": AUDIENCE.get(fix.for_whom, "author")})
 
 
 def review_report(e: Evaluation, dbom_id: str | None) -> ReviewReport:
