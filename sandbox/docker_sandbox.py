@@ -147,7 +147,8 @@ def docker_client(timeout: int = 60) -> docker.DockerClient:
         client = docker.from_env(timeout=timeout)
         client.ping()
     except DockerException as exc:
-        raise SandboxUnavailable(f"no Docker engine answers ({exc.__class__.__name__})") from exc
+        raise SandboxUnavailable(f"no Docker engine answers ({exc.__class__.__name__}); start the Docker engine, "
+                                 "or set DOCKER_HOST to one that runs") from exc
     return client
 
 
@@ -162,7 +163,9 @@ def require_image(client: docker.DockerClient, image: str) -> None:
             f"the sandbox image {image} is missing; build it with `logomesh sandbox build-image`", image
         ) from exc
     except DockerException as exc:
-        raise SandboxUnavailable(f"cannot inspect the sandbox image {image}: {exc}", image) from exc
+        raise SandboxUnavailable(f"cannot inspect the sandbox image {image} ({exc.__class__.__name__}); check that "
+                                 "the Docker engine runs, or rebuild the image with `logomesh sandbox build-image`",
+                                 image) from exc
     if labels.get(VERSION_LABEL) != IMAGE_VERSION:
         raise SandboxUnavailable(
             f"the sandbox image {image} has an older layout (version {labels.get(VERSION_LABEL) or '1'}, "
