@@ -29,6 +29,9 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
 - *Rule of the Oracle*    — a test passes only under the change's harness (it fails under the base's test files
                             and configuration) or was reported passing although it raised: not ``pass``.
 - *Rule of Completion*    — the change's own test run did not complete: not ``pass``.
+- *Rule of Start-up Code* — the head's environment holds start-up code (an executable ``.pth`` line,
+                            ``sitecustomize``, an auto-loaded pytest plugin) that the base's did not: not ``pass``,
+                            the file and its distribution named (such code can decide what the tests report).
 - *Rule of Untested Change* — mutants of the changed lines ran and none was detected: not ``pass``.
 - *Rule of Measurement*   — nothing changed (``nothing to review``), or nothing the court can analyse
                             (``not analysed: <languages>``): ``neutral``, never a score that claims measurement;
@@ -186,6 +189,10 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         reasons.append("Rule of Measurement: nothing to review (the change is empty)")
         return "neutral"
     diff = brief.differential
+    if diff is not None and diff.startup_added:
+        verdict = _not_pass(verdict, reasons, f"Rule of Start-up Code: the change brings {len(diff.startup_added)} "
+                            f"piece(s) of start-up code into the test environment (first: {diff.startup_added[0]})",
+                            always_say=True)
     if diff is not None and diff.status != "measured":
         if diff.new_failing:
             reasons.append(f"Rule of New Failures: {len(diff.new_failing)} test(s) of this change fail (first: "

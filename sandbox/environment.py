@@ -31,13 +31,13 @@ from pathlib import PurePosixPath
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from checks.models import EnvironmentPlan
+from checks.models import DeclaredRequirement, EnvironmentPlan
+from checks.testpaths import LOCK_FILES, REQUIREMENTS_FILE
 from sandbox.runners_config import nox_deps, requirement_ok, tox_deps
 
 Reader = Callable[[str], str | None]
 TEST_NAMES = ("test", "tests", "testing")
 DEV_NAMES = ("dev", "develop", "development")
-LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "Pipfile")
 MAX_INCLUDE_DEPTH = 5
 MAX_REQUIREMENTS = 300
 
@@ -143,6 +143,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
     names = set(paths)
     sources: list[str] = []
     requirements: list[str] = []
+    origin: dict[str, str] = {}  # requirement line -> the first source naming it
 
     skipped: list[str] = []
 
@@ -153,6 +154,8 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         if lines:
             sources.append(source)
         requirements.extend(fresh)
+        for line in fresh:
+            origin.setdefault(line, source)
 
     pyproject = _toml(read, "pyproject.toml") if "pyproject.toml" in names else {}
     project = _table(pyproject.get("project"))
@@ -219,7 +222,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
     if ("setup.py" in names or "setup.cfg" in names) and not install_project:
         install_project = True
         add("setup.py (setuptools)", ["setuptools>=61", "wheel"])
-    files = sorted(p for p in names if re.fullmatch(r"(requirements[^/]*|requirements/[^/]+)\.(txt|in)", p))
+    files = sorted(p for p in names if REQUIREMENTS_FILE.fullmatch(p))
     txt = {p.rsplit(".", 1)[0] for p in files if p.endswith(".txt")}
     files = [p for p in files if p.endswith(".txt") or p.rsplit(".", 1)[0] not in txt]
     stems = {p: PurePosixPath(p).stem.replace("requirements", "").strip("-_.") for p in files}
@@ -257,6 +260,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         lock_files=tuple(sorted(n for n in names if n in LOCK_FILES)),
         key=plan_key(python, requirements),
         error=error,
+        declared=tuple(DeclaredRequirement(requirement=r, source=origin[r]) for r in requirements),
     )
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from docker.errors import DockerException, ImageNotFound
+from packaging.utils import canonicalize_name as canonical_name
 
 from checks.models import EnvironmentPlan, SetupReport, TestSpec
 from sandbox.egress import EgressProxy, allowed_for
@@ -57,8 +58,10 @@ ENV_LABEL = "org.logomesh.env"
 REFUSED_LABEL = "org.logomesh.env.refused"  # what the build was refused, reported again on every cache hit
 NOT_INSTALLED_LABEL = "org.logomesh.env.not-installed"  # requirements pip failed on, reported again on a hit
 STARTUP_LABEL = "org.logomesh.env.startup"  # start-up code and auto-loaded plugins found, reported on a hit
+RESOLVED_LABEL = "org.logomesh.env.resolved"  # the distributions installed (name==version), reported on a hit
 OUTPUT_TAIL = 4000
-ENV_LAYOUT = 2  # what a cached environment holds (2: with the start-up scan's label); older entries are not used
+ENV_LAYOUT = 3  # what a cached environment holds (3: with the installed distributions' label); older entries
+# are not used
 MAX_AGE_SECONDS = 7 * 24 * 3600  # a cached environment is rebuilt after this, however often it is hit
 # Run in the built environment (its interpreter, -I -S: nothing of the environment runs): every executable line
 # of a .pth file, every sitecustomize/usercustomize and every auto-loaded pytest plugin (entry point pytest11),
@@ -70,6 +73,7 @@ owners = {}
 for entry in sorted(os.listdir(site)):
     if entry.endswith(".dist-info"):
         name = entry[:-len(".dist-info")]
+        print("dist", json.dumps(name.split("-", 1) + [""] * (1 - name.count("-"))))
         try:
             with open(os.path.join(site, entry, "RECORD"), encoding="utf-8") as handle:
                 for row in csv.reader(handle):
@@ -187,7 +191,9 @@ def _cached_or_built(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, t
             return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True),
                             report=SetupReport(status="installed", refused=_refused_label(image.labels),
                                                reason=_reason(_missing_label(image.labels),
-                                                              _list_label(image.labels, STARTUP_LABEL))))
+                                                              _list_label(image.labels, STARTUP_LABEL)),
+                                               startup=_list_label(image.labels, STARTUP_LABEL),
+                                               resolved=_list_label(image.labels, RESOLVED_LABEL)))
         except ImageNotFound:
             pass
     return _build(sandbox, run, plan, tree, spec, tag)
@@ -244,6 +250,22 @@ def _startup_found(text: str) -> tuple[str, ...]:
         elif kind == "plugin":
             found.append(f"pytest plugin loaded automatically: {fields[0]} ({owner})")
     return tuple(sorted(found)[:50])
+
+
+def installed_found(text: str) -> tuple[str, ...]:
+    """The scan's distributions as ``name==version`` (names normalised as PEP 503 does), sorted."""
+    found: set[str] = set()
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind != "dist":
+            continue
+        try:
+            fields = json.loads(rest)
+        except ValueError:
+            continue
+        if isinstance(fields, list) and len(fields) == 2 and all(isinstance(f, str) for f in fields):
+            found.add(f"{canonical_name(fields[0])}=={fields[1]}")
+    return tuple(sorted(found))
 
 
 def _reason(missing: tuple[str, ...], startup: tuple[str, ...]) -> str | None:
@@ -336,10 +358,11 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         scan = asyncio.run(sandbox._exec_in(helper, [ENV_PYTHON, "-I", "-S", "-c", SCAN, site], limits, env=env,
                                               workdir="/"))
         startup = _startup_found(bytes(scan.stdout).decode("utf-8", "replace"))
+        resolved = installed_found(bytes(scan.stdout).decode("utf-8", "replace"))
     missing = not_installed(clean_test_output(bytes(output), OUTPUT_TAIL * 16))
     labels = {**_image_labels(sandbox), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or "",
               REFUSED_LABEL: json.dumps(list(refused)), NOT_INSTALLED_LABEL: json.dumps(list(missing)),
-              STARTUP_LABEL: json.dumps(list(startup))}
+              STARTUP_LABEL: json.dumps(list(startup)), RESOLVED_LABEL: json.dumps(list(resolved))}
     try:
         api.kill(helper)
         repository, _, version = tag.partition(":")
@@ -348,7 +371,8 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
     except DockerException as exc:
         raise SandboxError(f"the environment could not be committed: {exc}") from exc
     log.info("sandbox environment %s: built in %.3f s", tag, time.monotonic() - started)
-    report = SetupReport(status="installed", refused=refused, reason=_reason(missing, startup))
+    report = SetupReport(status="installed", refused=refused, reason=_reason(missing, startup), startup=startup,
+                         resolved=resolved)
     if spec.setup_command:
         run.images.append(tag)  # it holds this tree: used once, removed with the run
         return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,

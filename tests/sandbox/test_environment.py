@@ -135,7 +135,9 @@ async def test_the_environment_is_cached_across_runs_and_reported_alike(tmp_path
     second = await sandbox().run_tests(TestSpec())
     assert docker_engine.images.get(tag).id == image.id, "the cached environment was built again"
     # built or found in the cache, the result says the same: the cache's state is no fact about the change
-    assert first.setup == second.setup == SetupReport(status="installed", install="skipped")
+    assert first.setup is not None and "lm-discounts==1.0.0" in first.setup.resolved, first.setup
+    assert first.setup == second.setup == SetupReport(status="installed", install="skipped",
+                                                      resolved=first.setup.resolved)
     assert second.passed == 1
 
     # a hit reports what the build was refused (kept in the image's label), as the build itself did
@@ -148,7 +150,7 @@ async def test_the_environment_is_cached_across_runs_and_reported_alike(tmp_path
         docker_engine.api.remove_container(container, force=True)
     third = await sandbox().run_tests(TestSpec())
     assert third.setup == SetupReport(status="installed", refused=("evil.example:443", "example.org:80"),
-                                      install="skipped")
+                                      install="skipped", resolved=first.setup.resolved)
     assert third.passed == 1
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from checks.models import TestSpec
+from checks.models import Evaluation, TestSpec
 from sandbox import setup_phase
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.limits import SandboxLimits
@@ -264,9 +264,8 @@ async def test_a_dependency_of_pytest_and_a_pytest_plugin_test_themselves(
     assert (plugin.status, plugin.passed, plugin.failed) == ("ran", 1, 0), plugin.output[-3000:]
 
 
-@pytest.mark.docker
-async def test_a_review_of_a_broken_change_that_adds_the_hook_is_not_a_pass_and_names_it(
-        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+async def review_change(tmp_path: Path, index: str, title: str, body: str, change: dict[str, str]) -> Evaluation:
+    """A real review of ``change`` on top of a working calc with its test."""
     from app.review.assembly import review_repository
     from app.settings import load_settings
 
@@ -274,12 +273,42 @@ async def test_a_review_of_a_broken_change_that_adds_the_hook_is_not_a_pass_and_
     repo.commit("Calc", {"calc.py": "def add(a, b):\n    return a + b\n",
                          "tests/test_calc.py": BROKEN["tests/test_calc.py"]})
     repo.branch("change")
-    head = repo.commit("Simplify add", {"calc.py": BROKEN["calc.py"], "requirements-test.txt": "lm-swallow==1.0.0\n"})
+    head = repo.commit(title, change)
     settings = load_settings(sandbox="docker", home=tmp_path / ".lm", embedding="off", red_team="off",
                              sandbox_index_url=index)
-    evaluation, _ = await review_repository(tmp_path / "calc", "main", head, settings=settings,
-                                            title="Simplify add", body="Make add simpler.")
+    evaluation, _ = await review_repository(tmp_path / "calc", "main", head, settings=settings, title=title,
+                                            body=body)
+    return evaluation
+
+
+@pytest.mark.docker
+async def test_a_review_of_a_broken_change_that_adds_the_hook_is_not_a_pass_and_names_it(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    evaluation = await review_change(tmp_path, index, "Simplify add", "Make add simpler.", {
+        "calc.py": BROKEN["calc.py"], "requirements-test.txt": "lm-swallow==1.0.0\n"})
     assert evaluation.verdict != "pass"
     assert evaluation.tests is not None and evaluation.tests.failed >= 1, evaluation.tests
     shown = json.dumps([e.model_dump(mode="json") for e in evaluation.evidence])
     assert "aaa_lm_swallow.pth" in shown and "lm_swallow-1.0.0" in shown
+    # the dependency the change adds is evidence, with the file that asks for it and the version installed
+    kinds = {e.kind: e for e in evaluation.evidence}
+    assert kinds["dependency-change"].summary == "requirements-test.txt adds lm-swallow==1.0.0 (installed: 1.0.0)"
+    startup = kinds["dependency-startup"]
+    assert "aaa_lm_swallow.pth" in startup.summary and "lm-swallow is asked for by requirements-test.txt" \
+        in startup.summary, startup.summary
+    assert any(r.startswith("Rule of Start-up Code") for r in evaluation.verdict_reasons), evaluation.verdict_reasons
+
+
+@pytest.mark.docker
+async def test_a_review_of_an_honest_dependency_added_alone_runs_the_guard_and_shows_it(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    # the dependency files alone: no test file, no test configuration touched, and still a guard run
+    evaluation = await review_change(tmp_path, index, "Add lm-plain for tests", "Tests will use lm-plain.",
+                                     {"requirements-test.txt": "lm-plain==1.0.0\n"})
+    diff = evaluation.differential
+    assert diff is not None and diff.guarded and diff.guard_tests is not None, diff
+    assert diff.guard_tests.setup is not None and "lm-plain==1.0.0" in diff.guard_tests.setup.resolved
+    assert [(c.name, c.change, c.source, c.head_resolved) for c in diff.dependencies] == [
+        ("lm-plain", "added", "requirements-test.txt", "1.0.0")]
+    assert not diff.startup_added and evaluation.verdict != "fail", evaluation.verdict_reasons
+    assert not any("Start-up" in r for r in evaluation.verdict_reasons), evaluation.verdict_reasons
