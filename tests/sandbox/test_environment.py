@@ -17,7 +17,7 @@ from rubric import load_rubric
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.environment import choose_python, plan_environment
 from sandbox.limits import SandboxCeiling, SandboxLimits
-from sandbox.setup_phase import REFUSED_LABEL, env_tag
+from sandbox.setup_phase import REFUSED_LABEL, environment_image
 from tests.gitfixture import RepoBuilder
 from tests.sandbox.index import one_package_index
 
@@ -130,7 +130,7 @@ async def test_the_environment_is_cached_across_runs_and_reported_alike(tmp_path
     made = sandbox()
     first = await made.run_tests(TestSpec())
     assert first.environment is not None and first.passed == 1, first.output[-2000:]
-    tag = env_tag(made, first.environment, TestSpec(), made.head)
+    tag = environment_image(made, first.environment, TestSpec(), made.head)
     image = docker_engine.images.get(tag)
     second = await sandbox().run_tests(TestSpec())
     assert docker_engine.images.get(tag).id == image.id, "the cached environment was built again"

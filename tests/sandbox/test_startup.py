@@ -17,7 +17,7 @@ from checks.models import Evaluation, TestSpec
 from sandbox import setup_phase
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.limits import SandboxLimits
-from sandbox.setup_phase import env_tag
+from sandbox.setup_phase import env_tag, environment_image
 from tests.gitfixture import RepoBuilder
 from tests.sandbox.index import build_wheel, serve_index, write_wheel
 
@@ -171,46 +171,68 @@ def scoped(root: Path, index: str, engine: docker.DockerClient, scope: str) -> D
                                   setup=SetupOptions(index_url=index, cache_mb=4096, scope=scope))
 
 
+def tamper(engine: docker.DockerClient, tag: str, command: str) -> str:
+    """Change the cached layer ``tag`` as a hostile build or a later writer could (keeping its labels); its id."""
+    container = engine.api.create_container(tag, user="0", command=["sh", "-c", command])
+    try:
+        engine.api.start(container)
+        engine.api.wait(container)
+        repository, _, version = tag.partition(":")
+        engine.api.commit(container, repository=repository, tag=version, conf={"Labels": engine.images.get(tag).labels})
+    finally:
+        engine.api.remove_container(container, force=True)
+    return str(engine.images.get(tag).id)
+
+
+SITE = "/opt/logomesh/envs/project/lib/python3.11/site-packages"
+
+
 @pytest.mark.docker
-async def test_a_poisoned_cached_environment_stays_with_its_repository_and_ages_out(
+async def test_a_cached_environment_is_its_resolved_set_verified_when_used_and_never_another_repositorys(
         tmp_path: Path, index: str, docker_engine: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
     first = tmp_path / "first"
-    RepoBuilder(first).commit("Calc", PLAIN)
-    made = scoped(first, index, docker_engine, f"owner/first-{tmp_path.name}")
+    repo = RepoBuilder(first)
+    repo.commit("Calc", PLAIN)
+    scope = f"owner/first-{tmp_path.name}"
+    made = scoped(first, index, docker_engine, scope)
     built = await made.run_tests(TestSpec())
     assert built.environment is not None and built.passed == 1, built.output[-2000:]
-    tag = env_tag(made, built.environment, TestSpec(), made.head)
+    assert built.setup is not None and "lm-plain==1.0.0" in built.setup.resolved, built.setup
+    tag = environment_image(made, built.environment, TestSpec(), made.head)
+    assert tag != env_tag(made, built.environment, TestSpec(), made.head)  # keyed by the resolved artefacts
     # what a hostile build could have left in the layer: a start-up hook beside the artefacts
-    container = docker_engine.api.create_container(tag, user="0", command=["sh", "-c", (
-        "echo 'import lm_swallow_hook' > /opt/logomesh/envs/project/lib/python3.11/site-packages/aaa_poison.pth")])
-    try:
-        docker_engine.api.start(container)
-        docker_engine.api.wait(container)
-        repository, _, version = tag.partition(":")
-        docker_engine.api.commit(container, repository=repository, tag=version,
-                                 conf={"Labels": docker_engine.images.get(tag).labels})
-    finally:
-        docker_engine.api.remove_container(container, force=True)
-    poisoned = docker_engine.images.get(tag).id
-
-    # the same repository, the same lines: the cache is hit (the poisoned entry is served to its own scope)
-    again = await scoped(first, index, docker_engine, f"owner/first-{tmp_path.name}").run_tests(TestSpec())
-    assert docker_engine.images.get(tag).id == poisoned and again.passed == 1
-    assert "aaa_poison.pth" in again.output  # the test interpreter never ran it, and said so
+    poisoned = tamper(docker_engine, tag, f"echo 'import lm_swallow_hook' > {SITE}/aaa_poison.pth")
 
     # another repository with the same requirement lines gets an environment of its own, built clean
     second = tmp_path / "second"
     RepoBuilder(second).commit("Calc, elsewhere", PLAIN)
     other = scoped(second, index, docker_engine, f"owner/second-{tmp_path.name}")
     clean = await other.run_tests(TestSpec())
-    assert env_tag(other, built.environment, TestSpec(), other.head) != tag
+    assert environment_image(other, built.environment, TestSpec(), other.head) != tag
     assert clean.passed == 1 and "aaa_poison.pth" not in clean.output, clean.output[-2000:]
+
+    # its own repository: the file no RECORD lists is found when the entry is used, and it is rebuilt
+    again = await scoped(first, index, docker_engine, scope).run_tests(TestSpec())
+    rebuilt = docker_engine.images.get(tag).id
+    assert rebuilt != poisoned and again.passed == 1 and "aaa_poison.pth" not in again.output, again.output[-2000:]
+    # so is an installed file changed after the build (its RECORD hash no longer matches)
+    tamper(docker_engine, tag, f"echo 'def one():\n    return 2' > {SITE}/lm_plain/__init__.py")
+    third = await scoped(first, index, docker_engine, scope).run_tests(TestSpec())
+    assert docker_engine.images.get(tag).id not in (rebuilt, poisoned) and third.passed == 1, third.output[-2000:]
+
+    # other requirement lines that resolve to the identical artefacts: the same cached entry, not rebuilt
+    kept = docker_engine.images.get(tag).id
+    repo.commit("Loosen the pin", {"requirements-test.txt": "lm-plain>=1.0\n"})
+    loose = scoped(first, index, docker_engine, scope)
+    same = await loose.run_tests(TestSpec())
+    assert same.environment is not None and same.environment.key != built.environment.key
+    assert environment_image(loose, same.environment, TestSpec(), loose.head) == tag
+    assert docker_engine.images.get(tag).id == kept and same.passed == 1, same.output[-2000:]
 
     # and a hit cannot keep an entry alive forever: past its age, it is rebuilt from the index
     monkeypatch.setattr(setup_phase, "MAX_AGE_SECONDS", 0)
-    rebuilt = await scoped(first, index, docker_engine, f"owner/first-{tmp_path.name}").run_tests(TestSpec())
-    assert docker_engine.images.get(tag).id != poisoned
-    assert rebuilt.passed == 1 and "aaa_poison.pth" not in rebuilt.output, rebuilt.output[-2000:]
+    aged = await scoped(first, index, docker_engine, scope).run_tests(TestSpec())
+    assert docker_engine.images.get(tag).id != kept and aged.passed == 1, aged.output[-2000:]
 
 
 def test_an_unreadable_creation_date_counts_as_too_old() -> None:
