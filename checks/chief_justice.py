@@ -36,6 +36,10 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             complete: not ``pass``; the tests it never reached are *unreached*, never regressed;
                             and a CIS under the fail line with no failing test, red finding or intent penalty is
                             ``neutral``, never ``fail`` (T scored the incomplete run, nothing else spoke).
+- *Rule of Start-up Code* — the head's environment holds a ``sitecustomize``/``usercustomize`` that the base's did
+                            not: not ``pass``, the file and its distribution named (it runs at every interpreter
+                            start). Executable ``.pth`` lines and auto-loaded plugins the change brings in are shown
+                            as evidence (LogoMesh's interpreter never runs the one; the collector watches the other).
 - *Rule of Untested Change* — mutants of the changed lines ran and none was detected: not ``pass``.
 - *Rule of Measurement*   — nothing changed (``nothing to review``), or nothing the court can analyse
                             (``not analysed: <languages>``): ``neutral``, never a score that claims measurement,
@@ -53,6 +57,7 @@ from dataclasses import dataclass
 
 from checks import cis
 from checks.deciding import score_reason
+from checks.dependencies import holds_back_pass
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
 from checks.linguist import language, named_languages, unanalysed_code, unrun_tests
@@ -223,6 +228,10 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         reasons.append("Rule of Measurement: nothing to review (the change is empty)")
         return "neutral"
     diff = brief.differential
+    if diff is not None and (held := [f for f in diff.startup_added if holds_back_pass(f)]):
+        verdict = _not_pass(verdict, reasons, f"Rule of Start-up Code: the change brings {len(held)} "
+                            f"piece(s) of start-up code into the test environment (first: {held[0]})",
+                            always_say=True)
     if diff is not None and diff.status != "measured":
         if diff.new_failing:
             reasons.append(f"Rule of New Failures: {len(diff.new_failing)} test(s) of this change fail (first: "

@@ -99,6 +99,9 @@ WORDS: dict[str, tuple[str, str]] = {
                        "Retitle the PR: the title is what reviewers and the history read first."),
     "surviving-mutant": ("No test notices a change to this line",
                          "Add an assertion that would fail if this line changed."),
+    "dependency-startup": ("A new dependency runs code at interpreter start-up",
+                           "Start-up code (.pth lines, sitecustomize, auto-loaded pytest plugins) can decide what "
+                           "the tests report; drop the dependency or explain why it needs it."),
 }
 
 FIRST = {kind: i for i, kind in enumerate(("test-regressed", "test-tampered", "test-new-failing", "test-failure",
@@ -107,11 +110,12 @@ FIRST = {kind: i for i, kind in enumerate(("test-regressed", "test-tampered", "t
 # Facts that explain a verdict held back from ``pass`` even when they are not severe themselves.
 DEMOTING = frozenset({"title-mismatch", "tests-not-measured", "tests-env-error", "no-tests", "intent-mismatch",
                       "not-analysed", "test-mutation", "test-removed", "tests-timeout", "tests-error",
-                      "test-flaky", "test-environmental", "test-unattributed"})
+                      "test-flaky", "test-environmental", "test-unattributed", "dependency-startup"})
 # Summaries that repeat facts listed one by one: never a fix of their own.
 AGGREGATES = frozenset({"tests-differential", "tests", "diff-summary", "commit-history", "test-environment",
                         "red-search", "red-not-run", "llm-exchange", "semantic", "semantic-not-measured",
-                        "surviving-mutant", "truncated", "preexisting-violation", "claim-verified"})
+                        "surviving-mutant", "truncated", "preexisting-violation", "claim-verified",
+                        "dependency-change"})
 
 
 def worst_first(evidence: Iterable[Evidence]) -> list[Evidence]:

@@ -37,7 +37,7 @@ import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount, Ulimit
 
-from checks.models import EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
+from checks.models import DeclaredRequirement, EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
 from sandbox.environment import plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.limits import SANDBOX_UID, SandboxLimits
@@ -407,6 +407,8 @@ class DockerSandbox:
         if override.requirements is not None:
             changes["requirements"] = override.requirements
             changes["sources"] = (".logomesh.yml test.environment.requirements",)
+            changes["declared"] = tuple(DeclaredRequirement(requirement=r, source=changes["sources"][0])
+                                        for r in override.requirements)
         if override.install_project is not None:
             changes["install_project"] = override.install_project
         if override.import_roots is not None:
