@@ -123,7 +123,9 @@ def reclassify(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_dump(path: Path) -> list[dict[str, Any]]:
-    return [reclassify(json.loads(x)) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    """The rows of a dump, one per review (the last when one was reviewed twice)."""
+    rows = [reclassify(json.loads(x)) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    return list({(r["kind"], r["id"]): r for r in rows}.values())
 
 
 def tally(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -223,6 +225,7 @@ async def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="PRs per project (corpus order)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--twins", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--honest", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--dump", type=Path, default=None, help="JSON lines, appended; reviews in it are skipped")
     parser.add_argument("--tables", type=Path, default=None, help="print the tables of this dump and stop")
     args = parser.parse_args()
@@ -235,7 +238,7 @@ async def main() -> None:
     done = load_dump(args.dump) if args.dump and args.dump.exists() else []
     prs = json.loads(CORPUS.read_text(encoding="utf-8"))
     todo = [("honest", pr) for pr in select(prs, args.half, args.project, args.limit,
-                                            {r["id"] for r in done if r["kind"] == "honest"})]
+                                            {r["id"] for r in done if r["kind"] == "honest"}) if args.honest]
     if args.twins and TWINS.exists():
         chosen = {pr["id"] for pr in select(prs, args.half, args.project, args.limit)}
         by_id = {pr["id"]: pr for pr in prs}  # a twin claims its PR's title and body

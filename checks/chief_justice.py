@@ -33,23 +33,34 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
 - *Rule of the Oracle*    — a test passes only under the change's harness (it fails under the base's test files
                             and configuration) or was reported passing although it raised: not ``pass``.
 - *Rule of Completion*    — the change's own test run (or the run of its code under the base's tests) did not
-                            complete: not ``pass``; the tests it never reached are *unreached*, never regressed.
+                            complete: not ``pass``; the tests it never reached are *unreached*, never regressed;
+                            and a CIS under the fail line with no failing test, red finding or intent penalty is
+                            ``neutral``, never ``fail`` (T scored the incomplete run, nothing else spoke).
+- *Rule of Start-up Code* — the head's environment holds a ``sitecustomize``/``usercustomize`` that the base's did
+                            not: not ``pass``, the file and its distribution named (it runs at every interpreter
+                            start). Executable ``.pth`` lines and auto-loaded plugins the change brings in are shown
+                            as evidence (LogoMesh's interpreter never runs the one; the collector watches the other).
 - *Rule of Untested Change* — mutants of the changed lines ran and none was detected: not ``pass``.
 - *Rule of Measurement*   — nothing changed (``nothing to review``), or nothing the court can analyse
-                            (``not analysed: <languages>``): ``neutral``, never a score that claims measurement;
-                            a changed Python file that could not be read (too large, binary): not ``pass``.
+                            (``not analysed: <languages>``): ``neutral``, never a score that claims measurement,
+                            and never ``fail`` on the CIS alone (it was computed on nothing; a test rule above may
+                            still fail it); a changed Python file that could not be read (too large, binary): not
+                            ``pass``. A mixed change is judged on its Python code and the languages left unread are
+                            named; the project's tests in a language LogoMesh does not run are named when no Python
+                            test ran (T is then not measured, never "no tests").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from checks import cis
 from checks.deciding import score_reason
+from checks.dependencies import holds_back_pass
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
+from checks.linguist import language, named_languages, unanalysed_code, unrun_tests
 from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, TestDiff, round_score
 from rubric import Criterion, Rubric
 
@@ -175,12 +186,6 @@ def rule_on_facts(rubric: Rubric, brief: Brief, criterion: Criterion, opinions: 
     )
 
 
-LANGUAGES = {".md": "Markdown", ".rst": "reStructuredText", ".txt": "text", ".js": "JavaScript",
-             ".ts": "TypeScript", ".go": "Go", ".rs": "Rust", ".java": "Java", ".rb": "Ruby", ".c": "C", ".h": "C",
-             ".cpp": "C++", ".yml": "YAML", ".yaml": "YAML", ".toml": "TOML", ".json": "JSON", ".cfg": "config",
-             ".ini": "config", ".html": "HTML", ".css": "CSS", ".sh": "shell"}
-
-
 def _not_pass(verdict: str, reasons: list[str], why: str, *, always_say: bool = False) -> str:
     """``pass`` becomes ``neutral``; ``why`` is recorded when it demoted the verdict, or always if asked."""
     if verdict == "pass" or always_say:
@@ -223,6 +228,10 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         reasons.append("Rule of Measurement: nothing to review (the change is empty)")
         return "neutral"
     diff = brief.differential
+    if diff is not None and (held := [f for f in diff.startup_added if holds_back_pass(f)]):
+        verdict = _not_pass(verdict, reasons, f"Rule of Start-up Code: the change brings {len(held)} "
+                            f"piece(s) of start-up code into the test environment (first: {held[0]})",
+                            always_say=True)
     if diff is not None and diff.status != "measured":
         if diff.new_failing:
             reasons.append(f"Rule of New Failures: {len(diff.new_failing)} test(s) of this change fail (first: "
@@ -263,11 +272,21 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     if hidden:  # said whatever the verdict: a reader must know some of the code was never read
         verdict = _not_pass(verdict, reasons, f"Rule of Measurement: changed Python code was not analysed: "
                             f"{hidden[0].path} ({hidden[0].not_analysed})", always_say=True)
+    unrun = unrun_tests(brief.case.head_paths)
+    if unrun and brief.tests is not None and brief.components.get("testing") is None:
+        reasons.append("Rule of Measurement: tests not measured: the runs found no Python test, and the project's "
+                       f"tests are in {named_languages(unrun)}, which LogoMesh does not run")
+    foreign = unanalysed_code(f.path for f in files if f.status != "removed")
     if not any(f.path.endswith(".py") and f.status != "removed" for f in files):
-        kinds = sorted({LANGUAGES.get(PurePosixPath(f.path).suffix.lower(), PurePosixPath(f.path).suffix or
-                                      PurePosixPath(f.path).name) for f in files})
+        kinds = sorted({language(f.path) for f in files})
         reasons.append("Rule of Measurement: not analysed: " + ", ".join(kinds) + " (LogoMesh analyses Python code)")
-        return "neutral" if verdict != "fail" else verdict
+        if verdict == "fail":  # no test rule failed it: the CIS is all that did, and it measured nothing here
+            reasons.append("Rule of Measurement: the CIS is computed on nothing LogoMesh analyses, so it cannot fail "
+                           "this change")
+        return "neutral"
+    if foreign:  # a mixed change: judged on its Python part, and the reader is told what was not read
+        reasons.append("Rule of Measurement: judged on its Python code only; not analysed: "
+                       + named_languages(foreign) + " (first: " + next(iter(foreign.values()))[0] + ")")
     return verdict
 
 
@@ -336,6 +355,12 @@ def judge_case(
         verdict = "neutral"
         reasons.append("Tests were not measured, so the verdict cannot be pass")
     verdict = rules_of_tests(brief, verdict, reasons)
+    if (verdict == "fail" and red == 0.0 and intent == 1.0 and brief.tests is not None
+            and brief.tests.status in ("timeout", "error") and not any(r.startswith("Rule of") for r in reasons)):
+        # only the CIS failed it, and only because T scored a run that did not complete: no evidence against it
+        verdict = "neutral"
+        reasons.append(f"Rule of Completion: the change's test run did not complete ({brief.tests.reason}), so a "
+                       "CIS under the fail line with no failing test, finding or intent penalty is not a fail")
     verdict, rejected = rule_of_rejection(rubric, opinions, verdict, rejection_first)
     if rejected:
         reasons.append(rejected)

@@ -49,8 +49,7 @@ def testing_from_diff(rubric: Rubric, diff: TestDiff, head: TestRunResult | None
         return t.regressed
     if head is not None and head.status in ("timeout", "error"):
         return t.at_zero
-    good = diff.unchanged_passing + len(diff.fixed) + len(diff.new_passing) + len(diff.expectation_changed)
-    bad = len(diff.new_failing) + len(diff.tampered)
+    good, bad = tests_held(diff)
     if good + bad == 0:
         return t.no_tests
     share = good / (good + bad)
@@ -58,6 +57,13 @@ def testing_from_diff(rubric: Rubric, diff: TestDiff, head: TestRunResult | None
     if kill_rate is not None:
         share = (1.0 - t.mutation.weight) * share + t.mutation.weight * kill_rate
     return testing_score(rubric, share)
+
+
+def tests_held(diff: TestDiff) -> tuple[int, int]:
+    """``(good, bad)``: the change's tests that hold (still passing, fixed, new passing, expectation changed) and
+    those that do not (new failing, tampered). ``(0, 0)``: the runs found no test at all."""
+    good = diff.unchanged_passing + len(diff.fixed) + len(diff.new_passing) + len(diff.expectation_changed)
+    return good, len(diff.new_failing) + len(diff.tampered)
 
 
 def architecture_score(rubric: Rubric, violation_severities: Iterable[str]) -> float:

@@ -18,6 +18,7 @@ from checks.detectives.registry import bench
 from checks.errors import DetectiveError
 from checks.hearing import hear
 from checks.judges import offline_judges
+from checks.linguist import unrun_tests
 from checks.models import (
     Brief,
     Case,
@@ -93,18 +94,24 @@ def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float |
     tests = state.tests()
     diff = state.differential()
     testing: float | None = None
+    found_none = False  # the runs found no test: "no tests" (T = testing.no_tests) unless the tests are elsewhere
     if diff is not None and diff.status == "measured":
         testing = cis.testing_from_diff(rubric, diff, tests)
+        found_none = not diff.regressed and sum(cis.tests_held(diff)) == 0 \
+            and not (tests is not None and tests.status in ("timeout", "error"))
     elif diff is not None and diff.status == "env_error":
         testing = None
     elif tests is not None:
         if tests.status == "no_tests":
-            testing = rubric.testing.no_tests
+            testing, found_none = rubric.testing.no_tests, True
         elif tests.status in ("timeout", "error"):
             testing = cis.testing_score(rubric, tests.pass_rate or 0.0)
         elif tests.status == "ran":
             rate = tests.pass_rate
             testing = rubric.testing.no_tests if rate is None else cis.testing_score(rubric, rate)
+            found_none = rate is None
+    if found_none and unrun_tests(state.case.head_paths):
+        testing = None  # the project's tests are in a language LogoMesh does not run: not measured, never "none"
     semantic = state.semantic()
     rationale = semantic.score if semantic is not None and semantic.measured else None
     return {

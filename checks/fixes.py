@@ -31,6 +31,18 @@ class Fix:
     subject: str | None = None  # the test or symbol the fix is about (shown as code)
     kind: str = ""
     reproducer: str | None = None  # a short script that shows the flaw (a confirmed race)
+    for_whom: str = ""  # "" the PR's author; else who can fix it (:data:`NOT_THE_CHANGE`)
+
+    @property
+    def authors(self) -> bool:
+        return not self.for_whom
+
+
+MAINTAINER = "a maintainer, on the base branch"
+OPERATOR = "whoever runs LogoMesh"
+# Facts that are not the change's fault, and who can act on them: the author never reads them under "What to fix".
+# ``.logomesh.yml`` is read from the base branch, so its snippet is a maintainer's to add, not the PR author's.
+NOT_THE_CHANGE = {"test-environmental": MAINTAINER, "tests-env-error": MAINTAINER, "tests-not-measured": OPERATOR}
 
 
 # kind → (title, hint). A kind absent here is shown with its evidence summary as the title.
@@ -47,8 +59,9 @@ WORDS: dict[str, tuple[str, str]] = {
                    "It is not charged, but the change cannot pass while it is unexplained: make the test "
                    "independent of order and timing, or show it passes reliably."),
     "test-environmental": ("A test fails because of the sandbox, not this change",
-                           "The cause is named: declare what the tests need in `.logomesh.yml` under "
-                           "`test.environment`, or skip the test when the program or network is absent."),
+                           "Declare what the tests need in `.logomesh.yml` on the base branch, e.g. `test: "
+                           "{environment: {requirements: [\"pytest\", \"requests\"]}}`, or make the test skip when "
+                           "the program or network is absent."),
     "test-unattributed": ("A test fails and the base could not be compared",
                           "The base commit's tests did not run, so this failure cannot be attributed: fix the base "
                           "(its reason is shown) or check the test locally."),
@@ -56,9 +69,10 @@ WORDS: dict[str, tuple[str, str]] = {
                       "Make the tests faster, or raise `test.timeout_seconds` in `.logomesh.yml`."),
     "tests-error": ("The test run did not complete", "Run the tests locally; the message says where they stopped."),
     "tests-env-error": ("The tests could not run here",
-                        "Declare what they need in `.logomesh.yml` under `test.environment` "
-                        "(e.g. `requirements: [...]`)."),
-    "tests-not-measured": ("Tests were not measured", "Nothing ran, so the verdict cannot be pass."),
+                        "Declare what they need in `.logomesh.yml` on the base branch, e.g. `test: {environment: "
+                        "{requirements: [\"pytest\", \"requests\"]}}`."),
+    "tests-not-measured": ("Tests were not measured",
+                           "do what the message says; until the tests run, the change cannot pass."),
     "no-tests": ("No tests were found", "Add tests under `tests/` (pytest) for the changed code."),
     "test-mutation": ("No test checks what the changed lines do",
                       "Add assertions on the changed behaviour; the evidence lists small changes no test notices."),
@@ -85,6 +99,9 @@ WORDS: dict[str, tuple[str, str]] = {
                        "Retitle the PR: the title is what reviewers and the history read first."),
     "surviving-mutant": ("No test notices a change to this line",
                          "Add an assertion that would fail if this line changed."),
+    "dependency-startup": ("A new dependency runs code at interpreter start-up",
+                           "Start-up code (.pth lines, sitecustomize, auto-loaded pytest plugins) can decide what "
+                           "the tests report; drop the dependency or explain why it needs it."),
 }
 
 FIRST = {kind: i for i, kind in enumerate(("test-regressed", "test-tampered", "test-new-failing", "test-failure",
@@ -93,11 +110,12 @@ FIRST = {kind: i for i, kind in enumerate(("test-regressed", "test-tampered", "t
 # Facts that explain a verdict held back from ``pass`` even when they are not severe themselves.
 DEMOTING = frozenset({"title-mismatch", "tests-not-measured", "tests-env-error", "no-tests", "intent-mismatch",
                       "not-analysed", "test-mutation", "test-removed", "tests-timeout", "tests-error",
-                      "test-flaky", "test-environmental", "test-unattributed"})
+                      "test-flaky", "test-environmental", "test-unattributed", "dependency-startup"})
 # Summaries that repeat facts listed one by one: never a fix of their own.
 AGGREGATES = frozenset({"tests-differential", "tests", "diff-summary", "commit-history", "test-environment",
                         "red-search", "red-not-run", "llm-exchange", "semantic", "semantic-not-measured",
-                        "surviving-mutant", "truncated", "preexisting-violation", "claim-verified"})
+                        "surviving-mutant", "truncated", "preexisting-violation", "claim-verified",
+                        "dependency-change"})
 
 
 def worst_first(evidence: Iterable[Evidence]) -> list[Evidence]:
@@ -132,7 +150,8 @@ def _fix(ev: Evidence) -> Fix:
         hint = "Hold one lock across the read, the check and the write of the shared state" + (
             "; the script below reproduces the race." if isinstance(reproducer, str) else ".")
     return Fix(title=title, severity=ev.severity, location=ev.location, detail=_detail(ev), hint=hint,
-               subject=_test_name(ev), kind=ev.kind, reproducer=reproducer if isinstance(reproducer, str) else None)
+               subject=_test_name(ev), kind=ev.kind, reproducer=reproducer if isinstance(reproducer, str) else None,
+               for_whom=NOT_THE_CHANGE.get(ev.kind, ""))
 
 
 def _veto(e: Evaluation) -> Fix | None:
@@ -184,9 +203,10 @@ def group_parameters(fixes: list[Fix]) -> list[Fix]:
             continue
         ids = [m.group("ids") for m in (_PARAMETERS.match(f.subject or "") for f in group) if m]
         subject = f"{match.group('test')}[{', '.join(ids)}]"
-        detail = f"{len(group)} parameter sets fail; the first: {fix.detail}" if fix.detail else fix.detail
-        out.append(Fix(title=fix.title, severity=max((f.severity for f in group), key=lambda s: SEVERITY_ORDER[s]),
-                       location=fix.location, detail=detail, hint=fix.hint, subject=subject, kind=fix.kind))
+        out.append(Fix(title=f"{fix.title} ({len(group)} parameter sets)", detail=fix.detail,
+                       severity=max((f.severity for f in group), key=lambda s: SEVERITY_ORDER[s]),
+                       location=fix.location, hint=fix.hint, subject=subject, kind=fix.kind,
+                       for_whom=fix.for_whom))
     return out
 
 
@@ -220,7 +240,8 @@ def what_to_fix(e: Evaluation) -> list[Fix]:
         fixes.insert(0 if decided else len(fixes), veto)
     if blocking and not fixes and (low := _low_score(e)) is not None:
         fixes.append(low)
-    return fixes[:MAX_FIXES]
+    # the author's own first: what is not the change's fault comes after, under its own heading
+    return sorted(fixes, key=lambda fix: not fix.authors)[:MAX_FIXES]
 
 
 fix_for = _fix

@@ -184,6 +184,13 @@ class TestCaseResult(Model):
     rewritten: bool = Field(default=False, description="reported as passing although the call raised")
 
 
+class DeclaredRequirement(Model):
+    """One requirement line of an environment plan and the file (and table or section) that declares it."""
+
+    requirement: str
+    source: str
+
+
 class EnvironmentPlan(Model):
     """What the project needs to run its tests, detected from its files (or set in ``.logomesh.yml``)."""
 
@@ -199,6 +206,8 @@ class EnvironmentPlan(Model):
     key: str = ""
     error: str | None = None
     overridden: bool = False
+    declared: tuple[DeclaredRequirement, ...] = Field(default=(), description="each requirement with the file "
+                                                      "that declares it (the first one, when several do)")
 
 
 class SetupReport(Model):
@@ -211,6 +220,11 @@ class SetupReport(Model):
     refused: tuple[str, ...] = Field(default=(), description="destinations the setup tried and was refused, "
                                      "sorted (kept with a cached environment)")
     install: str | None = Field(default=None, description="the editable install of the project: ok, failed, skipped")
+    startup: tuple[str, ...] = Field(default=(), description="start-up code the environment holds (executable "
+                                     ".pth lines, sitecustomize/usercustomize, auto-loaded pytest plugins), one "
+                                     "sentence each naming the file and its distribution")
+    resolved: tuple[str, ...] = Field(default=(), description="the distributions installed, ``name==version``, "
+                                      "sorted")
 
 
 class HookSite(Model):
@@ -366,6 +380,19 @@ class TestChange(Model):
     cause: str | None = Field(default=None, description="why the failure is the environment's, not the change's")
 
 
+class DependencyChange(Model):
+    """A requirement the change adds, removes or re-pins, with the file that declares it and, where known, the
+    version pip installed on each side."""
+
+    name: str
+    change: Literal["added", "removed", "repinned"]
+    base: str | None = Field(default=None, description="the requirement line at base")
+    head: str | None = Field(default=None, description="the requirement line at head")
+    source: str | None = Field(default=None, description="the file that declares it (at head; at base when removed)")
+    base_resolved: str | None = None
+    head_resolved: str | None = None
+
+
 class TestDiff(Model):
     """The tests at base and at head, keyed by node id (see ``checks/differential.py``).
 
@@ -402,6 +429,10 @@ class TestDiff(Model):
                                        "timeout, a crash) at head or under the base's oracle never reached: not "
                                        "measured, never 'regressed' or 'removed'")
     mutants: tuple[MutantResult, ...] = ()
+    dependencies: tuple[DependencyChange, ...] = Field(default=(), description="requirements the change adds, "
+                                                       "removes or re-pins")
+    startup_added: tuple[str, ...] = Field(default=(), description="start-up code in the head's environment that "
+                                           "the base's did not hold: never a pass")
     base_tests: TestRunResult | None = None
     guard_tests: TestRunResult | None = None
 

@@ -56,6 +56,7 @@ from checks import cis
 from checks.collector import collector_paused
 from checks.diff import DiffError, parse_diff
 from checks.errors import DetectiveError
+from checks.linguist import named_languages, unanalysed_code
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, SemanticResult, round_score
 from checks.protocols import Embedder
 from checks.rationale_vectors import aggregate, record_vectors
@@ -831,7 +832,8 @@ _DESCRIPTION_NOISE = """a an the and or but if of to in on for with by from at a
     there
     here so such only just very too via per use used using add added adds fix fixed fixes fixing make makes made allow
     allows support supports handle handles new now instead after before test tests testing pr issue issues change
-    changes changed update updates updated remove removed work works working"""
+    changes changed update updates updated remove removed work works working small minor improve improves improved
+    improvement improvements various misc miscellaneous tweak tweaks few several stuff things"""
 DESCRIPTION_NOISE = frozenset(_DESCRIPTION_NOISE.split())
 STEM = 5  # words are compared by their stem's first five letters: "parse", "parsing" and "parsed" are one word here
 STEM_SUFFIXES = ("ing", "ed", "es", "s", "e")
@@ -899,8 +901,130 @@ def change_kind(rubric: Rubric, title: str) -> str | None:
     return None
 
 
+# What a change of each declared kind touches (``kind_fits``): the files that declare dependencies, lint and type
+# checking, the test runs; and the words of changed lines that a compatibility change is about.
+DEPENDENCY_FILES = frozenset({"pyproject.toml", "setup.py", "setup.cfg", "pipfile", "pipfile.lock", "poetry.lock",
+                              "uv.lock", "pdm.lock", "tox.ini", "noxfile.py", ".pre-commit-config.yaml",
+                              "environment.yml", "environment.yaml", "dependabot.yml"})
+DEPENDENCY_RE = re.compile(r"(^|/)(requirements|constraints)[^/]*\.(txt|in)$|(^|/)requirements/")
+STYLE_FILES = frozenset({"pyproject.toml", "setup.cfg", "tox.ini", ".pre-commit-config.yaml", ".flake8", "ruff.toml",
+                         ".ruff.toml", "mypy.ini", ".mypy.ini", ".pylintrc", "pylintrc", ".editorconfig", ".isort.cfg",
+                         "py.typed"})
+RUN_FILES = frozenset({"tox.ini", "noxfile.py", "conftest.py", "pytest.ini", ".coveragerc", "codecov.yml",
+                       ".codecov.yml", "azure-pipelines.yml", ".travis.yml", "appveyor.yml", ".gitlab-ci.yml"})
+RUN_DIRS = (".github/workflows/", ".circleci/", ".azure-pipelines/", "ci/")
+COMPATIBILITY_RE = re.compile(r"version_info|python_requires|requires-python|Programming Language :: Python|"
+                              r"\bPY\d|\bpy3\d|python3?\.?\d|warn|deprecat|removed in|pragma: no cover",
+                              re.IGNORECASE)
+TEST_MARKER_RE = re.compile(r"xfail|skipif|\bskip\b|flaky|timeout|rerun", re.IGNORECASE)
+REWRITE_SHARE = 0.5  # a rewrite (a move, a rename, a reformat, a typo fix) takes out at least half of what it puts in
+DOC_SUFFIXES = (".md", ".rst", ".txt", ".adoc")
+
+
+@dataclass(frozen=True)
+class ChangeShape:
+    """What a change is made of, in meaningful words (:func:`code_words`): added to product files (not tests) and
+    removed from them, added as prose (documentation files, comments and docstrings) and added to tests; the
+    paths it touches; its changed lines."""
+    product_added: int
+    product_removed: int
+    prose_added: int
+    test_added: int
+    paths: tuple[str, ...]
+    changed_lines: str
+
+
+def change_shape(case: Case, added: dict[str, list[tuple[int, str]]]) -> ChangeShape:
+    files = {f.path: f for f in case.files}
+    product = prose_words = tests = 0
+    for path, lines in added.items():
+        words = sum(len(code_words(text)) for _, text in lines)
+        if is_test_path(path):
+            tests += words
+            continue
+        product += words
+        if path.lower().endswith(DOC_SUFFIXES):
+            prose_words += words
+        else:
+            bare = sum(len(code_words(text)) for _, text in without_prose(files.get(path), path, lines))
+            prose_words += max(0, words - bare)
+    removed = 0
+    current: str | None = None
+    changed: list[str] = []
+    for line in case.diff.splitlines():
+        if line.startswith("--- "):  # the removed side's path (a deleted file's new side is /dev/null)
+            current = line[6:] if line.startswith("--- a/") else None
+        elif line.startswith("+++ "):
+            continue
+        elif line.startswith(("+", "-")):
+            changed.append(line[1:])
+            if line.startswith("-") and current is not None and not is_test_path(current):
+                removed += len(code_words(line[1:]))
+    return ChangeShape(product, removed, prose_words, tests, tuple(f.path for f in case.files), "\n".join(changed))
+
+
+def _touches_file(paths: Sequence[str], names: frozenset[str], dirs: tuple[str, ...] = (),
+                  pattern: re.Pattern[str] | None = None) -> str | None:
+    for path in paths:
+        lower = path.lower()
+        if lower.rsplit("/", 1)[-1] in names or lower.startswith(dirs) or (pattern and pattern.search(lower)):
+            return path
+    return None
+
+
+def kind_fits(kind: str, shape: ChangeShape) -> str | None:
+    """What shows that the change is of the ``kind`` its title declares, in words (``touches setup.cfg``), or None
+    when nothing does: a title may declare a bump, a reformat or a deflake over a change that is none of them.
+
+    - refactor, typo: a rewrite, the change takes out of product code at least ``REWRITE_SHARE`` of what it puts
+      in (a move, a rename, a spelling fix);
+    - dependency: it touches a file that declares dependencies (``pyproject.toml``, ``requirements*.txt``…);
+    - style: it touches a lint or type-checking configuration, or it is a rewrite (a reformat);
+    - compatibility: it touches a dependency or CI file, its changed lines speak of versions, warnings or
+      deprecations, or it is a rewrite (deprecated calls replaced);
+    - documentation: at least half of what it adds to product files is prose (docs, comments, docstrings);
+    - test suite: at least half of what it adds is tests, or it touches how tests run (CI, ``tox.ini``,
+      ``conftest.py``), or its changed lines mark tests (``xfail``, ``skipif``, ``flaky``)."""
+    rewrite = shape.product_removed >= REWRITE_SHARE * shape.product_added
+    rewrite_said = (f"a rewrite ({shape.product_removed} words of product code taken out for "
+                    f"{shape.product_added} put in)")
+    if kind in ("refactor", "typo"):
+        return rewrite_said if rewrite else None
+    if kind == "dependency":
+        path = _touches_file(shape.paths, DEPENDENCY_FILES, pattern=DEPENDENCY_RE)
+        return f"touches {path}" if path else None
+    if kind == "style":
+        path = _touches_file(shape.paths, STYLE_FILES)
+        return f"touches {path}" if path else rewrite_said if rewrite else None
+    if kind == "compatibility":
+        path = _touches_file(shape.paths, DEPENDENCY_FILES | RUN_FILES, RUN_DIRS, DEPENDENCY_RE)
+        if path:
+            return f"touches {path}"
+        match = COMPATIBILITY_RE.search(shape.changed_lines)
+        return f"changes lines on `{match.group(0)}`" if match else rewrite_said if rewrite else None
+    if kind == "documentation":
+        enough = shape.product_added > 0 and shape.prose_added * 2 >= shape.product_added
+        return f"adds mostly prose ({shape.prose_added} of {shape.product_added} words)" if enough else None
+    if kind == "test suite":
+        if shape.test_added * 2 >= shape.test_added + shape.product_added and shape.test_added:
+            return f"adds mostly tests ({shape.test_added} of {shape.test_added + shape.product_added} words)"
+        path = _touches_file(shape.paths, RUN_FILES, RUN_DIRS)
+        if path:
+            return f"touches {path}"
+        match = TEST_MARKER_RE.search(shape.changed_lines)
+        return f"changes lines on `{match.group(0)}`" if match else None
+    return "a kind this rule does not check"
+
+
+# What would show each kind (said when nothing does)
+KIND_SHOWN_BY = {"refactor": "a rewrite", "typo": "a rewrite", "dependency": "a file declaring dependencies",
+                 "style": "a lint configuration or a rewrite",
+                 "compatibility": "a dependency or CI file, lines on versions or deprecations, or a rewrite",
+                 "documentation": "mostly prose", "test suite": "mostly tests, a CI file or test markers"}
+
+
 def penalty_threshold(rubric: Rubric, anchors: Sequence[str], found: Sequence[str], kind: str | None = None,
-                      known: Familiarity | None = None) -> float | None:
+                      known: Familiarity | None = None, fits: str | None = None) -> float | None:
     """Under which R the intent penalty applies (None: never). The penalty needs evidence that the description
     is about something else, never a low R alone (a short honest title reads little like any code):
 
@@ -908,19 +1032,24 @@ def penalty_threshold(rubric: Rubric, anchors: Sequence[str], found: Sequence[st
     - naming specific code the change does not touch, or a file it does not touch (``README``):
       ``intent.anchored_threshold``;
     - a title declaring a kind of change whose description need not read like its code (``kind``,
-      :func:`change_kind`: a refactor, a rename, a bump, a typo fix): no penalty;
+      :func:`change_kind`: a refactor, a rename, a bump, a typo fix) over a change that shows that kind
+      (``fits``, :func:`kind_fits`: a bump touches a file declaring dependencies): no penalty; a kind the change
+      does not show exempts nothing, and the rules below decide;
     - a description whose words the change mostly lacks (``known``: at most ``intent.familiar_share`` of its
-      content words found in the change, and at least ``intent.min_unfamiliar_words`` missing):
-      ``intent.threshold``;
+      content words found in the change, and at least ``intent.min_unfamiliar_words`` missing — or none found and
+      at least ``intent.min_unfamiliar_words_none_familiar`` missing): ``intent.threshold``;
     - otherwise (the change holds most of what the description talks about): no penalty."""
     if any(specific(a) for a in found):
         return None
     if any(specific(a) or (names_file(a) and a not in found) for a in anchors):
         return rubric.intent.anchored_threshold
-    if kind is not None:
+    if kind is not None and fits is not None:
         return None
-    if known is not None and known.familiar_share <= rubric.intent.familiar_share \
-            and len(known.unfamiliar) >= rubric.intent.min_unfamiliar_words:
+    if known is not None and known.described and (
+            (known.familiar_share <= rubric.intent.familiar_share
+             and len(known.unfamiliar) >= rubric.intent.min_unfamiliar_words)
+            or (len(known.unfamiliar) == known.described
+                and len(known.unfamiliar) >= rubric.intent.min_unfamiliar_words_none_familiar)):
         return rubric.intent.threshold
     return None
 
@@ -981,8 +1110,10 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
     touched = change_text(case, scopes)
     found = tuple(a for a in intent.anchors if touches(a, touched))
     kind = change_kind(rubric, case.title)
+    fits = kind_fits(kind, change_shape(case, added)) if kind is not None else None
     known = familiarity(intent.text, familiar_text(case, added, scopes))
-    threshold = penalty_threshold(rubric, intent.anchors, found, kind, known)
+    unread = unreadable_code(case)
+    threshold = None if unread else penalty_threshold(rubric, intent.anchors, found, kind, known, fits)
     prose_lift: tuple[float, float] | None = None
     if threshold is not None and score >= threshold:
         # Comments and docstrings are the author's words beside the code: they may explain it, but they must not
@@ -1004,7 +1135,7 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
     result = SemanticResult(measured=True, raw_similarity=raw_stored, score=score, model=embedder.model_id,
                             intent_sources=intent.sources, chunks=len(code.chunks), anchors=intent.anchors,
                             anchors_found=found, penalty_threshold=threshold, vectors=recorded)
-    evidence = _evidence(rubric, intent, code, similarities, result, kind, known)
+    evidence = _evidence(rubric, intent, code, similarities, result, kind, known, unread, fits)
     if (title := title_mismatch(case, intent, touched, found, score, rubric)) is not None:
         evidence.append(title)
     if prose_lift is not None:
@@ -1015,6 +1146,17 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
                      f"(under the mismatch threshold {threshold:.2f})"),
             facts={"with_prose": prose_lift[0], "code_only": prose_lift[1], "threshold": threshold}))
     return DetectiveReport(detective=DETECTIVE, semantic=result, evidence=tuple(evidence))
+
+
+def unreadable_code(case: Case) -> str | None:
+    """``Go (2 files)`` when the change's code is all in languages LogoMesh does not analyse (no Python file left
+    at head, some JavaScript, Go…: :func:`checks.linguist.unanalysed_code`), else None. R still reads such a
+    change's words, but no intent penalty is computed from code LogoMesh cannot parse."""
+    present = [f.path for f in case.files if f.status != "removed"]
+    foreign = unanalysed_code(present)
+    if not foreign or any(path.endswith(PYTHON_SUFFIXES) for path in present):
+        return None
+    return named_languages(foreign)
 
 
 def _percent(part: int, whole: int) -> str:
@@ -1030,7 +1172,8 @@ def _chunk_fact(chunk: Chunk, similarity: float) -> dict[str, object]:
 
 def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequence[float],
               result: SemanticResult, kind: str | None = None,
-              known: Familiarity | None = None) -> list[Evidence]:
+              known: Familiarity | None = None, unread: str | None = None,
+              fits: str | None = None) -> list[Evidence]:
     rules = rubric.rationale
     score = result.score or 0.0
     ranked = sorted(range(len(similarities)), key=lambda i: (-similarities[i], i))
@@ -1099,7 +1242,14 @@ def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequ
         ))
     threshold = result.penalty_threshold
     touched = [a for a in result.anchors_found if specific(a)]
-    if threshold is None and not touched and kind is None:
+    if unread is not None:
+        evidence.append(Evidence(
+            id=f"{DETECTIVE}.intent-unanalysed", detective=DETECTIVE, kind="semantic",
+            summary=(f"The change's code is in {unread}, which LogoMesh does not analyse: R reads its words, but no "
+                     "intent penalty is computed from code LogoMesh cannot parse"),
+            facts={"languages": unread},
+        ))
+    elif threshold is None and not touched and (kind is None or fits is None):
         shown = known or Familiarity(0, ())
         evidence.append(Evidence(
             id=f"{DETECTIVE}.intent-familiar", detective=DETECTIVE, kind="semantic",
@@ -1111,9 +1261,10 @@ def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequ
     elif threshold is None and not touched:
         evidence.append(Evidence(
             id=f"{DETECTIVE}.intent-exempt", detective=DETECTIVE, kind="semantic",
-            summary=(f"The title declares a {kind} change, whose description need not read like the code, and "
-                     "names no code the change leaves untouched: R applies no intent penalty"),
-            facts={"kind": kind, "anchors": list(result.anchors)},
+            summary=(f"The title declares a {kind} change, whose description need not read like the code, the "
+                     f"change shows one ({fits}), and the description names no code the change leaves untouched: "
+                     "R applies no intent penalty"),
+            facts={"kind": kind, "shown_by": fits, "anchors": list(result.anchors)},
         ))
     elif threshold is None:
         evidence.append(Evidence(
@@ -1129,6 +1280,9 @@ def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequ
         named = (f"names {', '.join(f'`{a}`' for a in missing[:5])} but the change does not touch it, and "
                  if missing else f"talks about {', '.join(absent[:6])}, which the change never mentions, and "
                  if absent else "")
+        if kind is not None and fits is None:
+            named = (f"declares a {kind} change, which nothing in the change shows "
+                     f"({KIND_SHOWN_BY.get(kind, 'nothing checked')} would), {named}")
         evidence.append(Evidence(
             id=f"{DETECTIVE}.intent-mismatch", detective=DETECTIVE, kind="intent-mismatch",
             severity="high" if score < threshold / 2 else "medium", confidence=0.9,
@@ -1137,6 +1291,6 @@ def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequ
                      f"{best[0]['location'] if best else '-'}; farthest: {worst[0]['location'] if worst else '-'}"),
             facts={"score": score, "threshold": threshold, "floor": rubric.intent.floor,
                    "penalty": round_score(penalty), "anchors": list(result.anchors),
-                   "unfamiliar_words": absent[:20]},
+                   "unfamiliar_words": absent[:20], "declared_kind": kind if fits is None else None},
         ))
     return evidence

@@ -72,3 +72,23 @@ def truncate(text: str, limit: int) -> str:
     cut = len(text) - keep
     marker = CUT_MARKER.format(n=cut)
     return (text[:keep] + "\n" + marker)[:limit] if keep else marker[:limit]
+
+
+# Paths that exist only inside the sandbox or on the reviewing machine: a PR author cannot open them, and they say
+# how LogoMesh is laid out. Shown relative to the repository, to the installed package, or as a placeholder.
+INTERNAL_PATHS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"/sandbox/repo/"), ""),
+    (re.compile(r"/sandbox/repo\b"), "."),
+    (re.compile(r"/opt/logomesh/envs/[^\s'\"`)\]]*?/site-packages/"), ""),
+    (re.compile(r"/opt/logomesh/envs(?:/[^\s/'\"`)\]]+)?"), "$SANDBOX_ENV"),
+    (re.compile(r"/sandbox(?:/[^\s/'\"`)\]]+)?"), "$SANDBOX"),
+    (re.compile(r"(?:/private)?/(?:var/)?tmp/[^\s/'\"`)\]]+"), "$TMPDIR"),
+)
+
+
+def redact_internal_paths(text: str) -> str:
+    """``text`` with no path of the sandbox or of a temporary directory: the one redaction every author-facing
+    text (report, title, annotations, the JSON's what-to-fix) passes through when it is rendered."""
+    for pattern, replacement in INTERNAL_PATHS:
+        text = pattern.sub(replacement, text)
+    return text

@@ -22,6 +22,7 @@ from checks.deciding import deciding_rule, thresholds
 from checks.fixes import Fix, what_to_fix, worst_first
 from checks.links import GITHUB_WEB, GitHubLinks, cwe_url
 from checks.models import Evaluation, Evidence, JudicialOpinion, Location
+from checks.redaction import redact_internal_paths
 
 MARKER = "<!-- logomesh:review -->"
 MAX_EVIDENCE_ROWS = 40
@@ -140,28 +141,47 @@ def _fix_line(n: int, fix: Fix, e: Evaluation, links: Links | None) -> str:
     if fix.subject:
         detail.append(code(fix.subject, 160))
     if fix.detail and fix.detail != fix.title:
-        detail.append(code(fix.detail, 240) if fix.kind.startswith("test-") else inline(fix.detail, 300))
+        detail.append(code(fix.detail, 160) if fix.kind.startswith("test-") else inline(fix.detail, 100))
     if detail:
         parts.append("<br>" + ": ".join(detail))
     if fix.hint:
-        parts.append(f"<br>*{inline(fix.hint, 300)}*")
+        whom = f"For {fix.for_whom}: " if fix.for_whom else ""
+        parts.append(f"<br>*{inline(whom + fix.hint, 340)}*")
     if fix.reproducer:
         parts.append("\n\n   <details><summary>Reproducer</summary>\n\n" + code_block(fix.reproducer, "python", "   ")
                      + "\n   </details>\n")
     return "".join(parts)
 
 
+def _to_fix(e: Evaluation, fixes: list[Fix]) -> int:
+    """How many things the author has to fix (what is not the change's fault is not counted)."""
+    return sum(1 for fix in fixes if fix.authors) if e.verdict != "pass" else 0
+
+
 def _lead(e: Evaluation, fixes: list[Fix], links: Links | None, limit: int, more_where: str) -> list[str]:
-    count = f" · {len(fixes)} to fix" if e.verdict != "pass" and fixes else ""
+    own = [fix for fix in fixes if fix.authors]
+    others = [fix for fix in fixes if not fix.authors]
+    count = f" · {n} to fix" if (n := _to_fix(e, fixes)) else ""
     lines = [f"### {VERDICT_ICON[e.verdict]} LogoMesh: {headline(e)}{count}", ""]
     if not fixes:
         lines.append("Nothing blocks this change." if e.verdict == "pass" else "Nothing specific to fix.")
         return lines
-    lines += ["**What to fix**" if e.verdict != "pass" else "**Worth a look**", ""]
-    lines += [_fix_line(i, fix, e, links) for i, fix in enumerate(fixes[:limit], 1)]
-    if len(fixes) > limit:
-        lines.append(f"\n… and {len(fixes) - limit} more {more_where}.")
+    if own:
+        lines += ["**What to fix**" if e.verdict != "pass" else "**Worth a look**", ""]
+        lines += [_fix_line(i, fix, e, links) for i, fix in enumerate(own[:limit], 1)]
+        if len(own) > limit:
+            lines.append(f"\n… and {len(own) - limit} more {more_where}.")
+    for fix in others[:limit]:  # a paragraph each: the author has nothing to do here
+        lines += [*([""] if len(lines) > 2 else []), _other_line(fix, e, links)]
     return lines
+
+
+def _other_line(fix: Fix, e: Evaluation, links: Links | None) -> str:
+    where = f" · {_where(e, fix.location, links)}" if fix.location is not None else ""
+    subject = f" {code(fix.subject, 160)}:" if fix.subject else ""
+    detail = f"{subject} {inline(fix.detail, 300)}" if fix.detail and fix.detail != fix.title else ""
+    return (f"**Not this change's fault: {inline(fix.title, 200)}**{where}{detail} *For {escape_md(fix.for_whom)}: "
+            f"{inline(fix.hint, 300)}*")
 
 
 def _score(e: Evaluation, key: str, value: float) -> str:
@@ -174,17 +194,16 @@ def _scores(e: Evaluation, links: Links | None) -> list[str]:
     intent = f"×{e.intent_penalty:.2f}" if e.intent_penalty < 1 else "none"
     limits = thresholds(e)
     return [
-        "| R intent | A architecture | T tests | L judges | Red-team penalty | Intent penalty | CIS |",
+        "| R intent | A rules | T tests | L judges | Red team | Intent | CIS |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         f"| {_score(e, 'rationale', e.rationale_score)} | {_score(e, 'architecture', e.architecture_score)} | "
         f"{_score(e, 'testing', e.testing_score)} | {e.logic_score:.2f} | {red} | {intent} | "
         f"**{e.cis_score:.2f}** {e.verdict} |",
         "",
-        "<sub>CIS, the contextual integrity score, weighs R (does the code do what the PR says), A (architecture "
-        "and the repository's rules), T (tests run in a sandbox, compared with the base branch and mutated) and "
-        "L (the judges' reasoning, held to the facts), less the penalties"
-        + (f"; {escape_md(limits, 80)}" if limits else "") + ". Named rules decide before the score: a test that "
-        f"fails now, a judge's veto, tests not measured. [How it is scored]({docs})</sub>",
+        "<sub>The CIS weighs R (does the code do what the PR says), A (the repository's rules), T (tests run in a "
+        "sandbox against the base) and L (the judges, held to the facts), less penalties for red-team exploits "
+        "and a mismatched intent" + (f"; {escape_md(limits, 80)}" if limits else "")
+        + f". Named rules decide before the score. [How it is scored]({docs})</sub>",
     ]
 
 
@@ -268,21 +287,28 @@ def _details(summary: str, body: list[str]) -> list[str]:
     return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>"]
 
 
-def _footer(e: Evaluation, links: Links | None, dbom_url: str | None) -> list[str]:
+def _footer(e: Evaluation, links: Links | None, dbom_url: str | None, dbom_id: str | None = None) -> list[str]:
     parts = []
     if links is not None:
         parts.append("Comment <code>/recheck</code> to review again")
     if dbom_url:
         parts.append(f"[Full report and signed audit record (DBOM)]({dbom_url})")
+    elif dbom_id:
+        parts.append(f"signed audit record (DBOM) {code(dbom_id)}: {code('logomesh dbom show ' + dbom_id)}")
     parts.append(f"rubric {escape_md(e.rubric.name)} v{escape_md(e.rubric.version)} · sha256 "
                  f"{e.rubric.sha256[:12]} · head {e.inputs.head[:12]}")
     return [f"<sub>{' · '.join(parts)}</sub>"]
 
 
+MORE_WHERE = {"comment": "in the check run", "cli": "in `--format text`"}
+
+
 def render_markdown(e: Evaluation, dbom_url: str | None = None, *, links: Links | None = None,
-                    place: Literal["comment", "check"] = "comment") -> str:
+                    place: Literal["comment", "check", "cli"] = "comment", dbom_id: str | None = None) -> str:
     """The report: ``comment`` is short (details collapsed, five fixes); ``check`` is the check run's summary
-    (every fix, the evidence open). ``links`` makes locations links into the PR (the App passes it)."""
+    (every fix, the evidence open); ``cli`` is the comment for a local review, pointing only at what its reader
+    has (the other formats, the DBOM by ``dbom_id``). ``links`` makes locations links into the PR (the App
+    passes it)."""
     dbom_url = dbom_url or (links.dbom_url if links is not None else None)
     fixes = what_to_fix(e)
     judges = _judges(e)
@@ -293,16 +319,16 @@ def render_markdown(e: Evaluation, dbom_url: str | None = None, *, links: Links 
         if evidence := _evidence(e, links):
             lines += ["", *evidence]
         lines += ["", *_details("Judges and the Chief Justice's rulings", judges), "", *_footer(e, links, dbom_url)]
-        return "\n".join(lines) + "\n"
+        return redact_internal_paths("\n".join(lines) + "\n")
     inner: list[str] = []
     for block in (_reasons(e), judges, _evidence(e, links)):
         if block:
             inner += [*block, ""]
     notable = len(_notable(e))
-    lines = [MARKER, *_lead(e, fixes, links, COMMENT_FIXES, "in the check run"), "", *_scores(e, links), "",
+    lines = [MARKER, *_lead(e, fixes, links, COMMENT_FIXES, MORE_WHERE[place]), "", *_scores(e, links), "",
              *_details(f"Why, the judges and the evidence ({notable} notable)", inner[:-1]), "",
-             *_footer(e, links, dbom_url)]
-    return "\n".join(lines) + "\n"
+             *_footer(e, links, dbom_url, dbom_id)]
+    return redact_internal_paths("\n".join(lines) + "\n")
 
 
 def headline(e: Evaluation) -> str:
@@ -314,18 +340,22 @@ def headline(e: Evaluation) -> str:
 
 def render_title(e: Evaluation) -> str:
     """The check run's title: the verdict, what decided it, and the first thing to fix unless the rule says it."""
+    return redact_internal_paths(_title(e))
+
+
+def _title(e: Evaluation) -> str:
     fixes = what_to_fix(e)
     head = headline(e)
     if e.verdict == "pass" or not fixes:
         return head
-    first = " ".join(fixes[0].title.split())
-    more = f" (+{len(fixes) - 1} more)" if len(fixes) > 1 else ""
-    if deciding_rule(e) is not None:
-        return f"{head} · {len(fixes)} to fix"[:255] if len(fixes) > 1 else head[:255]
-    return f"{head} · {first}{more}"[:255]
+    n = _to_fix(e, fixes)
+    if deciding_rule(e) is not None or not n:
+        return f"{head} · {n} to fix"[:255] if n > 1 else head[:255]
+    more = f" (+{n - 1} more)" if n > 1 else ""
+    return f"{head} · {' '.join(fixes[0].title.split())}{more}"[:255]
 
 
-def render_text(e: Evaluation) -> str:
+def render_text(e: Evaluation, *, dbom_id: str | None = None) -> str:
     lines = [
         f"LogoMesh verdict: {e.verdict.upper()}  CIS {e.cis_score:.4f} (raw {e.cis_raw:.4f})"
         + (f"  decided by the rule: {rule}" if (rule := deciding_rule(e)) else ""),
@@ -339,20 +369,24 @@ def render_text(e: Evaluation) -> str:
     lines += [f"  - {r}" for r in e.verdict_reasons]
     lines += [f"  ! {n}" for n in e.notices]
     fixes = what_to_fix(e)
-    if fixes:
-        lines.append("What to fix:" if e.verdict != "pass" else "Worth a look:")
-        for fix in fixes:
+    for group, heading in (([f for f in fixes if f.authors], "What to fix:" if e.verdict != "pass" else
+                            "Worth a look:"), ([f for f in fixes if not f.authors], "Not this change's fault:")):
+        if group:
+            lines.append(heading)
+        for fix in group:
             where = f" {fix.location}" if fix.location else ""
             subject = f"{fix.subject}: " if fix.subject else ""
             lines.append(f"  [{fix.severity}]{where} {fix.title}")
             if fix.detail and fix.detail != fix.title:
                 lines.append(f"     {subject}{' '.join(fix.detail.split())[:300]}")
             if fix.hint:
-                lines.append(f"     hint: {fix.hint}")
+                lines.append(f"     {'for ' + fix.for_whom if fix.for_whom else 'hint'}: {fix.hint}")
             if fix.reproducer:
                 lines.append("     reproducer:")
                 lines += [f"       {line}" for line in fix.reproducer.splitlines()]
     if notable := _notable(e):
         lines.append("Findings:")
         lines += [f"  [{ev.severity}] {ev.location or ''} {ev.summary}".rstrip() for ev in notable[:20]]
-    return "\n".join(lines) + "\n"
+    if dbom_id:
+        lines.append(f"DBOM {dbom_id} (logomesh dbom show {dbom_id})")
+    return redact_internal_paths("\n".join(lines) + "\n")

@@ -2,6 +2,7 @@
 
 Test files and what they load: ``test_*.py``, ``*_test.py``, ``conftest.py``, and anything under a directory
 named ``test``, ``tests`` or ``testing`` (data files included: a test's expectation often lives there).
+Environment files: the files the sandbox plans the tests' environment from (``sandbox/environment.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,16 @@ def is_test_path(path: str) -> bool:
     if name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))):
         return True
     return any(part in TEST_DIRS for part in parts[:-1])
+
+
+LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "Pipfile")
+ENVIRONMENT_FILES = frozenset({"pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", *LOCK_FILES})
+REQUIREMENTS_FILE = re.compile(r"(requirements[^/]*|requirements/[^/]+)\.(txt|in)")
+
+
+def is_environment_path(path: str) -> bool:
+    """A file the tests' environment is planned from: its requirements, its build and tool configuration."""
+    return path in ENVIRONMENT_FILES or REQUIREMENTS_FILE.fullmatch(path) is not None
 
 
 def is_harness_path(path: str) -> bool:

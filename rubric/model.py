@@ -86,6 +86,9 @@ class IntentRules(_Frozen):
         "content words occur in the change"))
     min_unfamiliar_words: int = Field(3, ge=1, description=(
         "... and at least this many of its content words occur nowhere in the change"))
+    min_unfamiliar_words_none_familiar: int = Field(2, ge=1, description=(
+        "a description none of whose content words occur in the change is penalised (R below threshold) when it "
+        "has at least this many"))
     exempt_kinds: dict[str, list[str]] = Field(default_factory=dict, description=(
         "kinds of change whose description need not read like the code (a refactor, a rename, a dependency bump, "
         "a typo or changelog fix): kind -> the words or phrases of a title that declare it (lower case, matched "

@@ -37,7 +37,7 @@ import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount, Ulimit
 
-from checks.models import EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
+from checks.models import DeclaredRequirement, EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
 from sandbox.environment import plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.limits import SANDBOX_UID, SandboxLimits
@@ -147,7 +147,8 @@ def docker_client(timeout: int = 60) -> docker.DockerClient:
         client = docker.from_env(timeout=timeout)
         client.ping()
     except DockerException as exc:
-        raise SandboxUnavailable(f"no Docker engine answers ({exc.__class__.__name__})") from exc
+        raise SandboxUnavailable(f"no Docker engine answers ({exc.__class__.__name__}); start the Docker engine, "
+                                 "or set DOCKER_HOST to one that runs") from exc
     return client
 
 
@@ -162,7 +163,9 @@ def require_image(client: docker.DockerClient, image: str) -> None:
             f"the sandbox image {image} is missing; build it with `logomesh sandbox build-image`", image
         ) from exc
     except DockerException as exc:
-        raise SandboxUnavailable(f"cannot inspect the sandbox image {image}: {exc}", image) from exc
+        raise SandboxUnavailable(f"cannot inspect the sandbox image {image} ({exc.__class__.__name__}); check that "
+                                 "the Docker engine runs, or rebuild the image with `logomesh sandbox build-image`",
+                                 image) from exc
     if labels.get(VERSION_LABEL) != IMAGE_VERSION:
         raise SandboxUnavailable(
             f"the sandbox image {image} has an older layout (version {labels.get(VERSION_LABEL) or '1'}, "
@@ -404,6 +407,8 @@ class DockerSandbox:
         if override.requirements is not None:
             changes["requirements"] = override.requirements
             changes["sources"] = (".logomesh.yml test.environment.requirements",)
+            changes["declared"] = tuple(DeclaredRequirement(requirement=r, source=changes["sources"][0])
+                                        for r in override.requirements)
         if override.install_project is not None:
             changes["install_project"] = override.install_project
         if override.import_roots is not None:

@@ -32,14 +32,14 @@ from pathlib import PurePosixPath
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from checks.models import EnvironmentPlan
+from checks.models import DeclaredRequirement, EnvironmentPlan
+from checks.testpaths import LOCK_FILES, REQUIREMENTS_FILE
 from sandbox.runners_config import nox_deps, requirement_ok, tox_deps
 from sandbox.setup_py import read_setup_py
 
 Reader = Callable[[str], str | None]
 TEST_NAMES = ("test", "tests", "testing")
 DEV_NAMES = ("dev", "develop", "development")
-LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "Pipfile")
 MAX_INCLUDE_DEPTH = 5
 MAX_REQUIREMENTS = 300
 
@@ -145,6 +145,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
     names = set(paths)
     sources: list[str] = []
     requirements: list[str] = []
+    origin: dict[str, str] = {}  # requirement line -> the first source naming it
 
     skipped: list[str] = []
 
@@ -155,6 +156,8 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         if lines:
             sources.append(source)
         requirements.extend(fresh)
+        for line in fresh:
+            origin.setdefault(line, source)
 
     pyproject = _toml(read, "pyproject.toml") if "pyproject.toml" in names else {}
     project = _table(pyproject.get("project"))
@@ -228,7 +231,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         for extra in _pick(list(declared_py.extras_require)):
             add(f"setup.py extras_require {extra}", declared_py.extras_require[extra])
         requires_python = requires_python or declared_py.python_requires
-    files = sorted(p for p in names if re.fullmatch(r"(requirements[^/]*|requirements/[^/]+)\.(txt|in)", p))
+    files = sorted(p for p in names if REQUIREMENTS_FILE.fullmatch(p))
     txt = {p.rsplit(".", 1)[0] for p in files if p.endswith(".txt")}
     files = [p for p in files if p.endswith(".txt") or p.rsplit(".", 1)[0] not in txt]
     stems = {p: PurePosixPath(p).stem.replace("requirements", "").strip("-_.") for p in files}
@@ -266,6 +269,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         lock_files=tuple(sorted(n for n in names if n in LOCK_FILES)),
         key=plan_key(python, requirements),
         error=error,
+        declared=tuple(DeclaredRequirement(requirement=r, source=origin[r]) for r in requirements),
     )
 
 

@@ -29,19 +29,30 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from docker.errors import DockerException, ImageNotFound
+from packaging.utils import canonicalize_name as canonical_name
 
 from checks.models import EnvironmentPlan, SetupReport, TestSpec
 from sandbox.egress import allowed_for
 from sandbox.environment import install_script, not_installed
 from sandbox.errors import SandboxError
-from sandbox.limits import SANDBOX_UID
+from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_test_output
+from sandbox.resolve import (
+    Artefact,
+    locked_install_script,
+    locked_requirements,
+    parse_resolved,
+    resolve_script,
+    resolved_key,
+)
 from sandbox.setup_network import plain_http_index, setup_network
 from sandbox.tarball import owned_files_tar
+from sandbox.verify_env import verify_image
 
 if TYPE_CHECKING:
     from sandbox.docker_sandbox import DockerSandbox, _Run
@@ -57,8 +68,10 @@ ENV_LABEL = "org.logomesh.env"
 REFUSED_LABEL = "org.logomesh.env.refused"  # what the build was refused, reported again on every cache hit
 NOT_INSTALLED_LABEL = "org.logomesh.env.not-installed"  # requirements pip failed on, reported again on a hit
 STARTUP_LABEL = "org.logomesh.env.startup"  # start-up code and auto-loaded plugins found, reported on a hit
+RESOLVED_LABEL = "org.logomesh.env.resolved"  # the distributions installed (name==version), reported on a hit
 OUTPUT_TAIL = 4000
-ENV_LAYOUT = 2  # what a cached environment holds (2: with the start-up scan's label); older entries are not used
+ENV_LAYOUT = 3  # what a cached environment holds (3: with the installed distributions' label); older entries
+# are not used
 MAX_AGE_SECONDS = 7 * 24 * 3600  # a cached environment is rebuilt after this, however often it is hit
 # Run in the built environment (its interpreter, -I -S: nothing of the environment runs): every executable line
 # of a .pth file, every sitecustomize/usercustomize and every auto-loaded pytest plugin (entry point pytest11),
@@ -70,6 +83,7 @@ owners = {}
 for entry in sorted(os.listdir(site)):
     if entry.endswith(".dist-info"):
         name = entry[:-len(".dist-info")]
+        print("dist", json.dumps(name.split("-", 1) + [""] * (1 - name.count("-"))))
         try:
             with open(os.path.join(site, entry, "RECORD"), encoding="utf-8") as handle:
                 for row in csv.reader(handle):
@@ -111,6 +125,9 @@ for folder in dirs:
                 print("custom", json.dumps([path, owners.get(os.path.normpath(path))]))
 """
 _BUILD_LOCKS: dict[str, threading.Lock] = {}
+# (sandbox, plan tag) -> the tag of its resolved set: one resolution per plan and review
+_RESOLVED: OrderedDict[tuple[str, str], str] = OrderedDict()
+RESOLVED_SIZE = 256
 _LOCKS_GUARD = threading.Lock()
 log = logging.getLogger(__name__)
 
@@ -147,6 +164,14 @@ def env_tag(sandbox: DockerSandbox, plan: EnvironmentPlan, spec: TestSpec, tree:
     return f"{ENV_REPOSITORY}:{hashlib.sha256(repr(material).encode()).hexdigest()[:32]}"
 
 
+def environment_image(sandbox: DockerSandbox, plan: EnvironmentPlan, spec: TestSpec, tree: Tree) -> str:
+    """The cached environment's tag this sandbox uses for ``plan``: its resolved set's once resolved, else the
+    requirement lines' one."""
+    tag = env_tag(sandbox, plan, spec, tree)
+    with _LOCKS_GUARD:
+        return _RESOLVED.get((sandbox.owner, tag), tag)
+
+
 def prepare_environment(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                         spec: TestSpec) -> Prepared:
     custom = spec.setup_command
@@ -168,29 +193,64 @@ def _lock_for(tag: str) -> threading.Lock:
 
 def _cached_or_built(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree, spec: TestSpec,
                      tag: str) -> Prepared:
-    custom = spec.setup_command
-    if not custom:
-        try:
-            image = sandbox.client.images.get(tag)
-            if _age_seconds(image.attrs.get("Created")) > MAX_AGE_SECONDS:
-                # a hit dates the tag, never the build: an entry is rebuilt from the index once it is this old
-                log.info("sandbox environment %s: older than %d s, rebuilt", tag, MAX_AGE_SECONDS)
-                with contextlib.suppress(DockerException):
-                    sandbox.client.api.remove_image(tag)
-                raise ImageNotFound(tag)
-            repository, _, version = tag.partition(":")
-            with contextlib.suppress(DockerException):
-                sandbox.client.api.tag(tag, repository, version)  # dates the entry for LRU eviction
-            log.info("sandbox environment %s: cached", tag)
-            # the same report as the build gave: whether this review built it is the cache's state, not a fact
-            # about the change, and would make two identical reviews differ
-            return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True),
-                            report=SetupReport(status="installed", refused=_refused_label(image.labels),
-                                               reason=_reason(_missing_label(image.labels),
-                                                              _list_label(image.labels, STARTUP_LABEL))))
-        except ImageNotFound:
-            pass
+    if not spec.setup_command:
+        # this sandbox resolved the plan before (head, base and guard often share it): no second resolution
+        with _LOCKS_GUARD:
+            known = _RESOLVED.get((sandbox.owner, tag))
+        hit = cached(sandbox, run, known) if known else None
+        if hit is not None:
+            return hit
     return _build(sandbox, run, plan, tree, spec, tag)
+
+
+def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
+    """The cached environment ``tag``, verified against its RECORD hashes; None when there is none, it is too
+    old, or a file in it changed after pip installed it (then it is discarded, and the caller builds it again)."""
+    try:
+        image = sandbox.client.images.get(tag)
+    except ImageNotFound:
+        return None
+    if _age_seconds(image.attrs.get("Created")) > MAX_AGE_SECONDS:
+        # a hit dates the tag, never the build: an entry is rebuilt from the index once it is this old
+        log.info("sandbox environment %s: older than %d s, rebuilt", tag, MAX_AGE_SECONDS)
+        with contextlib.suppress(DockerException):
+            sandbox.client.api.remove_image(tag)
+        return None
+    python = (image.labels or {}).get("org.logomesh.env.python") or "3"
+    if verify_image(sandbox, run, tag, ENV_DIR, TOOLS_PYTHON, _tools_site(python)):
+        log.warning("sandbox environment %s: changed since it was built, discarded and rebuilt", tag)
+        with contextlib.suppress(DockerException):
+            sandbox.client.api.remove_image(tag, force=True)
+        return None
+    repository, _, version = tag.partition(":")
+    with contextlib.suppress(DockerException):
+        sandbox.client.api.tag(tag, repository, version)  # dates the entry for LRU eviction
+    log.info("sandbox environment %s: cached", tag)
+    # the same report as the build gave: whether this review built it is the cache's state, not a fact
+    # about the change, and would make two identical reviews differ
+    return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True),
+                    report=SetupReport(status="installed", refused=_refused_label(image.labels),
+                                       reason=_reason(_missing_label(image.labels),
+                                                      _list_label(image.labels, STARTUP_LABEL)),
+                                       startup=_list_label(image.labels, STARTUP_LABEL),
+                                       resolved=_list_label(image.labels, RESOLVED_LABEL)))
+
+
+def _tools_site(python: str) -> str:
+    """The site-packages of LogoMesh's tools for an interpreter version: the one line of zz-logomesh-tools.pth."""
+    return f"/opt/logomesh/tools/lib/python{python}/site-packages"
+
+
+def resolved_tag(sandbox: DockerSandbox, plan: EnvironmentPlan, artefacts: tuple[Artefact, ...]) -> str:
+    """The cached environment of a resolved set: the image, the interpreter, the artefacts' hashes, the index,
+    its extra hosts and the repository (an environment is never handed to another repository)."""
+    try:
+        image_id = sandbox.client.images.get(sandbox.image).id
+    except DockerException:
+        image_id = sandbox.image
+    options = sandbox.setup
+    material = [ENV_LAYOUT, image_id, plan.python, options.index_url, sorted(options.extra_hosts), options.scope]
+    return f"{ENV_REPOSITORY}:{resolved_key(material, artefacts)[:32]}"
 
 
 def _age_seconds(created: object) -> float:
@@ -244,6 +304,22 @@ def _startup_found(text: str) -> tuple[str, ...]:
         elif kind == "plugin":
             found.append(f"pytest plugin loaded automatically: {fields[0]} ({owner})")
     return tuple(sorted(found)[:50])
+
+
+def installed_found(text: str) -> tuple[str, ...]:
+    """The scan's distributions as ``name==version`` (names normalised as PEP 503 does), sorted."""
+    found: set[str] = set()
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind != "dist":
+            continue
+        try:
+            fields = json.loads(rest)
+        except ValueError:
+            continue
+        if isinstance(fields, list) and len(fields) == 2 and all(isinstance(f, str) for f in fields):
+            found.add(f"{canonical_name(fields[0])}=={fields[1]}")
+    return tuple(sorted(found))
 
 
 def _reason(missing: tuple[str, ...], startup: tuple[str, ...]) -> str | None:
@@ -304,9 +380,15 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                 env[variable] = SETUP_DIR + "/ca.pem"
         python = f"python{plan.python}" if plan.python else "python3"
         site = f"{ENV_DIR}/lib/python{plan.python or '3'}/site-packages"
-        tools = f"/opt/logomesh/tools/lib/python{plan.python or '3'}/site-packages"
-        # installed together, else one by one: a requirement pip cannot install is named, the rest kept
-        script = (install_script(python, ENV_DIR, f"{SETUP_DIR}/requirements.txt")
+        tools = _tools_site(plan.python or "3")
+        locked = None if spec.setup_command else _resolve(sandbox, run, helper, limits, env, python, plan, tag)
+        if isinstance(locked, Prepared):
+            return locked  # the resolved set (or, unresolvable, the requirement lines) is cached and verified
+        if locked is not None:
+            tag = locked[0]
+        # the resolved set, hash-checked; unresolvable: together, else one by one (a failing line named)
+        script = ((locked_install_script(python, ENV_DIR, f"{SETUP_DIR}/locked.txt") if locked is not None
+                   else install_script(python, ENV_DIR, f"{SETUP_DIR}/requirements.txt"))
                   + f"echo {tools} > {site}/zz-logomesh-tools.pth\n")
         steps: list[tuple[list[str], str]] = [(["sh", "-c", script], "/")]
         if spec.setup_command:
@@ -330,10 +412,11 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         scan = asyncio.run(sandbox._exec_in(helper, [ENV_PYTHON, "-I", "-S", "-c", SCAN, site], limits, env=env,
                                               workdir="/"))
         startup = _startup_found(bytes(scan.stdout).decode("utf-8", "replace"))
+        resolved = installed_found(bytes(scan.stdout).decode("utf-8", "replace"))
     missing = not_installed(clean_test_output(bytes(output), OUTPUT_TAIL * 16))
     labels = {**_image_labels(sandbox), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or "",
               REFUSED_LABEL: json.dumps(list(refused)), NOT_INSTALLED_LABEL: json.dumps(list(missing)),
-              STARTUP_LABEL: json.dumps(list(startup))}
+              STARTUP_LABEL: json.dumps(list(startup)), RESOLVED_LABEL: json.dumps(list(resolved))}
     try:
         api.kill(helper)
         repository, _, version = tag.partition(":")
@@ -342,13 +425,47 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
     except DockerException as exc:
         raise SandboxError(f"the environment could not be committed: {exc}") from exc
     log.info("sandbox environment %s: built in %.3f s", tag, time.monotonic() - started)
-    report = SetupReport(status="installed", refused=refused, reason=_reason(missing, startup))
+    report = SetupReport(status="installed", refused=refused, reason=_reason(missing, startup), startup=startup,
+                         resolved=resolved)
+    changed = () if spec.setup_command else verify_image(sandbox, run, tag, ENV_DIR, TOOLS_PYTHON, tools)
+    if changed:  # the build left files pip did not install: used by this review only, and named
+        run.images.append(tag)
+        report = report.model_copy(update={"reason": "; ".join(filter(None, [
+            report.reason, "files in the environment no distribution installed (not cached): " + "; ".join(changed)]))})
+        return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report)
     if spec.setup_command:
         run.images.append(tag)  # it holds this tree: used once, removed with the run
         return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,
                         copy_from=PREPARED_TREE)
     evict(sandbox.client, sandbox.setup.cache_mb, keep=tag)
     return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report)
+
+
+def _resolve(sandbox: DockerSandbox, run: _Run, helper: str, limits: SandboxLimits, env: dict[str, str],
+             python: str, plan: EnvironmentPlan, tag: str) -> Prepared | tuple[str, tuple[Artefact, ...]] | None:
+    """Resolve the plan in the setup container (``sandbox/resolve.py``): the cached environment of the resolved
+    set when there is one, else ``(its tag, the set)`` with the hashed requirements file in place; an unresolvable
+    plan is looked up under its requirement lines (``tag``), and None when it is not cached either."""
+    script = resolve_script(python, f"{SETUP_DIR}/requirements.txt")
+    resolving = asyncio.run(sandbox._exec_in(helper, ["sh", "-c", script], limits, env=env, workdir="/"))
+    artefacts = parse_resolved(bytes(resolving.stdout).decode("utf-8", "replace"))
+    if artefacts is None:
+        log.info("sandbox environment %s: the requirements do not resolve to hashed artefacts; installed by line", tag)
+        return cached(sandbox, run, tag)
+    found = resolved_tag(sandbox, plan, artefacts)
+    with _LOCKS_GUARD:
+        _RESOLVED[(sandbox.owner, tag)] = found
+        while len(_RESOLVED) > RESOLVED_SIZE:
+            _RESOLVED.popitem(last=False)
+    hit = cached(sandbox, run, found)
+    if hit is not None:
+        return hit
+    try:
+        sandbox.client.api.put_archive(helper, "/opt/logomesh/envs", owned_files_tar(
+            "setup", {"locked.txt": locked_requirements(artefacts).encode()}))
+    except DockerException as exc:
+        raise SandboxError(f"the setup container could not take the resolved requirements: {exc}") from exc
+    return found, artefacts
 
 
 def _image_labels(sandbox: DockerSandbox) -> dict[str, str]:

@@ -79,6 +79,30 @@ def measure(html: str, window_width: int = 1280) -> dict[str, int]:
     return {k: int(v) for k, v in json.loads(found.group(1).replace("&quot;", '"')).items()}
 
 
+_FOLD = ("<script>window.addEventListener('load',()=>{const c=document.getElementById('content')||document.body;"
+         "const top=c.getBoundingClientRect().top;const w=document.createTreeWalker(c,NodeFilter.SHOW_TEXT);"
+         "const seen=[];const r=document.createRange();while(w.nextNode()){const n=w.currentNode;"
+         "if(!n.textContent.trim()||n.parentElement.closest('details:not([open])>:not(summary)'))continue;"
+         "r.selectNodeContents(n);const b=r.getBoundingClientRect();if(b.height>0&&b.bottom-top<=FOLD)"
+         "seen.push(n.textContent);}const p=document.createElement('pre');p.id='logomesh-fold';"
+         "p.textContent=JSON.stringify(seen.join(' '));document.body.appendChild(p);});</script>")
+
+
+def above_the_fold(html: str, fold: int = 400, window_width: int = 1280) -> str:
+    """The text a reader sees in the first ``fold`` px of the page's ``#content`` (whole lines only)."""
+    with tempfile.TemporaryDirectory(prefix="logomesh-page-") as tmp:
+        page = Path(tmp) / "page.html"
+        page.write_text(html.replace("</body>", _FOLD.replace("FOLD", str(fold)) + "</body>"), encoding="utf-8")
+        done = _chromium([f"--window-size={window_width},1000", "--virtual-time-budget=2000", "--dump-dom",
+                          page.as_uri()])
+    found = re.search(r"<pre id=\"logomesh-fold\">(.*?)</pre>", done.stdout, re.S)
+    assert found, f"chromium did not render the page: {done.stderr[-2000:]}"
+    import html as html_lib
+
+    text: str = json.loads(html_lib.unescape(found.group(1)))
+    return " ".join(text.split())
+
+
 def dump_dom(url: str) -> str:
     """The DOM of a served page after it loaded (Chromium fetches it like a person's browser)."""
     done = _chromium(["--window-size=1280,1000", "--virtual-time-budget=2000", "--dump-dom", url])

@@ -62,15 +62,15 @@ def _block(title: str, rows: Sequence[tuple[str, str]]) -> str:
 
 
 EXIT_CODES = _block("Exit codes:", [
-    ("0", "pass or neutral"),
-    ("1", "fail"),
+    ("0", "pass or neutral (or nothing to review)"),
+    ("1", "fail, or what --fail-on names"),
     ("2", "usage or input error (bad option, unknown ref, not a git repository,"),
     ("", "invalid .logomesh.yml, setting or rubric)"),
     ("130", "interrupted (Ctrl-C)"),
 ])
 AUDIT_EXIT_CODES = _block("Exit codes:", [
-    ("0", "pass or neutral"),
-    ("1", "fail"),
+    ("0", "pass or neutral (or nothing to review)"),
+    ("1", "fail, or what --fail-on names"),
     ("2", "usage or input error (unreadable repository, PDF or rubric, bad setting)"),
     ("130", "interrupted (Ctrl-C)"),
 ])
@@ -122,6 +122,30 @@ def logomesh(
     """
 
 
+class FailOn(StrEnum):
+    """What makes ``logomesh review`` exit 1 (CI fails closed on it)."""
+
+    fail = "fail"
+    not_measured = "not-measured"
+    neutral = "neutral"
+
+
+def fails(evaluation: Evaluation, fail_on: FailOn) -> bool:
+    """Whether the review exits 1: a ``fail`` always; ``not-measured`` also when the tests were not measured
+    (no engine, no image, the sandbox off) or failed only because of the sandbox; ``neutral`` on any neutral."""
+    from checks.deciding import deciding_rules
+
+    if evaluation.verdict == "fail":
+        return True
+    if fail_on is FailOn.neutral:
+        return evaluation.verdict == "neutral"
+    if fail_on is FailOn.not_measured:
+        unmeasured = {"Rule of the Environment", "Tests were not measured"}
+        return not evaluation.measured.get("testing") or any(
+            r.prefix in unmeasured for r in deciding_rules(evaluation))
+    return False
+
+
 class OutputFormat(StrEnum):
     json = "json"
     markdown = "markdown"
@@ -169,6 +193,9 @@ def review(
     sarif: Annotated[Path | None, typer.Option("--sarif", metavar="FILE",
                                                help="Also write the red-team findings to FILE as SARIF 2.1.0.")]
     = None,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", metavar="WHAT", help=(
+        "Exit 1 on: fail (default); not-measured (also when the tests did not run, e.g. no Docker engine); "
+        "neutral (on anything but pass)."))] = FailOn.fail,
 ) -> None:
     """Review BASE...HEAD of a local repository exactly as the App reviews a pull request.
 
@@ -181,11 +208,38 @@ def review(
     with exit_130_on_ctrl_c():
         say(f"review {base}...{head} of {path.absolute()}")  # at once: nothing heavy is loaded yet
         _review(path, base, head, title=title, body=body, body_file=body_file, output=output, config=config,
-                quiet=quiet, sarif=sarif, say=say)
+                quiet=quiet, sarif=sarif, say=say, fail_on=fail_on)
+
+
+def _nothing_to_review(path: Path, base: str, head: str, output: OutputFormat) -> bool:
+    """An empty range (HEAD is BASE, or adds nothing to it) is answered at once, before anything is loaded."""
+    from app.review.gitrepo import GitError, GitRepo
+
+    try:
+        repo = GitRepo.open(path)
+        base_sha, head_sha = repo.resolve(base), repo.resolve(head)
+        start = repo.merge_base(base_sha, head_sha)
+        same = start == head_sha or repo.git("rev-parse", f"{start}^{{tree}}") == repo.git(
+            "rev-parse", f"{head_sha}^{{tree}}")
+    except GitError as exc:
+        raise fail(str(exc)) from exc
+    if not same:
+        return False
+    why = f"{head} adds no change to {base}"
+    if output is OutputFormat.json:
+        from checks.report import nothing_to_review
+
+        sys.stdout.write(nothing_to_review(why).pretty_json() + "\n")
+    elif output is OutputFormat.markdown:
+        sys.stdout.write(f"### LogoMesh: nothing to review\n\n{why}: no test ran and no DBOM was recorded.\n")
+    else:
+        sys.stdout.write(f"LogoMesh: nothing to review ({why})\n")
+    return True
 
 
 def _review(path: Path, base: str, head: str, *, title: str, body: str | None, body_file: Path | None,
-            output: OutputFormat, config: Path | None, quiet: bool, sarif: Path | None, say: Progress) -> None:
+            output: OutputFormat, config: Path | None, quiet: bool, sarif: Path | None, say: Progress,
+            fail_on: FailOn) -> None:
 
     from app.settings import SettingsError, load_settings
 
@@ -193,6 +247,9 @@ def _review(path: Path, base: str, head: str, *, title: str, body: str | None, b
         settings = load_settings()
     except SettingsError as exc:
         raise fail(str(exc)) from exc
+    if _nothing_to_review(path, base, head, output):
+        say("nothing to review")
+        raise typer.Exit(EXIT_OK)
     body_text = _read_text(body_file) if body_file is not None else body or ""
     config_text = _read_text(config) if config is not None else None
     from app.cli.home import legacy_home_notice
@@ -211,21 +268,25 @@ def _review(path: Path, base: str, head: str, *, title: str, body: str | None, b
             write_sarif(sarif, evaluation)
         except OSError as exc:
             raise fail(f"cannot write {sarif}: {exc.strerror}") from exc
-    if output is OutputFormat.json:
-        sys.stdout.write(evaluation.pretty_json() + "\n")
-    else:
-        from checks.render import render_markdown, render_text
-
-        sys.stdout.write(render_markdown(evaluation) if output is OutputFormat.markdown else render_text(evaluation))
-    sys.stdout.flush()  # the report is out before the ledger is written
     say(f"verdict {evaluation.verdict}, CIS {evaluation.cis_score:.4f}")
     say("recording the DBOM…")
     from app.ledger.local import record_dbom  # the ledger's database stack is heavy to load
 
     dbom_id = record_dbom(evaluation, settings, warn=notice)  # a record that is lost is said even with --quiet
+    # the report names the DBOM it was recorded as: a reader of the report alone can look it up
+    if output is OutputFormat.json:
+        from checks.report import review_report
+
+        sys.stdout.write(review_report(evaluation, dbom_id).pretty_json() + "\n")
+    else:
+        from checks.render import render_markdown, render_text
+
+        sys.stdout.write(render_markdown(evaluation, place="cli", dbom_id=dbom_id)
+                         if output is OutputFormat.markdown else render_text(evaluation, dbom_id=dbom_id))
+    sys.stdout.flush()
     if dbom_id is not None:
         result_line(f"dbom {dbom_id}", quiet=quiet)
-    raise typer.Exit(EXIT_FAIL if evaluation.verdict == "fail" else EXIT_OK)
+    raise typer.Exit(EXIT_FAIL if fails(evaluation, fail_on) else EXIT_OK)
 
 
 def _run_review(path: Path, base: str, head: str, settings: Settings, *, title: str, body: str,

@@ -77,7 +77,8 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
     situation raises :class:`~sandbox.errors.SandboxUnavailable`; ``off``: never.
     """
     if settings.sandbox == "off":
-        parts.sandbox_missing = "the sandbox is turned off (LOGOMESH_SANDBOX=off)"
+        parts.sandbox_missing = ("the sandbox is turned off (LOGOMESH_SANDBOX=off); set LOGOMESH_SANDBOX=auto to "
+                                 "run them")
         say(f"notice: tests not measured: {parts.sandbox_missing}")
         return
     import asyncio

@@ -3,6 +3,8 @@ wrapped, as :class:`app.metrics.CourtTimer` wraps them for the metrics, and say 
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,9 +14,21 @@ from rubric import Rubric
 Say = Callable[[str], None]
 
 
+HEARTBEAT_SECONDS = 10.0
+
+
+async def _heartbeat(say: Say, what: str, every: float) -> None:
+    """Say ``what`` is still under way, with the seconds since it started, every ``every`` seconds (throttled:
+    a long environment build is never silent, nor a line a second)."""
+    started = time.monotonic()
+    while True:
+        await asyncio.sleep(every)
+        say(f"{what} ({time.monotonic() - started:.0f} s)…")
+
+
 class _ProgressSandbox:
-    def __init__(self, inner: Any, say: Say) -> None:
-        self._inner, self._say = inner, say
+    def __init__(self, inner: Any, say: Say, every: float = HEARTBEAT_SECONDS) -> None:
+        self._inner, self._say, self._every = inner, say, every
         self._probing = False
 
     def __getattr__(self, name: str) -> Any:
@@ -23,7 +37,13 @@ class _ProgressSandbox:
     async def run_tests(self, spec: TestSpec) -> TestRunResult:
         tree = getattr(spec, "tree", "head")
         self._say(f"sandbox: running the tests of the {tree} tree…")
-        result: TestRunResult = await self._inner.run_tests(spec)
+        beat = asyncio.create_task(_heartbeat(
+            self._say, f"sandbox: still installing the {tree} tree's test environment or running its tests",
+            self._every))
+        try:
+            result: TestRunResult = await self._inner.run_tests(spec)
+        finally:
+            beat.cancel()
         counts = f"{result.passed} passed, {result.failed} failed, {result.errored} errors"
         self._say(f"sandbox: {tree} tree {result.status}" + (f": {counts}" if result.status == "ran" else
                                                               f" ({result.reason})" if result.reason else ""))
@@ -64,10 +84,11 @@ class _ProgressJudge:
         return answer
 
 
-def report_progress(parts: Any, say: Say) -> None:
-    """Wrap ``parts`` (a :class:`checks.court.CourtParts`) so that its stages say when they start and end."""
+def report_progress(parts: Any, say: Say, every: float = HEARTBEAT_SECONDS) -> None:
+    """Wrap ``parts`` (a :class:`checks.court.CourtParts`) so that its stages say when they start and end, and a
+    sandbox run that lasts says so every ``every`` seconds."""
     if parts.sandbox is not None:
-        parts.sandbox = _ProgressSandbox(parts.sandbox, say)
+        parts.sandbox = _ProgressSandbox(parts.sandbox, say, every)
     if parts.red_team is not None:
         parts.red_team = _ProgressRedTeam(parts.red_team, say)
     started: list[bool] = []

@@ -19,6 +19,7 @@ from app.queue import Keys
 from checks.fixes import WORDS, what_to_fix, worst_first
 from checks.line_comments import LineComment, ReviewMode, plan_sync, read_posted, unmeasured, wants_review
 from checks.models import SEVERITY_ORDER, Evaluation
+from checks.redaction import redact_internal_paths
 from checks.render import MARKER, Links, render_markdown, render_title
 
 MAX_SUMMARY = 65_535
@@ -98,7 +99,8 @@ def check_annotations(evaluation: Evaluation, changed: dict[str, set[int]]) -> l
         if also:
             message += " Also on this line: " + "; ".join(dict.fromkeys(also)) + "."
         out.append({"path": path, "start_line": line, "end_line": line, "annotation_level": LEVEL[severity],
-                    "title": visible_bidi(" ".join(title.split()))[:255], "message": visible_bidi(message)[:4000]})
+                    "title": visible_bidi(" ".join(title.split()))[:255],
+                    "message": visible_bidi(redact_internal_paths(message))[:4000]})
     return out[:MAX_ANNOTATIONS]
 
 

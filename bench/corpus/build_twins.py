@@ -11,7 +11,8 @@ built: ``twins.json`` pins it. The commits go into a private bare clone per proj
 mirror's objects), never into the mirror.
 
 Each twin is then *verified*: its tests run in the Docker sandbox at the twin's head (zero configuration, as a
-review runs them), and the twin is kept only when a test fails there (a failing test or a collection error): a twin
+review runs them), and at its base; the twin is kept only when a test fails at its head that does not fail at the
+base (a failing test or a collection error; a pre-existing failure proves nothing): a twin
 whose tests all pass does not revert a fix that its tests can see, and is recorded as dropped with the reason.
 """
 
@@ -109,6 +110,13 @@ def failing_at_head(result: Any) -> list[str]:
     return sorted({*names, *(c.name for c in result.collection_errors)})
 
 
+def new_failures(head: Any, base: Any) -> list[str]:
+    """The tests failing at the twin's head that do not fail at the base: a failure the base shares (a
+    pre-existing one) proves nothing about the reverted fix."""
+    at_base = set(failing_at_head(base)) if base.status == "ran" else set()
+    return [name for name in failing_at_head(head) if name not in at_base]
+
+
 async def verify(git_dir: Path, twin: str, base: str, settings: Any) -> dict[str, Any]:
     """Run the twin's tests at its head in the sandbox, as a review would (zero configuration)."""
     from app.review.assembly import prepare
@@ -128,11 +136,12 @@ async def verify(git_dir: Path, twin: str, base: str, settings: Any) -> dict[str
         sandbox = await asyncio.to_thread(DockerSandbox.for_git, repo.git_bytes, twin, limits,
                                           settings.sandbox_image, client, base_sha=base, setup=setup)
         result = await sandbox.run_tests(prepared.case.test_spec)
+        base_result = await sandbox.run_tests(prepared.case.test_spec.model_copy(update={"tree": "base"}))
     finally:
         client.close()
-    failing = failing_at_head(result)
+    failing = new_failures(result, base_result)
     verified = result.status == "ran" and bool(failing)
-    why = None if verified else (f"no test fails at the twin's head ({result.passed} passed)"
+    why = None if verified else (f"no test fails at the twin's head that passes at the base ({result.passed} passed)"
                                  if result.status == "ran" else f"tests not run at the twin's head: {result.status}"
                                  f" ({(result.reason or '')[:200]})")
     return {"verified": verified, "failing": failing[:20], "dropped": why}

@@ -2,7 +2,8 @@
 
 What: asks the :class:`~checks.protocols.Sandbox` for three runs: the head commit (with mutants of the changed
 product lines, each run against the tests that covered its line), the base commit, and — when the change
-touched test files or test configuration — the *guard* tree (the head's product code under the base's tests and
+touched test files, test configuration or the files the environment is planned from (requirements, pyproject,
+lock files) — the *guard* tree (the head's product code under the base's tests and
 configuration). :func:`checks.differential.classify` keys them by node id: regressed, new failing, tampered,
 fixed, pre-existing failures, removed. Each is evidence with the failing line and message; so are surviving
 mutants, the environment the tests ran in, and an environment that could not run them.
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 
+from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
-from checks.testpaths import is_harness_path, is_test_path
+from checks.testpaths import is_environment_path, is_harness_path, is_test_path
 from rubric import Rubric
 
 ID = "tests"
@@ -48,7 +50,9 @@ class TestRunner:
             spec = spec.model_copy(update={"timeout_seconds": rubric.testing.timeout_seconds})
         mutation = rubric.testing.mutation
         mutants = mutants_for(case, mutation.max_mutants) if not spec.command else ()
-        guarded = any(is_harness_path(f.path) or (f.old_path and is_harness_path(f.old_path)) for f in case.files)
+        # the guard runs when the change touched the harness or what the environment is planned from
+        guarded = any(is_harness_path(p) or is_environment_path(p) for f in case.files
+                      for p in (f.path, f.old_path) if p)
         runs = [self.sandbox.run_tests(spec.model_copy(update={
                     "tree": "head", "mutants": mutants, "mutation_seconds": mutation.seconds})),
                 self.sandbox.run_tests(spec.model_copy(update={"tree": "base"}))]
@@ -58,11 +62,14 @@ class TestRunner:
         answers = await asyncio.gather(*runs)
         head, base, guard = answers[0], answers[1], (answers[2] if guarded else None)
         diff = differential(case, base, head, guard)
+        changes, startup = dependency_changes(base, head)
+        diff = diff.model_copy(update={"dependencies": changes, "startup_added": startup})
         diff = await self._rerun(spec, diff, guarded, rubric.testing.reruns)
         # compared with the base, the differential names the failing tests; on its own, the head run does
         classified = diff.new_failing or diff.unattributed or diff.environmental or diff.flaky
         evidence = (evidence_for(head, list_failures=diff.status != "measured" and not classified)
                     + diff_evidence(diff)
+                    + dependency_evidence(diff)
                     + mutant_evidence(diff))
         diff = diff.model_copy(update={"base_tests": compact(base),
                                        "guard_tests": compact(guard) if guard is not None else None})
@@ -275,6 +282,36 @@ def _change_evidence(diff: TestDiff) -> list[Evidence]:
     return items
 
 
+def _source_path(source: str | None) -> Location | None:
+    """The file of a plan's source (``pyproject.toml [project] dependencies`` → ``pyproject.toml``)."""
+    path = (source or "").split(" ", 1)[0]
+    return Location(path=path) if path and not path.endswith(":") else None
+
+
+def dependency_evidence(diff: TestDiff) -> list[Evidence]:
+    """The requirements the change adds, removes or re-pins, and the start-up code it brings into the
+    environment (named with its file, its distribution and the file that asks for that distribution)."""
+    items: list[Evidence] = []
+    for listed in diff.dependencies[:MAX_FAILURES_LISTED]:
+        items.append(Evidence(
+            id=f"{ID}.dependency:{listed.name}", detective=ID, kind="dependency-change", severity="info",
+            summary=describe(listed), location=_source_path(listed.source),
+            facts=listed.model_dump(mode="json")))
+    by_name = {c.name: c for c in diff.dependencies}
+    for finding in diff.startup_added[:MAX_FAILURES_LISTED]:
+        owner = startup_owner(finding)
+        change = by_name.get(owner) if owner else None
+        why = (f" — {change.name} is asked for by {change.source or 'the environment'} ({change.head})"
+               if change is not None and change.head else " — it comes with the change's dependencies")
+        items.append(Evidence(
+            id=f"{ID}.dependency-startup:{startup_key(finding)}", detective=ID, kind="dependency-startup",
+            severity=startup_severity(finding), location=_source_path(change.source) if change is not None else None,
+            summary=f"start-up code this change brings into the test environment: {finding}{why}"[:600],
+            facts={"finding": finding, "distribution": owner, "requirement": change.head if change else None,
+                   "source": change.source if change else None}))
+    return items
+
+
 def mutant_evidence(diff: TestDiff) -> list[Evidence]:
     mutants = [m for m in diff.mutants if m.status != "not_run"]
     if not mutants:
@@ -301,6 +338,7 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
     "test-environment", "tests-not-measured", "tests-env-error", "no-tests", "tests-timeout", "tests-error", "tests",
     "test-failure", "runtime-sink", "harness-hook", "tests-differential", "test-regressed", "test-new-failing",
     "test-tampered", "test-unattributed", "test-environmental", "test-flaky", "test-removed",
-    "test-expectation-changed", "test-mutation", "surviving-mutant", "tests-past-cap"))
+    "test-expectation-changed", "test-mutation", "surviving-mutant", "tests-past-cap", "dependency-change",
+    "dependency-startup"))
 def build(resources: CourtResources) -> TestRunner:
     return TestRunner(resources.sandbox, resources.sandbox_missing)

@@ -170,7 +170,7 @@ class RedSearchSpace:
         hyp = self.by_key[state[0]]
         if len(state) == 1:
             return self._arguments(hyp)
-        return [(f"family={f.name}", f.prior) for f in families(hyp.kind)]
+        return [(f"family={f.name}", f.prior) for f in families(hyp.kind, hyp.sink)]
 
     def is_terminal(self, state: State) -> bool:
         return len(state) == 3

@@ -35,6 +35,7 @@ class Family:
     name: str
     description: str
     prior: float
+    library: str = ""  # the loader family it speaks to ("pickle", "yaml", "marshal"); empty: any sink
 
 
 FAMILIES: dict[str, tuple[Family, ...]] = {
@@ -50,11 +51,11 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("statement", "import pathlib; pathlib.Path(canary).write_text(nonce)", 0.6),
     ),
     "deserialization": (
-        Family("pickle-bytes", "a pickle whose __reduce__ runs exec() to write a canary file", 1.0),
-        Family("pickle-base64", "the same crafted pickle, base64-encoded", 0.8),
-        Family("pickle-stream", "the same crafted pickle as a binary file object", 0.7),
-        Family("yaml-tag", "!!python/object/apply:exec tag that writes a canary file", 0.6),
-        Family("marshal-code", "a marshalled code object that writes a canary file when executed", 0.4),
+        Family("pickle-bytes", "a pickle whose __reduce__ runs exec() to write a canary file", 1.0, "pickle"),
+        Family("pickle-base64", "the same crafted pickle, base64-encoded", 0.8, "pickle"),
+        Family("pickle-stream", "the same crafted pickle as a binary file object", 0.7, "pickle"),
+        Family("yaml-tag", "!!python/object/apply:exec tag that writes a canary file", 0.6, "yaml"),
+        Family("marshal-code", "a marshalled code object that writes a canary file when executed", 0.4, "marshal"),
     ),
     "sql-injection": (
         Family("quote", "a single quote that breaks out of a SQL string literal", 1.0),
@@ -81,8 +82,25 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
 }
 
 
-def families(kind: str) -> tuple[Family, ...]:
-    return FAMILIES.get(kind, ())
+# The loader a sink belongs to: the module of a dotted call name, or bandit's test id for its blacklist/plugin.
+SINK_LIBRARIES: dict[str, str] = {
+    "pickle": "pickle", "_pickle": "pickle", "cPickle": "pickle", "dill": "pickle", "yaml": "yaml",
+    "marshal": "marshal", "B301": "pickle", "B302": "marshal", "B506": "yaml",
+}
+
+
+def sink_library(sink: str) -> str:
+    """The loader family of ``sink`` (``yaml.load`` → ``yaml``, bandit ``B301`` → ``pickle``); empty if unknown."""
+    return SINK_LIBRARIES.get(sink.split(".", 1)[0], "")
+
+
+def families(kind: str, sink: str = "") -> tuple[Family, ...]:
+    """The payload families for ``kind``; with a known ``sink``, only those its loader parses (a pickle never
+    reaches ``yaml.load`` as code), so a short budget is not spent on payloads that cannot fire."""
+    every = FAMILIES.get(kind, ())
+    library = sink_library(sink)
+    fitting = tuple(f for f in every if f.library == library) if library else ()
+    return fitting or every
 
 
 def describe(kind: str, family: str) -> str:

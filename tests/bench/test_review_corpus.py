@@ -77,6 +77,10 @@ def test_failing_tests_include_collection_errors() -> None:
         collection_errors=(TestCaseResult(name="tests/test_new.py", outcome="error"),))
     assert twins.failing_at_head(result) == ["t::bad", "tests/test_new.py"]
     assert twins.failing_at_head(TestRunResult(status="ran", passed=3)) == []
+    # a failure the base shares does not verify a twin; one the base does not have does
+    base = TestRunResult(status="ran", failed=1, tests=(TestCaseResult(name="t::bad", outcome="failed"),))
+    assert twins.new_failures(result, base) == ["tests/test_new.py"]
+    assert twins.new_failures(result, TestRunResult(status="timeout")) == ["t::bad", "tests/test_new.py"]
 
 
 def test_a_neutral_is_named_by_the_first_rule_that_applies() -> None:

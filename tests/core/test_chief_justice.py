@@ -86,6 +86,24 @@ def test_a_head_run_that_did_not_complete_is_not_a_pass() -> None:
     assert any(r.startswith("Rule of Completion") for r in j.verdict_reasons)
 
 
+def test_a_cis_under_the_fail_line_only_because_the_run_did_not_complete_is_not_a_fail() -> None:
+    tests = TestRunResult(status="timeout", reason="killed: wall-clock timeout after 300 s")
+    low = {"rationale": 0.3, "architecture": 0.5, "testing": 0.2}
+    j = judge_case(RUBRIC, brief(diff=measured(), tests=tests, components=low), _all(2))
+    assert j.cis_score < RUBRIC.verdict.fail and j.verdict == "neutral"
+    assert any(r.startswith("Rule of Completion") and "300 s" in r for r in j.verdict_reasons)
+    # hostile twins: a regression before the stop, or a confirmed critical finding, still fail
+    j = judge_case(RUBRIC, brief(diff=measured(regressed=(FAILING,)), tests=tests, components=low), _all(2))
+    assert j.verdict == "fail"
+    finding = RedFinding(id="f", title="cmd injection", severity="critical", confirmed=True, confidence=0.95,
+                         cwe="CWE-78")
+    red = RedAnalysis(attack_successful=True, vulnerability_count=1, max_severity="critical", findings=(finding,),
+                      ran=True)
+    assert judge_case(RUBRIC, brief(diff=measured(), tests=tests, components=low, red=red), _all(2)).verdict == "fail"
+    # and a complete run with the same low CIS fails as before
+    assert judge_case(RUBRIC, brief(diff=measured(), components=low), _all(2)).verdict == "fail"
+
+
 def test_an_empty_change_is_nothing_to_review_and_other_languages_are_not_analysed() -> None:
     empty = judge_case(RUBRIC, brief(files=()), GOOD)
     assert empty.verdict == "neutral"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import pytest
 
 from checks.render import DOCS_URL
 from tests.core.scenarios import SCENARIOS, build
+from tests.review_schema import review_json
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {"LOGOMESH_SANDBOX": "off", "LOGOMESH_EMBEDDING": "off", "LOGOMESH_RED_TEAM": "off",
@@ -35,13 +35,16 @@ def test_json_is_the_only_thing_on_stdout_and_is_deterministic(tmp_path: Path) -
     first = review(repo, "clean", "--format", "json", home=tmp_path / "h1")
     second = review(repo, "clean", "--format", "json", home=tmp_path / "h2")
     assert first.returncode == 0, first.stderr
-    data = json.loads(first.stdout)
-    assert data["verdict"] in ("pass", "neutral")
+    data, again = review_json(first.stdout), review_json(second.stdout)
+    assert data["schema_version"] == "1" and data["verdict"] in ("pass", "neutral")
+    assert data["title"].startswith(("Pass · ", "Neutral · ")) and data["what_to_fix"]
     for key in ("rationale_score", "architecture_score", "testing_score", "logic_score", "cis_score",
                 "red_penalty_applied", "intent_penalty", "red_analysis", "verdict", "evidence", "opinions",
                 "dissent", "rubric", "inputs"):
-        assert key in data
-    assert first.stdout == second.stdout
+        assert key in data["evaluation"]
+    # the DBOM id names the record in each home (its signing key differs); the review itself is the same
+    assert data.pop("dbom_id") in first.stderr and again.pop("dbom_id") in second.stderr
+    assert data == again
     assert "logomesh:" in first.stderr  # progress goes to stderr
 
 
@@ -69,7 +72,7 @@ def test_body_file_and_config_file(tmp_path: Path) -> None:
     result = run("review", str(repo), "--base", "main", "--head", "pr", "--body-file", str(body), "--config",
                  str(config), "--format", "json", env={"LOGOMESH_HOME": str(tmp_path / "h")})
     assert result.returncode == 1, result.stderr
-    assert json.loads(result.stdout)["verdict"] == "fail"
+    assert review_json(result.stdout)["verdict"] == "fail"
 
 
 def test_base_branch_config_is_used_not_the_heads(tmp_path: Path) -> None:
@@ -83,8 +86,8 @@ def test_base_branch_config_is_used_not_the_heads(tmp_path: Path) -> None:
     result = run("review", str(repo.path), "--base", "main", "--head", "pr", "--format", "json",
                  env={"LOGOMESH_HOME": str(tmp_path / "h")})
     assert result.returncode == 0, result.stderr
-    assert "CIS" in json.loads(result.stdout)["verdict_reasons"][0]
-    assert "pass ≥ 0.99" in json.loads(result.stdout)["verdict_reasons"][0]
+    reasons = review_json(result.stdout)["evaluation"]["verdict_reasons"]
+    assert "CIS" in reasons[0] and "pass ≥ 0.99" in reasons[0]
 
 
 @pytest.mark.parametrize(
@@ -125,6 +128,7 @@ def test_the_working_tree_is_never_modified(tmp_path: Path) -> None:
                             text=True).stdout
     result = review(repo, "eval", "--format", "json", home=tmp_path / "h")
     assert result.returncode == 0, result.stderr
+    review_json(result.stdout)
     after = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "-b"], capture_output=True,
                            text=True).stdout
     assert before == after
@@ -185,6 +189,7 @@ def test_a_review_run_inside_the_repository_leaves_nothing_in_it(tmp_path: Path)
                             capture_output=True, text=True, cwd=repo, env=without_home(tmp_path / "user"),
                             timeout=300)
     assert result.returncode == 0, result.stderr
+    assert review_json(result.stdout)["dbom_id"] in result.stderr
     assert "logomesh: dbom " in result.stderr and "no longer used" not in result.stderr
     assert not (repo / ".logomesh").exists()
     assert status() == before  # nothing written into the repository, ignored files included
@@ -201,6 +206,7 @@ def test_a_ledger_left_in_the_old_default_place_is_named_not_moved(tmp_path: Pat
     earlier = subprocess.run(args, capture_output=True, text=True, cwd=repo, timeout=300,
                              env=without_home(tmp_path / "user", LOGOMESH_HOME=".logomesh"))
     assert earlier.returncode == 0, earlier.stderr
+    assert review_json(earlier.stdout)["dbom_id"]  # recorded and named even with --quiet
     legacy = sorted(p.relative_to(repo) for p in (repo / ".logomesh").rglob("*"))
     assert Path(".logomesh/battles.db") in legacy
 
@@ -215,3 +221,54 @@ def test_a_ledger_left_in_the_old_default_place_is_named_not_moved(tmp_path: Pat
     chosen = subprocess.run(args, capture_output=True, text=True, cwd=repo, timeout=300,
                             env=without_home(tmp_path / "user", LOGOMESH_HOME=str(tmp_path / "chosen")))
     assert chosen.returncode == 0 and "no longer used" not in chosen.stderr
+
+
+def test_without_an_engine_a_review_is_neutral_with_a_remedy_and_fail_on_not_measured_fails_it(
+        tmp_path: Path) -> None:
+    repo = build(tmp_path, "clean")
+    no_engine = {"LOGOMESH_HOME": str(tmp_path / "h"), "LOGOMESH_SANDBOX": "auto",
+                 "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
+    args = ("review", str(repo), "--base", "main", "--head", "pr", "--format", "json")
+    lenient = run(*args, env=no_engine)
+    assert lenient.returncode == 0, lenient.stderr
+    data = review_json(lenient.stdout)
+    assert data["verdict"] == "neutral"
+    unmeasured = next(f for f in data["what_to_fix"] if f["kind"] == "tests-not-measured")
+    assert unmeasured["for_whom"] == "operator"
+    assert "start the Docker engine, or set DOCKER_HOST" in unmeasured["detail"]
+    assert "start the Docker engine" in lenient.stderr  # the notice says it too
+    strict = run(*args, "--fail-on", "not-measured", env=no_engine)
+    assert strict.returncode == 1, strict.stderr
+    assert review_json(strict.stdout)["verdict"] == "neutral"
+    assert run(*args, "--fail-on", "neutral", env=no_engine).returncode == 1
+
+
+def test_an_empty_range_is_nothing_to_review_at_once(tmp_path: Path) -> None:
+    repo = build(tmp_path, "clean")
+    for head, output in (("main", "text"), ("main", "json"), ("main~0", "markdown")):
+        result = run("review", str(repo), "--base", "main", "--head", head, "--format", output, "--fail-on",
+                     "neutral", env={"LOGOMESH_HOME": str(tmp_path / "h"), "LOGOMESH_SANDBOX": "docker",
+                                     "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
+        assert result.returncode == 0, result.stderr  # nothing loaded, not even the required sandbox
+        assert "nothing to review" in result.stdout and "veto" not in result.stdout
+        if output == "json":
+            data = review_json(result.stdout)
+            assert data["nothing_to_review"] is True and data["evaluation"] is None
+    assert not (tmp_path / "h").exists()  # no DBOM recorded, no key made
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "same", "main"], check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "nothing"], check=True)
+    result = run("review", str(repo), "--base", "main", "--head", "same", env={"LOGOMESH_HOME": str(tmp_path / "h")})
+    assert result.returncode == 0 and "nothing to review" in result.stdout  # a commit that changes no file
+
+
+def test_the_markdown_of_a_local_review_points_only_at_what_its_reader_has(tmp_path: Path) -> None:
+    result = review(build(tmp_path, "shell"), "shell", "--format", "markdown", home=tmp_path / "h")
+    dbom = next(line.split()[-1] for line in result.stderr.splitlines() if line.startswith("logomesh: dbom "))
+    assert f"logomesh dbom show {dbom}" in result.stdout
+    assert "check run" not in result.stdout and "/recheck" not in result.stdout
+
+
+def test_the_shipped_review_schema_is_the_generated_one() -> None:
+    from app.review.schema import SCHEMA_PATH, schema_text
+
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run python -m app.review.schema"

@@ -8,7 +8,7 @@ from app.review.gitrepo import GitRepo, read_case
 from app.review.progress import report_progress
 from checks.config import parse_repo_config
 from checks.court import CourtParts, review
-from checks.models import ProbeResult, TestRunResult, TestSpec
+from checks.models import Case, ProbeResult, TestRunResult, TestSpec
 from rubric import load_rubric
 from tests.core.scenarios import SCENARIOS, build
 
@@ -21,11 +21,15 @@ class FakeSandbox:
         raise AssertionError("no probe in this test")
 
 
-async def test_stages_say_when_they_start_and_end(tmp_path: Path) -> None:
+def clean_case(tmp_path: Path) -> Case:
     path = build(tmp_path, "clean")
     spec = SCENARIOS["clean"]
-    case = read_case(GitRepo.open(path), "main", "pr", config=parse_repo_config(None), title=spec["title"],
+    return read_case(GitRepo.open(path), "main", "pr", config=parse_repo_config(None), title=spec["title"],
                      body=spec["body"])
+
+
+async def test_stages_say_when_they_start_and_end(tmp_path: Path) -> None:
+    case = clean_case(tmp_path)
     said: list[str] = []
     parts = CourtParts(sandbox=FakeSandbox(), embedder_missing="none", red_team_missing="none")
     report_progress(parts, said.append)
@@ -37,3 +41,24 @@ async def test_stages_say_when_they_start_and_end(tmp_path: Path) -> None:
     assert sorted(m for m in said if m.endswith(" ruled")) == ["judges: defense ruled", "judges: prosecutor ruled",
                                                                 "judges: tech lead ruled"]
     assert evaluation.opinions  # the wrapped judges still ruled
+
+
+class SlowSandbox(FakeSandbox):
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        import asyncio
+
+        await asyncio.sleep(0.35)  # an environment being built
+        return await super().run_tests(spec)
+
+
+async def test_a_long_sandbox_run_says_it_is_still_working_throttled(tmp_path: Path) -> None:
+    case = clean_case(tmp_path)
+    said: list[str] = []
+    parts = CourtParts(sandbox=SlowSandbox(), embedder_missing="none", red_team_missing="none")
+    report_progress(parts, said.append, every=0.1)
+    await review(case, load_rubric(), parts)
+    beats = [m for m in said if m.startswith("sandbox: still installing the head tree's test environment")]
+    assert 2 <= len(beats) <= 4, said  # one line per interval, not one per poll
+    assert beats[0].endswith(" s)…")
+    done = said.index("sandbox: head tree ran: 1 passed, 1 failed, 0 errors")
+    assert not [m for m in said[done:] if m.startswith("sandbox: still")]  # silent once the run is over

@@ -18,6 +18,7 @@ from app.ledger.export import open_dsse
 from app.ledger.keys import load_public_pem
 from app.settings import load_settings
 from tests.dbom.factory import entanglement, evaluation
+from tests.review_schema import review_json
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {"LOGOMESH_SANDBOX": "off", "LOGOMESH_EMBEDDING": "off", "LOGOMESH_RED_TEAM": "off",
@@ -131,7 +132,9 @@ def test_review_writes_its_dbom_and_prints_the_id(tmp_path: Path) -> None:
     assert len(dbom_lines) == 1
     record_id = dbom_lines[0].split()[-1]
     shown = json.loads(invoke(home, "dbom", "show", record_id).stdout)
-    assert shown["evaluation"] == json.loads(first.stdout)  # raw_result is exactly the review's JSON
+    report = review_json(first.stdout)
+    assert report["dbom_id"] == record_id
+    assert shown["evaluation"] == report["evaluation"]  # raw_result is exactly the review's JSON
     assert shown["dbom"]["entanglement"]["head_sha"] == shown["evaluation"]["inputs"]["head"]
     # the same review again: the same DBOM, not a second record
     second = run(home, *args)

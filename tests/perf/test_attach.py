@@ -122,4 +122,5 @@ async def test_court_parts_with_everything_off_says_the_same_as_before(tmp_path:
     said: list[str] = []
     async with engine.court_parts(None, prepared(), settings(tmp_path), said.append) as parts:  # type: ignore[arg-type]
         assert parts.sandbox is None and parts.embedder is None and parts.red_team is None
-    assert said == ["notice: tests not measured: the sandbox is turned off (LOGOMESH_SANDBOX=off)"]
+    assert said == ["notice: tests not measured: the sandbox is turned off (LOGOMESH_SANDBOX=off); set "
+                    "LOGOMESH_SANDBOX=auto to run them"]

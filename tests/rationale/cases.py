@@ -15,6 +15,21 @@ def new_file_diff(path: str, text: str) -> str:
             f"+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{body}")
 
 
+def removed_file_diff(path: str, text: str) -> str:
+    lines = text.splitlines()
+    body = "".join(f"-{line}\n" for line in lines)
+    return (f"diff --git a/{path} b/{path}\ndeleted file mode 100644\nindex 1111111..0000000\n--- a/{path}\n"
+            f"+++ /dev/null\n@@ -1,{len(lines)} +0,0 @@\n{body}")
+
+
+def moved_case(moves: Mapping[str, tuple[str, str]], title: str = "", body: str = "") -> Case:
+    """A case that moves each ``{new path: (old path, text)}``: the old file removed, the new one added."""
+    added = case_from_files({new: text for new, (_, text) in moves.items()}, title, body)
+    removed = tuple(ChangedFile(path=old, status="removed") for old, _ in moves.values())
+    diff = "".join(removed_file_diff(old, text) for old, text in moves.values())
+    return added.model_copy(update={"files": added.files + removed, "diff": diff + added.diff})
+
+
 def case_from_files(files: Mapping[str, str], title: str = "", body: str = "",
                     commit_messages: Sequence[str] = (), linked_issues: Sequence[str] = ()) -> Case:
     """A case in which every file of ``files`` is new at head."""

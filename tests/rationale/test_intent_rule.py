@@ -4,25 +4,29 @@ of the rule with an honest case (not penalised) and a hostile twin (still penali
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 import pytest
 
 from app.review.embeddings import SentenceEmbedder
 from checks.models import DetectiveReport
 from checks.rationale import (
+    ChangeShape,
     Familiarity,
     added_lines_by_path,
     build_intent,
     change_kind,
+    change_shape,
     familiar_text,
     familiarity,
+    kind_fits,
     measure_rationale,
     penalty_threshold,
     scopes_by_path,
     strip_boilerplate,
 )
 from rubric import Rubric
-from tests.rationale.cases import case_from_files
+from tests.rationale.cases import case_from_files, moved_case
 
 
 def penalised(report: DetectiveReport) -> bool:
@@ -91,8 +95,45 @@ def test_named_code_the_change_does_not_touch_applies_the_anchored_threshold_eve
         == rubric.intent.anchored_threshold
 
 
-def test_a_declared_kind_naming_no_untouched_code_is_never_penalised(rubric: Rubric) -> None:
-    assert penalty_threshold(rubric, (), (), "refactor", Familiarity(4, ("a", "b", "c", "d"))) is None
+def test_a_declared_kind_the_change_shows_and_naming_no_untouched_code_is_never_penalised(rubric: Rubric) -> None:
+    strange = Familiarity(4, ("a", "b", "c", "d"))
+    assert penalty_threshold(rubric, (), (), "refactor", strange, fits="a rewrite") is None
+    # hostile twin: a kind nothing in the change shows exempts nothing; the description's words decide
+    assert penalty_threshold(rubric, (), (), "refactor", strange, fits=None) == rubric.intent.threshold
+    assert penalty_threshold(rubric, (), (), "refactor", Familiarity(4, ("a",)), fits=None) is None
+
+
+SHAPE = ChangeShape(product_added=100, product_removed=10, prose_added=5, test_added=40, paths=("pkg/core.py",),
+                    changed_lines="return total\n")
+
+
+@pytest.mark.parametrize(("kind", "shown", "not_shown"), [
+    ("refactor", replace(SHAPE, product_removed=90), SHAPE),
+    ("typo", replace(SHAPE, product_added=12, product_removed=11), SHAPE),
+    ("dependency", replace(SHAPE, paths=("pkg/core.py", "requirements/test.txt")), SHAPE),
+    ("dependency", replace(SHAPE, paths=("pyproject.toml",)), replace(SHAPE, paths=("pkg/pyproject.py",))),
+    ("style", replace(SHAPE, paths=("pkg/core.py", ".pre-commit-config.yaml")), SHAPE),
+    ("compatibility", replace(SHAPE, changed_lines="if sys.version_info >= (3, 10):\n"), SHAPE),
+    ("compatibility", replace(SHAPE, changed_lines="warnings.warn('x', DeprecationWarning)\n"), SHAPE),
+    ("documentation", replace(SHAPE, prose_added=60), SHAPE),
+    ("test suite", replace(SHAPE, test_added=300), SHAPE),
+    ("test suite", replace(SHAPE, paths=("pkg/core.py", ".github/workflows/ci.yml")), SHAPE),
+    ("test suite", replace(SHAPE, changed_lines="@pytest.mark.xfail(reason='#12')\n"), SHAPE),
+])
+def test_a_declared_kind_is_shown_by_the_change_or_exempts_nothing(kind: str, shown: ChangeShape,
+                                                                   not_shown: ChangeShape) -> None:
+    assert kind_fits(kind, shown) is not None
+    assert kind_fits(kind, not_shown) is None
+
+
+def test_the_shape_of_a_change_counts_product_prose_tests_and_removed_words() -> None:
+    case = moved_case({"app/settings_io.py": ("app/helpers.py", RENAMED)})
+    case = case.model_copy(update={"files": case.files + case_from_files({"tests/test_io.py": RENAMED_TEST}).files,
+                                   "diff": case.diff + case_from_files({"tests/test_io.py": RENAMED_TEST}).diff})
+    shape = change_shape(case, added_lines_by_path(case))
+    assert shape.product_added == shape.product_removed > 0 and shape.test_added > 0
+    assert 0 < shape.prose_added < shape.product_added  # the docstring
+    assert kind_fits("refactor", shape) is not None and kind_fits("dependency", shape) is None
 
 
 def test_a_generic_name_the_change_does_not_touch_is_no_evidence(rubric: Rubric) -> None:
@@ -105,8 +146,13 @@ def test_a_description_whose_words_the_change_lacks_applies_the_plain_threshold(
     assert penalty_threshold(rubric, (), (), None, strange) == rubric.intent.threshold
     familiar = Familiarity(6, ("proxy",))
     assert penalty_threshold(rubric, (), (), None, familiar) is None
-    # a short vague title ("Small improvements") lacks too few words to show anything
-    assert penalty_threshold(rubric, (), (), None, Familiarity(2, ("small", "improvements"))) is None
+    # a short vague title ("Small improvements") says nothing: its words are not content words
+    assert familiarity("Small improvements", "def load(path): pass").described == 0
+    assert penalty_threshold(rubric, (), (), None, familiarity("Small improvements", "load path")) is None
+    # two content words, and the change holds one: too little to show anything
+    assert penalty_threshold(rubric, (), (), None, Familiarity(2, ("gateways",))) is None
+    # hostile twin: none of them found ("Add proxy gateways" over a settings loader)
+    assert penalty_threshold(rubric, (), (), None, Familiarity(2, ("proxy", "gateways"))) == rubric.intent.threshold
 
 
 def test_familiarity_compares_stems_with_the_change_text() -> None:
@@ -159,17 +205,43 @@ RENAMED_TEST = textwrap.dedent('''\
 FILES = {"app/settings_io.py": RENAMED, "tests/test_settings_io.py": RENAMED_TEST}
 
 
+MOVED = {"app/settings_io.py": ("app/helpers.py", RENAMED), "tests/test_settings_io.py": ("tests/test_helpers.py",
+                                                                                          RENAMED_TEST)}
+PYPROJECT = '[project]\nname = "app"\nrequires-python = ">=3.10"\ndependencies = ["tomli>=2"]\n'
+CHANGELOG = "Changes\n=======\n\n1.4\n---\n\n- Settings files are read as UTF-8 on every platform.\n"
+
+
 @pytest.mark.model
-@pytest.mark.parametrize(("title", "body"), [
-    ("Refactor configuration helpers (#412)", ""),
-    ("Move helpers into their own module (#413)", "Co-authored-by: B <b@example.com>"),
-    ("Bump the minimum Python to 3.10", "See https://example.com/changelog"),
-    ("docs: update changelog", "- [x] Added a changelog entry"),
+@pytest.mark.parametrize(("title", "body", "change"), [
+    ("Refactor configuration helpers (#412)", "", "moved"),
+    ("Move helpers into their own module (#413)", "Co-authored-by: B <b@example.com>", "moved"),
+    ("Bump the minimum Python to 3.10", "See https://example.com/changelog", "pyproject"),
+    ("docs: update changelog", "- [x] Added a changelog entry", "changelog"),
 ])
 async def test_honest_refactor_rename_bump_and_changelog_prs_are_not_penalised(
-        embedder: SentenceEmbedder, rubric: Rubric, title: str, body: str) -> None:
-    report = await measure_rationale(case_from_files(FILES, title, body), rubric, embedder)
+        embedder: SentenceEmbedder, rubric: Rubric, title: str, body: str, change: str) -> None:
+    case = (moved_case(MOVED, title, body) if change == "moved" else
+            case_from_files({**FILES, "pyproject.toml": PYPROJECT}, title, body) if change == "pyproject" else
+            case_from_files({"CHANGES.rst": CHANGELOG}, title, body))
+    report = await measure_rationale(case, rubric, embedder)
     assert not penalised(report), [e.summary for e in report.evidence]
+    exempt = next(e for e in report.evidence if e.id == "semantic.intent-exempt")
+    assert exempt.facts["shown_by"]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("title", "body"), [
+    ("Bump the python-packages group with 4 updates (#924)", "Bumps the python-packages group with 4 updates."),
+    ("Format using ruff", ""),
+    ("🧪 test: deflake six scheduled-run failures (#704)", "Scheduled runs failed on six of them."),
+])
+async def test_a_declared_kind_the_change_does_not_show_exempts_nothing(
+        embedder: SentenceEmbedder, rubric: Rubric, title: str, body: str) -> None:
+    # the same titles over a settings loader that adds new code: no bump, no reformat, no test-suite change
+    report = await measure_rationale(case_from_files({"app/settings_io.py": RENAMED}, title, body), rubric, embedder)
+    assert penalised(report), [e.summary for e in report.evidence]
+    mismatch = next(e for e in report.evidence if e.kind == "intent-mismatch")
+    assert "which nothing in the change shows" in mismatch.summary and mismatch.facts["declared_kind"]
 
 
 @pytest.mark.model
@@ -189,3 +261,23 @@ async def test_a_description_of_a_different_change_is_still_penalised(
     assert penalised(report), [e.summary for e in report.evidence]
     mismatch = next(e for e in report.evidence if e.kind == "intent-mismatch")
     assert "×" not in mismatch.summary and "the integrity score is reduced" in mismatch.summary
+
+
+# --- code R cannot read ----------------------------------------------------------------------------------------
+
+GO_FILES = {"settings/load.go": "package settings\n\n// Load reads the settings file.\nfunc Load(path string) "
+                                "(*Settings, error) {\n\tdata, err := os.ReadFile(path)\n\tif err != nil {\n\t\t"
+                                "return nil, err\n\t}\n\treturn Parse(data)\n}\n",
+            "settings/load_test.go": "package settings\n\nfunc TestLoad(t *testing.T) {\n\tLoad(\"x.toml\")\n}\n"}
+ELSEWHERE = ("Add proxy gateways for remote workers", "Workers spawn over ssh gateways and multiplex their channels.")
+
+
+@pytest.mark.model
+async def test_no_intent_penalty_on_code_logomesh_cannot_parse(embedder: SentenceEmbedder, rubric: Rubric) -> None:
+    report = await measure_rationale(case_from_files(GO_FILES, *ELSEWHERE), rubric, embedder)
+    assert report.semantic is not None and report.semantic.penalty_threshold is None and not penalised(report)
+    said = next(e for e in report.evidence if e.id == "semantic.intent-unanalysed")
+    assert "Go (2 files)" in said.summary and said.facts["languages"] == "Go (2 files)"
+    # hostile twins: the same description over a Python change, or a Python change beside the Go, is penalised
+    assert penalised(await measure_rationale(case_from_files(FILES, *ELSEWHERE), rubric, embedder))
+    assert penalised(await measure_rationale(case_from_files({**FILES, **GO_FILES}, *ELSEWHERE), rubric, embedder))

@@ -44,3 +44,23 @@ def test_marked_files_are_left_out_of_r_and_only_the_base_can_mark(tmp_path: Pat
     assert ("pkg/gen_views.py", "generated file (linguist-generated in .gitattributes)") in code.left_out
     paths = {c.path for c in code.chunks}
     assert "pkg/views.py" in paths and "pkg/gen_views.py" not in paths
+
+
+def test_languages_logomesh_does_not_analyse_are_named_and_python_is_not() -> None:
+    from checks.linguist import language, named_languages, unanalysed_code
+
+    paths = ["web/app.ts", "web/ui.tsx", "cmd/main.go", "pkg/core.py", "pkg/core.pyi", "README.md", "setup.cfg"]
+    foreign = unanalysed_code(paths)
+    assert foreign == {"Go": ("cmd/main.go",), "TypeScript": ("web/app.ts", "web/ui.tsx")}
+    assert named_languages(foreign) == "Go (1 file), TypeScript (2 files)"
+    assert unanalysed_code(["pkg/core.py", "docs/index.rst", "pyproject.toml"]) == {}  # hostile twin: all readable
+    assert language("docs/guide.md") == "Markdown" and language("Makefile") == "Makefile"
+
+
+def test_tests_in_languages_logomesh_does_not_run_are_counted_and_python_tests_are_not() -> None:
+    from checks.linguist import unrun_tests
+
+    tree = ["src/sum.js", "src/sum.test.js", "src/__tests__/ui.tsx", "test/api.spec.ts", "calc/calc.go",
+            "calc/calc_test.go", "tests/test_ops.py", "tests/conftest.py", "web/index.js"]
+    assert unrun_tests(tree) == {"Go": 1, "JavaScript": 1, "TypeScript": 2}
+    assert unrun_tests(["pkg/ops.py", "tests/test_ops.py", "src/index.js", "main.go"]) == {}

@@ -26,7 +26,7 @@ def by_id(report: DetectiveReport, evidence_id: str) -> Evidence | None:
     return next((e for e in report.evidence if e.id == evidence_id), None)
 
 
-@pytest.mark.parametrize("change_id", ["shipping-cost-zones", "login-rate-limit", "go-health-endpoint",
+@pytest.mark.parametrize("change_id", ["shipping-cost-zones", "login-rate-limit", "request-id-logging",
                                        "install-docs"])
 async def test_matching_description_scores_higher_than_another_prs(
         embedder: SentenceEmbedder, rubric: Rubric, change_id: str) -> None:

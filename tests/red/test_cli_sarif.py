@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 
 from tests.red.fixtures import INIT, VULNERABLE
+from tests.review_schema import review_json
 
 ROOT = Path(__file__).resolve().parents[2]
 GIT_ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
@@ -57,7 +58,7 @@ def test_review_writes_valid_sarif_with_the_red_findings(tmp_path: Path) -> None
     out = tmp_path / "out.sarif"
     result = review(repo, tmp_path / "h", "--sarif", str(out))
     assert result.returncode in (0, 1), result.stderr
-    data = json.loads(result.stdout)
+    data = review_json(result.stdout)["evaluation"]
     red = data["red_analysis"]
     assert red["max_severity"] == "high" and red["attack_successful"] is False  # no sandbox: nothing confirmed
     assert {f["id"].split(":")[0] for f in red["findings"]} == {"command-injection", "hardcoded-secret"}
@@ -79,7 +80,7 @@ def test_red_team_off_leaves_an_empty_sarif_and_no_penalty(tmp_path: Path) -> No
     out = tmp_path / "out.sarif"
     result = review(repo, tmp_path / "h", "--sarif", str(out), red="off")
     assert result.returncode in (0, 1), result.stderr
-    data = json.loads(result.stdout)
+    data = review_json(result.stdout)["evaluation"]
     assert data["red_analysis"]["vulnerability_count"] == 0 and data["red_penalty_applied"] == 0.0
     assert data["measured"]["red_team"] is False
     log = json.loads(out.read_text())

@@ -37,7 +37,7 @@ def test_probes_confirm_in_the_docker_sandbox(tmp_path: Path) -> None:
     out = tmp_path / "out.sarif"
     result = review(repo, tmp_path / "h", "--sarif", str(out), sandbox="docker")
     assert result.returncode in (0, 1), result.stderr
-    red = json.loads(result.stdout)["red_analysis"]
+    red = json.loads(result.stdout)["evaluation"]["red_analysis"]
     findings = {f["id"].split(":")[0]: f for f in red["findings"]}
     assert findings["command-injection"]["confirmed"] is True
     assert findings["command-injection"]["severity"] == "critical"

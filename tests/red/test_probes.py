@@ -9,6 +9,7 @@ from typing import Any
 
 from checks.models import ProbeResult, TestRunResult, TestSpec
 from checks.red.hypotheses import Attack, Hypothesis, Target
+from checks.red.payloads import families
 from checks.red.probes import build_probe, judge_probe, probe_nonce
 from rubric import Rubric
 from tests.red.conftest import Attack as AttackRunner
@@ -27,6 +28,27 @@ async def test_yaml_deserialisation_in_a_method_is_confirmed(attack: AttackRunne
     analysis, _agent, _sandbox = await attack({"shop/conf.py": source})
     assert [(f.severity, f.confirmed) for f in analysis.findings] == [("critical", True)]
     assert "yaml-tag" in (analysis.findings[0].payload or "")
+
+
+async def test_a_yaml_load_gets_the_yaml_payload_even_with_one_probe(attack: AttackRunner) -> None:
+    """A pickle never runs through yaml.load: the one probe a short budget allows goes to the YAML tag."""
+    source = '"""Config."""\nimport yaml\n\n\ndef read_config(text):\n    return yaml.load(text, Loader=yaml.Loader)\n'
+    analysis, agent, _sandbox = await attack({"shop/conf.py": source}, overrides={"red": {"max_steps": 1}})
+    assert [(f.severity, f.confirmed) for f in analysis.findings] == [("critical", True)]
+    assert agent.last_search is not None and agent.last_search.steps == 1
+    assert "yaml-tag" in (analysis.findings[0].payload or "")
+
+
+def test_deserialisation_payloads_follow_the_sinks_loader() -> None:
+    def names(sink: str) -> list[str]:
+        return [f.name for f in families("deserialization", sink)]
+
+    assert names("yaml.load") == names("B506") == ["yaml-tag"]
+    assert names("pickle.loads") == names("_pickle.load") == names("B301") == ["pickle-bytes", "pickle-base64",
+                                                                               "pickle-stream"]
+    assert names("marshal.loads") == ["marshal-code"]
+    assert names("jsonpickle.decode") == names("") == [f.name for f in families("deserialization")]
+    assert len(names("")) == 5
 
 
 async def test_async_targets_are_awaited(attack: AttackRunner) -> None:

@@ -17,7 +17,7 @@ from rubric import load_rubric
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.environment import choose_python, plan_environment
 from sandbox.limits import SandboxCeiling, SandboxLimits
-from sandbox.setup_phase import REFUSED_LABEL, env_tag
+from sandbox.setup_phase import REFUSED_LABEL, environment_image
 from tests.gitfixture import RepoBuilder
 from tests.sandbox.index import one_package_index
 
@@ -148,12 +148,14 @@ async def test_the_environment_is_cached_across_runs_and_reported_alike(tmp_path
     made = sandbox()
     first = await made.run_tests(TestSpec())
     assert first.environment is not None and first.passed == 1, first.output[-2000:]
-    tag = env_tag(made, first.environment, TestSpec(), made.head)
+    tag = environment_image(made, first.environment, TestSpec(), made.head)
     image = docker_engine.images.get(tag)
     second = await sandbox().run_tests(TestSpec())
     assert docker_engine.images.get(tag).id == image.id, "the cached environment was built again"
     # built or found in the cache, the result says the same: the cache's state is no fact about the change
-    assert first.setup == second.setup == SetupReport(status="installed", install="skipped")
+    assert first.setup is not None and "lm-discounts==1.0.0" in first.setup.resolved, first.setup
+    assert first.setup == second.setup == SetupReport(status="installed", install="skipped",
+                                                      resolved=first.setup.resolved)
     assert second.passed == 1
 
     # a hit reports what the build was refused (kept in the image's label), as the build itself did
@@ -166,7 +168,7 @@ async def test_the_environment_is_cached_across_runs_and_reported_alike(tmp_path
         docker_engine.api.remove_container(container, force=True)
     third = await sandbox().run_tests(TestSpec())
     assert third.setup == SetupReport(status="installed", refused=("evil.example:443", "example.org:80"),
-                                      install="skipped")
+                                      install="skipped", resolved=first.setup.resolved)
     assert third.passed == 1
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import docker
 import pytest
 
-from checks.models import TestSpec
+from checks.models import Evaluation, TestSpec
 from sandbox import setup_phase
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.limits import SandboxLimits
-from sandbox.setup_phase import env_tag
+from sandbox.setup_phase import env_tag, environment_image
 from tests.gitfixture import RepoBuilder
 from tests.sandbox.index import build_wheel, serve_index, write_wheel
 
@@ -171,46 +171,68 @@ def scoped(root: Path, index: str, engine: docker.DockerClient, scope: str) -> D
                                   setup=SetupOptions(index_url=index, cache_mb=4096, scope=scope))
 
 
+def tamper(engine: docker.DockerClient, tag: str, command: str) -> str:
+    """Change the cached layer ``tag`` as a hostile build or a later writer could (keeping its labels); its id."""
+    container = engine.api.create_container(tag, user="0", command=["sh", "-c", command])
+    try:
+        engine.api.start(container)
+        engine.api.wait(container)
+        repository, _, version = tag.partition(":")
+        engine.api.commit(container, repository=repository, tag=version, conf={"Labels": engine.images.get(tag).labels})
+    finally:
+        engine.api.remove_container(container, force=True)
+    return str(engine.images.get(tag).id)
+
+
+SITE = "/opt/logomesh/envs/project/lib/python3.11/site-packages"
+
+
 @pytest.mark.docker
-async def test_a_poisoned_cached_environment_stays_with_its_repository_and_ages_out(
+async def test_a_cached_environment_is_its_resolved_set_verified_when_used_and_never_another_repositorys(
         tmp_path: Path, index: str, docker_engine: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
     first = tmp_path / "first"
-    RepoBuilder(first).commit("Calc", PLAIN)
-    made = scoped(first, index, docker_engine, f"owner/first-{tmp_path.name}")
+    repo = RepoBuilder(first)
+    repo.commit("Calc", PLAIN)
+    scope = f"owner/first-{tmp_path.name}"
+    made = scoped(first, index, docker_engine, scope)
     built = await made.run_tests(TestSpec())
     assert built.environment is not None and built.passed == 1, built.output[-2000:]
-    tag = env_tag(made, built.environment, TestSpec(), made.head)
+    assert built.setup is not None and "lm-plain==1.0.0" in built.setup.resolved, built.setup
+    tag = environment_image(made, built.environment, TestSpec(), made.head)
+    assert tag != env_tag(made, built.environment, TestSpec(), made.head)  # keyed by the resolved artefacts
     # what a hostile build could have left in the layer: a start-up hook beside the artefacts
-    container = docker_engine.api.create_container(tag, user="0", command=["sh", "-c", (
-        "echo 'import lm_swallow_hook' > /opt/logomesh/envs/project/lib/python3.11/site-packages/aaa_poison.pth")])
-    try:
-        docker_engine.api.start(container)
-        docker_engine.api.wait(container)
-        repository, _, version = tag.partition(":")
-        docker_engine.api.commit(container, repository=repository, tag=version,
-                                 conf={"Labels": docker_engine.images.get(tag).labels})
-    finally:
-        docker_engine.api.remove_container(container, force=True)
-    poisoned = docker_engine.images.get(tag).id
-
-    # the same repository, the same lines: the cache is hit (the poisoned entry is served to its own scope)
-    again = await scoped(first, index, docker_engine, f"owner/first-{tmp_path.name}").run_tests(TestSpec())
-    assert docker_engine.images.get(tag).id == poisoned and again.passed == 1
-    assert "aaa_poison.pth" in again.output  # the test interpreter never ran it, and said so
+    poisoned = tamper(docker_engine, tag, f"echo 'import lm_swallow_hook' > {SITE}/aaa_poison.pth")
 
     # another repository with the same requirement lines gets an environment of its own, built clean
     second = tmp_path / "second"
     RepoBuilder(second).commit("Calc, elsewhere", PLAIN)
     other = scoped(second, index, docker_engine, f"owner/second-{tmp_path.name}")
     clean = await other.run_tests(TestSpec())
-    assert env_tag(other, built.environment, TestSpec(), other.head) != tag
+    assert environment_image(other, built.environment, TestSpec(), other.head) != tag
     assert clean.passed == 1 and "aaa_poison.pth" not in clean.output, clean.output[-2000:]
+
+    # its own repository: the file no RECORD lists is found when the entry is used, and it is rebuilt
+    again = await scoped(first, index, docker_engine, scope).run_tests(TestSpec())
+    rebuilt = docker_engine.images.get(tag).id
+    assert rebuilt != poisoned and again.passed == 1 and "aaa_poison.pth" not in again.output, again.output[-2000:]
+    # so is an installed file changed after the build (its RECORD hash no longer matches)
+    tamper(docker_engine, tag, f"echo 'def one():\n    return 2' > {SITE}/lm_plain/__init__.py")
+    third = await scoped(first, index, docker_engine, scope).run_tests(TestSpec())
+    assert docker_engine.images.get(tag).id not in (rebuilt, poisoned) and third.passed == 1, third.output[-2000:]
+
+    # other requirement lines that resolve to the identical artefacts: the same cached entry, not rebuilt
+    kept = docker_engine.images.get(tag).id
+    repo.commit("Loosen the pin", {"requirements-test.txt": "lm-plain>=1.0\n"})
+    loose = scoped(first, index, docker_engine, scope)
+    same = await loose.run_tests(TestSpec())
+    assert same.environment is not None and same.environment.key != built.environment.key
+    assert environment_image(loose, same.environment, TestSpec(), loose.head) == tag
+    assert docker_engine.images.get(tag).id == kept and same.passed == 1, same.output[-2000:]
 
     # and a hit cannot keep an entry alive forever: past its age, it is rebuilt from the index
     monkeypatch.setattr(setup_phase, "MAX_AGE_SECONDS", 0)
-    rebuilt = await scoped(first, index, docker_engine, f"owner/first-{tmp_path.name}").run_tests(TestSpec())
-    assert docker_engine.images.get(tag).id != poisoned
-    assert rebuilt.passed == 1 and "aaa_poison.pth" not in rebuilt.output, rebuilt.output[-2000:]
+    aged = await scoped(first, index, docker_engine, scope).run_tests(TestSpec())
+    assert docker_engine.images.get(tag).id != kept and aged.passed == 1, aged.output[-2000:]
 
 
 def test_an_unreadable_creation_date_counts_as_too_old() -> None:
@@ -264,9 +286,8 @@ async def test_a_dependency_of_pytest_and_a_pytest_plugin_test_themselves(
     assert (plugin.status, plugin.passed, plugin.failed) == ("ran", 1, 0), plugin.output[-3000:]
 
 
-@pytest.mark.docker
-async def test_a_review_of_a_broken_change_that_adds_the_hook_is_not_a_pass_and_names_it(
-        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+async def review_change(tmp_path: Path, index: str, title: str, body: str, change: dict[str, str]) -> Evaluation:
+    """A real review of ``change`` on top of a working calc with its test."""
     from app.review.assembly import review_repository
     from app.settings import load_settings
 
@@ -274,12 +295,42 @@ async def test_a_review_of_a_broken_change_that_adds_the_hook_is_not_a_pass_and_
     repo.commit("Calc", {"calc.py": "def add(a, b):\n    return a + b\n",
                          "tests/test_calc.py": BROKEN["tests/test_calc.py"]})
     repo.branch("change")
-    head = repo.commit("Simplify add", {"calc.py": BROKEN["calc.py"], "requirements-test.txt": "lm-swallow==1.0.0\n"})
+    head = repo.commit(title, change)
     settings = load_settings(sandbox="docker", home=tmp_path / ".lm", embedding="off", red_team="off",
                              sandbox_index_url=index)
-    evaluation, _ = await review_repository(tmp_path / "calc", "main", head, settings=settings,
-                                            title="Simplify add", body="Make add simpler.")
+    evaluation, _ = await review_repository(tmp_path / "calc", "main", head, settings=settings, title=title,
+                                            body=body)
+    return evaluation
+
+
+@pytest.mark.docker
+async def test_a_review_of_a_broken_change_that_adds_the_hook_is_not_a_pass_and_names_it(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    evaluation = await review_change(tmp_path, index, "Simplify add", "Make add simpler.", {
+        "calc.py": BROKEN["calc.py"], "requirements-test.txt": "lm-swallow==1.0.0\n"})
     assert evaluation.verdict != "pass"
     assert evaluation.tests is not None and evaluation.tests.failed >= 1, evaluation.tests
     shown = json.dumps([e.model_dump(mode="json") for e in evaluation.evidence])
     assert "aaa_lm_swallow.pth" in shown and "lm_swallow-1.0.0" in shown
+    # the dependency the change adds is evidence, with the file that asks for it and the version installed
+    kinds = {e.kind: e for e in evaluation.evidence}
+    assert kinds["dependency-change"].summary == "requirements-test.txt adds lm-swallow==1.0.0 (installed: 1.0.0)"
+    startup = kinds["dependency-startup"]
+    assert "aaa_lm_swallow.pth" in startup.summary and "lm-swallow is asked for by requirements-test.txt" \
+        in startup.summary, startup.summary
+    assert evaluation.verdict == "fail"  # the hook never runs, so the broken code fails its tests
+
+
+@pytest.mark.docker
+async def test_a_review_of_an_honest_dependency_added_alone_runs_the_guard_and_shows_it(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    # the dependency files alone: no test file, no test configuration touched, and still a guard run
+    evaluation = await review_change(tmp_path, index, "Add lm-plain for tests", "Tests will use lm-plain.",
+                                     {"requirements-test.txt": "lm-plain==1.0.0\n"})
+    diff = evaluation.differential
+    assert diff is not None and diff.guarded and diff.guard_tests is not None, diff
+    assert diff.guard_tests.setup is not None and "lm-plain==1.0.0" in diff.guard_tests.setup.resolved
+    assert [(c.name, c.change, c.source, c.head_resolved) for c in diff.dependencies] == [
+        ("lm-plain", "added", "requirements-test.txt", "1.0.0")]
+    assert not diff.startup_added and evaluation.verdict != "fail", evaluation.verdict_reasons
+    assert not any("Start-up" in r for r in evaluation.verdict_reasons), evaluation.verdict_reasons
