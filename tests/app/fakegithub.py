@@ -370,7 +370,8 @@ class FakeGitHub:
     def diff_lines(self, repo: str, base: str, head: str) -> dict[str, set[int]]:
         """The right-side lines of the PR's diff GitHub lets a review comment on: added and context lines."""
         owner, name = repo.split("/")
-        out = subprocess.run(["git", "-C", str(self.repos_root / owner / f"{name}.git"), "diff", "--no-color",
+        out = subprocess.run(["git", "-c", "core.quotePath=false", "-C", str(self.repos_root / owner / f"{name}.git"),
+                              "diff", "--no-color",
                               "--no-renames", f"{base}...{head}"], check=True, capture_output=True, text=True).stdout
         lines: dict[str, set[int]] = {}
         path, number = "", 0

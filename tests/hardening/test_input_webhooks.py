@@ -167,5 +167,7 @@ async def test_bidi_controls_in_file_names_and_code_never_reach_github_live(harn
     assert run["status"] == "completed" and run["annotations"], run["output"]
     texts = [run["output"]["summary"], *[c["body"] for c in h.github.comments.values() if c["repo"] == "octo/trojan"]]
     texts += [a["message"] + a["title"] for a in run["annotations"]]
+    texts += [r["body"] for r in h.github.reviews.values() if r["repo"] == "octo/trojan"]
+    texts += [c["body"] for c in h.github.review_comments.values() if c["repo"] == "octo/trojan"]
     for text in texts:
         assert not BIDI.search(text), f"a live bidi control reached GitHub: {text[:200]!r}"
