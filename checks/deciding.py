@@ -36,6 +36,7 @@ RULES: tuple[Rule, ...] = (
     Rule("Rule of Reproduction", "a failing test did not fail again when re-run", _HOLD),
     Rule("Rule of the Unmeasured Base", "failing tests could not be compared with the base", _HOLD),
     Rule("Rule of Completion", "the test run did not complete", _HOLD),
+    Rule("Rule of Start-up Code", "a new dependency runs code at every interpreter start", _HOLD),
     Rule("Rule of Untested Change", "no test notices the changed lines", _HOLD),
     Rule("Rule of Measurement: changed Python code was not analysed", "changed code was not analysed", _HOLD),
     Rule("Rule of Security", "a confirmed security flaw caps the score", _FAIL | _HOLD),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from checks.deciding import RULES
 from checks.fixes import what_to_fix
 from checks.models import Evaluation, Evidence, JudicialOpinion, Location
 from checks.render import Links, code, render_markdown, render_text, render_title
@@ -199,3 +200,17 @@ def test_a_parametrized_test_failing_four_times_takes_one_slot_with_its_paramete
     assert "constraint-violation" in shown and "veto" in shown  # neither pushed off the comment
     text = parse_html(html_of(e)).text()
     assert "test_div[1-0, 2-0, 3-0, 4-0]" in text and "more in" not in text
+
+
+def test_every_named_rule_the_chief_justice_records_has_words_for_the_headline() -> None:
+    """A rule added to the Chief Justice without words here would leave its verdict unexplained in the title."""
+    source = (Path(__file__).resolve().parents[2] / "checks" / "chief_justice.py").read_text(encoding="utf-8")
+    recorded = set(re.findall(r'"(Rule of [A-Z][A-Za-z-]*(?: [A-Z][A-Za-z-]*)*)', source))
+    assert recorded, "no named rule found in checks/chief_justice.py"
+    named = {rule.prefix.split(":")[0] for rule in RULES}
+    assert recorded <= named, sorted(recorded - named)
+    held = load("pass").model_copy(update={"verdict": "neutral", "verdict_reasons": (
+        "CIS 0.8800 against pass ≥ 0.70, fail < 0.50",
+        "Rule of Start-up Code: the change brings 1 piece(s) of start-up code into the test environment "
+        "(first: sitecustomize.py (from lm_x-1.0.0))")})
+    assert render_title(held).startswith("Neutral · a new dependency runs code at every interpreter start")
