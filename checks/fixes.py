@@ -178,7 +178,8 @@ def _low_score(e: Evaluation) -> Fix | None:
                hint="The details below show the facts behind each part.")
 
 
-_PARAMETERS = re.compile(r"^(?P<test>[^\[]+)\[(?P<ids>.*)\]$")
+# a parametrized test's node id: ``t.py::test_x[1-0]`` → test ``t.py::test_x``, ids ``1-0``
+PARAMETRIZED = re.compile(r"^(?P<test>[^\[]+)\[(?P<ids>.*)\]$")
 
 
 def group_parameters(fixes: list[Fix]) -> list[Fix]:
@@ -186,12 +187,12 @@ def group_parameters(fixes: list[Fix]) -> list[Fix]:
     parameter ids listed: ``tests/t.py::test_div[0-1, 2-0]``, so one test never takes every slot of the report."""
     groups: dict[tuple[str, str], list[Fix]] = {}
     for fix in fixes:
-        match = _PARAMETERS.match(fix.subject or "")
+        match = PARAMETRIZED.match(fix.subject or "")
         if match:
             groups.setdefault((fix.kind, match.group("test")), []).append(fix)
     out: list[Fix] = []
     for fix in fixes:
-        match = _PARAMETERS.match(fix.subject or "")
+        match = PARAMETRIZED.match(fix.subject or "")
         if not match:
             out.append(fix)
             continue
@@ -201,7 +202,7 @@ def group_parameters(fixes: list[Fix]) -> list[Fix]:
         if len(group) == 1:
             out.append(fix)
             continue
-        ids = [m.group("ids") for m in (_PARAMETERS.match(f.subject or "") for f in group) if m]
+        ids = [m.group("ids") for m in (PARAMETRIZED.match(f.subject or "") for f in group) if m]
         subject = f"{match.group('test')}[{', '.join(ids)}]"
         out.append(Fix(title=f"{fix.title} ({len(group)} parameter sets)", detail=fix.detail,
                        severity=max((f.severity for f in group), key=lambda s: SEVERITY_ORDER[s]),

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from checks.fixes import AGGREGATES, fix_for, worst_first
+from checks.fixes import AGGREGATES, PARAMETRIZED, fix_for, worst_first
 from checks.models import Evaluation, Evidence
 from checks.render import code, inline
 from checks.suggestions import (
@@ -45,7 +45,6 @@ MARKER = re.compile(r"<!-- logomesh:finding ([0-9a-f]{16})(?: ([a-z-]{1,40}))?( 
 TEST_KINDS = ("test-", "tests-", "runtime-sink", "harness-hook", "surviving-mutant")
 COMPARED = ("test-regressed", "test-new-failing", "test-tampered")
 LEVELS = ("critical", "high", "medium", "low")
-_PARAMS = re.compile(r"^(?P<test>[^\[]+)\[(?P<id>.*)\]$")
 
 # CWE → a precise hint: what to write instead, not only what is wrong.
 HINTS = {
@@ -120,8 +119,8 @@ def _subjects(names: Iterable[str]) -> str:
     """Test names, a parametrized test once with its parameter ids: ``t.py::test_x`` (parameters ``a``, ``b``)."""
     grouped: dict[str, list[str]] = {}
     for name in names:
-        match = _PARAMS.match(name)
-        test, param = (match.group("test"), match.group("id")) if match else (name, None)
+        match = PARAMETRIZED.match(name)
+        test, param = (match.group("test"), match.group("ids")) if match else (name, None)
         ids = grouped.setdefault(test, [])
         if param is not None and param not in ids:
             ids.append(param)
