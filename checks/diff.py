@@ -22,6 +22,7 @@ class FileDelta:
     is_binary: bool
     is_symlink: bool = False
     added_text: tuple[str, ...] = field(default=())
+    removed_text: tuple[str, ...] = field(default=())
 
 
 C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
@@ -68,6 +69,7 @@ def parse_diff(text: str) -> list[FileDelta]:
     for patched in patch:
         added: list[int] = []
         added_text: list[str] = []
+        removed_text: list[str] = []
         removed = 0
         for hunk in patched:
             for line in hunk:
@@ -76,6 +78,7 @@ def parse_diff(text: str) -> list[FileDelta]:
                     added_text.append(line.value.rstrip("\n"))
                 elif line.is_removed:
                     removed += 1
+                    removed_text.append(line.value.rstrip("\n"))
         if patched.is_added_file:
             status = "added"
         elif patched.is_removed_file:
@@ -96,6 +99,7 @@ def parse_diff(text: str) -> list[FileDelta]:
                 removed_count=removed,
                 is_binary=bool(patched.is_binary_file),
                 added_text=tuple(added_text),
+                removed_text=tuple(removed_text),
             )
         )
     return deltas

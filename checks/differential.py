@@ -21,10 +21,16 @@ removed                passed at base; missing (deleted, deselected) or skipped 
                        from ``pass``)
 fixed                  failed at base, passes under the base's oracle
 pre-existing failure   fails at base and at head the same way (``failed`` both times, or ``error`` both times):
-                       not charged to the change
+                       not charged to the change; also a new parametrised case that is a base's failing case
+                       whose parameter id holds numbers the change shifted (a documentation example's line
+                       range): the same id and failure but for the numbers, the base's case gone at head
 new passing / failing  a node id the base did not have; also a test skipped or expected to fail (``xfail``) at
                        base that fails at head, and one that failed at base and errors at head (or the reverse):
                        every failing test at head lands in one category, and only *pre-existing* is not charged
+retired                passed at base, deleted at head from a test file the change edited, and failing under the
+                       base's oracle because a name the change removed from product code is missing (``has no
+                       attribute 'x'``, ``cannot import name 'x'``): the test went with the API it tested — not
+                       charged, shown as evidence; any other failure of a deleted test is *regressed*
 flaky                  a regressed or new failing test that its re-runs (``testing.reruns`` of the rubric; only its
                        node id, the same tree and environment) do not reproduce: it passed on a re-run under the
                        oracle or at head, or, for a regressed test, failed on a re-run at base (:func:`apply_reruns`);
@@ -48,6 +54,7 @@ from collections.abc import Collection
 from pathlib import PurePosixPath
 
 from checks.models import TestCaseResult, TestChange, TestDiff, TestRunResult
+from checks.removed_names import names_removed_symbol
 
 PASSED = "passed"
 FAILING = ("failed", "error")
@@ -249,10 +256,42 @@ def head_alone(reason: str, status: str, base: TestRunResult, head: TestRunResul
                     base_tests=base, guard_tests=guard, mutants=head.mutants)
 
 
+NUMBER = re.compile(r"\d+")
+
+
+def _shape(text: str) -> str:
+    """A node id or message with its numbers blanked (``[docs/index.md:12-40]`` → ``[docs/index.md:#-#]``)."""
+    return NUMBER.sub("#", text)
+
+
+def _vanished_failures(at_base: dict[str, TestCaseResult],
+                       at_head: dict[str, TestCaseResult]) -> dict[str, list[TestCaseResult]]:
+    """Parametrised cases that failed at base and have no outcome at head, by the shape of their node id."""
+    vanished: dict[str, list[TestCaseResult]] = {}
+    for name, result in sorted(at_base.items()):
+        if "[" in name and result.outcome in FAILING and name not in at_head:
+            vanished.setdefault(_shape(name), []).append(result)
+    return vanished
+
+
+def _same_failure_renumbered(result: TestCaseResult, vanished: dict[str, list[TestCaseResult]]) -> bool:
+    """Whether a new failing case is a base failing case whose parameter id holds numbers the change shifted (a
+    documentation example's line range): same test function, same id and same failure but for the numbers, and
+    each base case matched once."""
+    candidates = vanished.get(_shape(result.name), []) if "[" in result.name else []
+    for i, was in enumerate(candidates):
+        if was.outcome == result.outcome and _shape(was.message or "") == _shape(result.message or ""):
+            del candidates[i]
+            return True
+    return False
+
+
 def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | None,
-             changed_tests: Collection[str], changed_paths: Collection[str] = ()) -> TestDiff:
+             changed_tests: Collection[str], changed_paths: Collection[str] = (),
+             removed_names: Collection[str] = ()) -> TestDiff:
     """Classify every test; ``changed_tests`` are the test paths (files and data) the change touched,
-    ``changed_paths`` every path it touched (for :func:`environment_cause`)."""
+    ``changed_paths`` every path it touched (for :func:`environment_cause`), ``removed_names`` the names the
+    change deleted from product code (:func:`checks.removed_names.removed_names`, for *retired* tests)."""
     changed_paths = set(changed_paths) | set(changed_tests)
     failure = base_failure(base)
     if failure is not None:
@@ -278,6 +317,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
     past_cap: list[str] = []
     unreached: list[str] = []
     unattributed: list[TestChange] = []
+    retired: list[TestChange] = []
     unchanged = 0
     for name, was in sorted(at_base.items()):
         now = under_oracle.get(name)
@@ -306,6 +346,10 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                 else:
                     tampered.append(_change(name, was.outcome, now, now_outcome))
                     regressed.append(_change(name, was.outcome, now, now_outcome))
+            elif (head_outcome == "missing" and now is not None and _file_of(name) in changed_tests
+                  and (symbol := names_removed_symbol([now.message], removed_names)) is not None):
+                retired.append(_change(name, was.outcome, now, now_outcome).model_copy(update={
+                    "cause": f"the change deleted this test with '{symbol}', which it removed"}))
             else:
                 regressed.append(_change(name, was.outcome, now or at_h, now_outcome))
         elif was.outcome in FAILING:
@@ -317,6 +361,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                 pre_existing.append(name)
         elif _failing(at_h):  # skipped or expected to fail at base (xfail), failing at head
             new_failing.append(_change(name, _base_outcome(was), at_h, head_outcome))
+    renumbered = _vanished_failures(at_base, at_head)
     for name, result in sorted(at_head.items()):
         if result.rewritten:
             tampered.append(_change(name, at_base[name].outcome if name in at_base else None, result, "rewritten"))
@@ -327,7 +372,9 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         elif result.outcome in FAILING:
             test_file = _file_of(name)
             touched = test_file in changed_tests or any(test_file.startswith(d + "/") for d in changed_dirs)
-            if base.past_cap and not touched:  # perhaps a base test the base's run did not record
+            if _same_failure_renumbered(result, renumbered):
+                pre_existing.append(name)  # the base's failing case under another line number: not the change's
+            elif base.past_cap and not touched:  # perhaps a base test the base's run did not record
                 unattributed.append(_change(name, None, result, result.outcome))
             else:
                 new_failing.append(_change(name, None, result, result.outcome))
@@ -358,6 +405,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         past_cap=tuple(past_cap[:LISTED]),
         unreached=tuple(unreached[:LISTED]),
         unattributed=tuple(unattributed[:LISTED]),
+        retired=tuple(retired[:LISTED]),
         mutants=head.mutants,
         base_tests=base,
         guard_tests=guard,

@@ -428,6 +428,9 @@ class TestDiff(Model):
     unreached: tuple[str, ...] = Field(default=(), description="base tests that a run which did not complete (a "
                                        "timeout, a crash) at head or under the base's oracle never reached: not "
                                        "measured, never 'regressed' or 'removed'")
+    retired: tuple[TestChange, ...] = Field(default=(), description="tests the change deleted together with the "
+                                            "product names they tested (failing under the base's tests only "
+                                            "because those names are gone; how, in ``cause``): not charged")
     mutants: tuple[MutantResult, ...] = ()
     dependencies: tuple[DependencyChange, ...] = Field(default=(), description="requirements the change adds, "
                                                        "removes or re-pins")

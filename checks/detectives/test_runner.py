@@ -22,6 +22,7 @@ from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
+from checks.removed_names import removed_names
 from checks.testpaths import is_environment_path, is_harness_path, is_test_path
 from rubric import Rubric
 
@@ -122,7 +123,7 @@ def differential(case: Case, base: TestRunResult, head: TestRunResult, guard: Te
     changed = {f.path for f in case.files if is_test_path(f.path)} | {
         f.old_path for f in case.files if f.old_path and is_test_path(f.old_path)}
     touched = {f.path for f in case.files} | {f.old_path for f in case.files if f.old_path}
-    return classify(base, head, guard, changed, touched)
+    return classify(base, head, guard, changed, touched, removed_names(case.diff, is_test_path))
 
 
 def _facts(result: TestRunResult) -> dict[str, object]:
@@ -219,7 +220,7 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
         "new_passing": len(diff.new_passing), "pre_existing": len(diff.pre_existing), "removed": len(diff.removed),
         "expectation_changed": len(diff.expectation_changed), "unchanged_passing": diff.unchanged_passing,
         "unattributed": len(diff.unattributed), "environmental": len(diff.environmental),
-        "past_cap": len(diff.past_cap), "flaky": len(diff.flaky),
+        "past_cap": len(diff.past_cap), "flaky": len(diff.flaky), "retired": len(diff.retired),
     }
     if diff.status != "measured":
         alone = (f"; the head judged on its own: {len(diff.new_failing)} failing in test files this change "
@@ -235,7 +236,8 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
                f"before and after (not charged), {len(diff.removed)} removed"
                + (f", {len(diff.environmental)} failing because of the sandbox (not charged)"
                   if diff.environmental else "")
-               + (f", {len(diff.flaky)} flaky (not reproduced on re-runs, not charged)" if diff.flaky else ""))
+               + (f", {len(diff.flaky)} flaky (not reproduced on re-runs, not charged)" if diff.flaky else "")
+               + (f", {len(diff.retired)} deleted with the API they tested (not charged)" if diff.retired else ""))
     serious = diff.regressed or diff.new_failing or diff.tampered
     items = [Evidence(id=f"{ID}.differential", detective=ID, kind="tests-differential", summary=summary,
                       severity="high" if serious else "low" if diff.removed else "info", facts=facts),
@@ -268,7 +270,9 @@ def _change_evidence(diff: TestDiff) -> list[Evidence]:
               ("unattributed", diff.unattributed, "medium", "fails at head; the base could not be measured, so "
                "whether it failed before is unknown"),
               ("environmental", diff.environmental, "low", "fails because of the sandbox's environment"),
-              ("flaky", diff.flaky, "medium", "failed once, not on its re-runs: not reproducible"))
+              ("flaky", diff.flaky, "medium", "failed once, not on its re-runs: not reproducible"),
+              ("retired", diff.retired, "info", "deleted together with what it tested; under the base's tests it "
+               "fails only because that name is gone"))
     for kind, changes, severity, meaning in groups:
         for change in changes[:MAX_FAILURES_LISTED]:
             message = f" — {change.message}" if change.message else ""
@@ -337,7 +341,7 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
 @register(ID, order=40, emits=(
     "test-environment", "tests-not-measured", "tests-env-error", "no-tests", "tests-timeout", "tests-error", "tests",
     "test-failure", "runtime-sink", "harness-hook", "tests-differential", "test-regressed", "test-new-failing",
-    "test-tampered", "test-unattributed", "test-environmental", "test-flaky", "test-removed",
+    "test-tampered", "test-unattributed", "test-environmental", "test-flaky", "test-retired", "test-removed",
     "test-expectation-changed", "test-mutation", "surviving-mutant", "tests-past-cap", "dependency-change",
     "dependency-startup"))
 def build(resources: CourtResources) -> TestRunner:

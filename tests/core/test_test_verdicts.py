@@ -351,3 +351,105 @@ def test_with_an_unmeasurable_base_the_change_s_failing_test_is_re_run_too() -> 
                                  changed_tests={"tests/test_calc.py"}),
                         at_head=[run(case("passed", "tests/test_calc.py::test_new"))], under_oracle=[], at_base=[])
     assert not only.new_failing and verdict_of(only, PRODUCT, TEST_FILE)[0] == "neutral"
+
+
+# --- a test deleted with the API it tested; a documentation example renumbered by the change ---------------------
+
+REMOVAL_DIFF = """diff --git a/src/pkg/__init__.py b/src/pkg/__init__.py
+--- a/src/pkg/__init__.py
++++ b/src/pkg/__init__.py
+@@ -1,3 +1,2 @@
+ from ._native import soft_str as soft_str
+-from ._native import soft_unicode  # noqa: F401
+ VERSION = 2
+diff --git a/src/pkg/_native.py b/src/pkg/_native.py
+--- a/src/pkg/_native.py
++++ b/src/pkg/_native.py
+@@ -1,6 +1,2 @@
+ def soft_str(s):
+     return str(s)
+-
+-
+-def soft_unicode(s):
+-    return soft_str(s)
+diff --git a/tests/test_pkg.py b/tests/test_pkg.py
+--- a/tests/test_pkg.py
++++ b/tests/test_pkg.py
+@@ -1,5 +1,2 @@
+ def test_soft_str():
+     assert True
+-
+-def test_soft_unicode_deprecated():
+-    assert True
+"""
+
+
+def test_removed_names_reads_definitions_and_re_exports_of_product_code_only() -> None:
+    from checks.removed_names import removed_names
+    from checks.testpaths import is_test_path
+    assert removed_names(REMOVAL_DIFF, is_test_path) == {"soft_unicode"}
+    # a name moved to another module (removed here, defined there) is not removed; test files do not count
+    moved = REMOVAL_DIFF + """diff --git a/src/pkg/compat.py b/src/pkg/compat.py
+--- a/src/pkg/compat.py
++++ b/src/pkg/compat.py
+@@ -1,1 +1,3 @@
+ import os
++def soft_unicode(s):
++    return s
+"""
+    assert removed_names(moved, is_test_path) == set()
+    assert removed_names("not a diff", is_test_path) == set()
+
+
+def test_a_test_deleted_with_the_name_it_tested_is_retired_and_a_deleted_test_of_a_broken_name_regresses() -> None:
+    from checks.removed_names import removed_names
+    from checks.testpaths import is_test_path
+    removed = removed_names(REMOVAL_DIFF, is_test_path)
+    gone = "tests/test_pkg.py::test_soft_unicode_deprecated"
+    base = run(case("passed", "tests/test_pkg.py::test_soft_str"), case("passed", gone))
+    head = run(case("passed", "tests/test_pkg.py::test_soft_str"))
+    guard = run(case("passed", "tests/test_pkg.py::test_soft_str"),
+                case("error", gone, "AttributeError: module 'pkg._native' has no attribute 'soft_unicode'"))
+    product = ChangedFile(path="src/pkg/_native.py", status="modified", removed_count=4)
+    tests = ChangedFile(path="tests/test_pkg.py", status="modified", removed_count=3)
+    diff = classify(base, head, guard, {"tests/test_pkg.py"}, {"src/pkg/_native.py"}, removed)
+    assert [c.name for c in diff.retired] == [gone] and not diff.regressed
+    assert "soft_unicode" in (diff.retired[0].cause or "")
+    assert verdict_of(diff, product, tests)[0] == "pass"
+    assert any(e.kind == "test-retired" and e.severity == "info" for e in diff_evidence(diff))
+    # hostile: the deleted test fails under the base's tests for another reason (the code it tested broke)
+    broken = run(case("passed", "tests/test_pkg.py::test_soft_str"),
+                 case("failed", gone, "AssertionError: assert 'a' == 'b'"))
+    hidden = classify(base, head, broken, {"tests/test_pkg.py"}, {"src/pkg/_native.py"}, removed)
+    assert [c.name for c in hidden.regressed] == [gone] and not hidden.retired
+    assert verdict_of(hidden, product, tests)[0] == "fail"
+    # hostile: the message names a missing attribute the change did not remove (it broke, not retired, it)
+    other = run(case("passed", "tests/test_pkg.py::test_soft_str"),
+                case("error", gone, "AttributeError: module 'pkg' has no attribute 'soft_str'"))
+    assert classify(base, head, other, {"tests/test_pkg.py"}, (), removed).regressed
+    # hostile: the test still exists at head: a missing name there is a regression, whatever was removed
+    kept = run(case("passed", "tests/test_pkg.py::test_soft_str"),
+               case("error", gone, "AttributeError: module 'pkg._native' has no attribute 'soft_unicode'"))
+    assert [c.name for c in classify(base, kept, kept, {"tests/test_pkg.py"}, (), removed).regressed] == [gone]
+
+
+def test_a_failing_documentation_example_renumbered_by_the_change_is_pre_existing() -> None:
+    was = "tests/test_docs.py::test_docs_examples[docs/index.md:1287-1324]"
+    now = "tests/test_docs.py::test_docs_examples[docs/index.md:1301-1338]"
+    message = "docs/index.md:1290: ModuleNotFoundError: No module named 'boto3'"
+    ok = case("passed", "tests/test_docs.py::test_docs_examples[docs/index.md:10-20]")
+    base = run(ok, case("failed", was, message))
+    head = run(ok, case("failed", now, "docs/index.md:1304: ModuleNotFoundError: No module named 'boto3'"))
+    diff = classify(base, head, None, (), {"docs/index.md"})
+    assert not diff.new_failing and now in diff.pre_existing
+    assert verdict_of(diff, ChangedFile(path="docs/index.md", status="modified", added_lines=(1,)), PRODUCT)[0] \
+        == "pass"
+    # hostile: the renumbered example now fails another way — the change's failure
+    broke = run(ok, case("failed", now, "docs/index.md:1304: AssertionError: assert 3 == 4"))
+    assert [c.name for c in classify(base, broke, None, (), {"docs/index.md"}).new_failing] == [now]
+    # hostile: a passing example at base gone and a failing one with a shifted id: not a pre-existing failure
+    fresh = run(case("failed", "tests/test_docs.py::test_docs_examples[docs/index.md:11-21]", "boom"))
+    assert classify(run(ok), fresh, None, (), {"docs/index.md"}).new_failing
+    # each base failure covers one head case only
+    two = run(ok, case("failed", now, message), case("failed", now.replace("1301", "1401"), message))
+    assert len(classify(base, two, None, (), {"docs/index.md"}).new_failing) == 1

@@ -1,0 +1,82 @@
+"""The names a change removes from product code: what a test deleted with them may fail on under the base's tests.
+
+What: :func:`removed_names` reads the diff's removed and added lines of Python product files (not tests) and
+returns the names whose definition the change deletes and defines nowhere else in the change: ``def name``,
+``class name``, a module-level ``name = ...`` and the names a removed ``import`` bound (a re-export).
+Why: deleting a deprecated function together with its test is honest work, yet under the base's test files (the
+guard run) that test fails, and a deleted test that fails under the base's oracle is a regression by design. The
+failure tells the two apart only when it names what the change itself removed (``module 'm' has no attribute
+'old_name'``, ``cannot import name 'old_name'``): :func:`names_removed_symbol` checks exactly that.
+Example: ``-def soft_unicode(s):`` and ``-    from ._native import soft_unicode`` → ``{"soft_unicode"}``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterable
+
+from checks.diff import DiffError, parse_diff
+
+DEFINITION = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
+ASSIGNMENT = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
+FROM_IMPORT = re.compile(r"^\s*from\s+[\w.]+\s+import\s+\(?([\w\s,]+?)\)?\s*(?:#.*)?$")
+IMPORT = re.compile(r"^\s*import\s+([\w.\s,]+?)\s*(?:#.*)?$")
+# the errors by which a test meets a name that no longer exists (NameError is not one: it is code that still
+# refers to the name, a break the change made, not a test of what it removed)
+MISSING_SYMBOL = re.compile(r"has no attribute '([A-Za-z_]\w*)'|cannot import name '([A-Za-z_]\w*)'")
+
+
+def _bound(line: str) -> set[str]:
+    """The names one line of Python binds at its own indentation level (definitions, assignments, imports)."""
+    names: set[str] = set()
+    stripped = line.strip()
+    match = DEFINITION.match(stripped)
+    if match:
+        names.add(match.group(1))
+    assigned = ASSIGNMENT.match(line)  # module level only: no indentation
+    if assigned:
+        names.add(assigned.group(1))
+    imported = FROM_IMPORT.match(stripped)
+    if imported:
+        for part in imported.group(1).split(","):
+            words = part.split()
+            if words:
+                names.add(words[-1])  # ``a as b`` binds b
+    plain = IMPORT.match(stripped)
+    if plain:
+        for part in plain.group(1).split(","):
+            words = part.split()
+            if words:
+                names.add(words[-1].split(".")[0] if len(words) == 1 else words[-1])
+    return names
+
+
+def removed_names(diff: str, is_test: Callable[[str], bool]) -> frozenset[str]:
+    """The names the change's product Python deletes and binds again nowhere in its added lines."""
+    try:
+        deltas = parse_diff(diff)
+    except DiffError:
+        return frozenset()
+    removed: set[str] = set()
+    added: set[str] = set()
+    for delta in deltas:
+        paths = [p for p in (delta.path, delta.old_path) if p]
+        if not any(p.endswith((".py", ".pyi")) for p in paths) or any(is_test(p) for p in paths):
+            continue
+        for line in delta.removed_text:
+            removed |= _bound(line)
+        for line in delta.added_text:
+            added |= _bound(line)
+    return frozenset(n for n in removed - added if not n.startswith("__"))
+
+
+def names_removed_symbol(messages: Iterable[str | None], removed: Collection[str]) -> str | None:
+    """The removed name that a failure's message says is missing, or None."""
+    if not removed:
+        return None
+    for message in messages:
+        for match in MISSING_SYMBOL.finditer(message or ""):
+            name = next(g for g in match.groups() if g)
+            if name in removed:
+                return name
+    return None
