@@ -141,6 +141,29 @@ def image_pythons(client: docker.DockerClient, image: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in labels.get(PYTHON_LABEL, "").split(",") if v.strip())
 
 
+def interpreter_images(client: docker.DockerClient, image: str) -> dict[str, str]:
+    """Interpreter version → the image that offers it: the main ``image``'s versions, then those of its companions
+    (``<image>-python<version>``, :func:`sandbox.image.companion_tag`) that exist with the current layout. The
+    main image wins a version both offer."""
+    from sandbox.image import IMAGE_VERSION, PYTHON_LABEL, SUITES, VERSION_LABEL, companion_tag
+
+    offered = {version: image for version in image_pythons(client, image)}
+    for version in SUITES.values():
+        tag = companion_tag(image, version)
+        if version in offered or tag == image:
+            continue
+        try:
+            labels = client.images.get(tag).labels or {}
+        except DockerException:
+            continue  # not built: that interpreter is not offered
+        if labels.get(VERSION_LABEL) != IMAGE_VERSION:
+            continue  # an older layout is never run
+        for offered_version in (v.strip() for v in labels.get(PYTHON_LABEL, "").split(",")):
+            if offered_version:
+                offered.setdefault(offered_version, tag)
+    return offered
+
+
 def docker_client(timeout: int = 60) -> docker.DockerClient:
     """A client for the local engine, or SandboxUnavailable saying why there is none."""
     try:
@@ -237,6 +260,18 @@ class DockerSandbox:
         self.head_spec = TestSpec()
         self._probe_env: tuple[Prepared, dict[str, Any]] | None = None
         self._probe_lock = asyncio.Lock()
+        self._images: dict[str, str] | None = None
+
+    @property
+    def images(self) -> dict[str, str]:
+        """Interpreter version → image, read once per sandbox (:func:`interpreter_images`)."""
+        if self._images is None:
+            self._images = interpreter_images(self.client, self.image)
+        return self._images
+
+    def image_for(self, python: str | None) -> str:
+        """The image whose interpreter a plan chose (the main image when it chose none)."""
+        return self.images.get(python or "", self.image)
 
     @property
     def tree_tar(self) -> bytes:
@@ -326,7 +361,7 @@ class DockerSandbox:
         if spec.tree != "base" or not isinstance(self.base, GitTree) or spec.mutants or spec.rerun:
             return None  # a re-run exists to run again: never answered from the cache
         try:
-            image_id = self.client.images.get(self.image).id
+            image_id = ",".join(self.client.images.get(image).id for image in sorted(set(self.images.values())))
         except DockerException:
             return None
         runner = b"".join(_inside_files().values())
@@ -344,7 +379,7 @@ class DockerSandbox:
                                  reason=f"the {spec.tree} tree is not available to this sandbox")
         try:
             plan = await asyncio.to_thread(self._plan, tree, spec)
-            base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image,
+            base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image_for(plan.python),
                                     "absent_submodules": await asyncio.to_thread(self._absent_submodules, tree)}
             if plan.error:
                 return TestRunResult(status="env_error", reason=plan.error, **base)
@@ -398,8 +433,8 @@ class DockerSandbox:
         return GitTree(head.git_bytes, head.sha, name="probe", entries=entries, mtime=head.mtime)
 
     def _plan(self, tree: Tree, spec: TestSpec) -> EnvironmentPlan:
-        offered = image_pythons(self.client, self.image)
-        plan = plan_environment(tree.read, tree.paths(), offered)
+        offered = tuple(self.images)  # the main image's versions first
+        plan = plan_environment(tree.read, tree.paths(), offered, preferred=offered[0] if offered else None)
         override = spec.environment
         if override is None:
             return plan
@@ -505,7 +540,7 @@ class DockerSandbox:
             if self._probe_env is None:
                 spec = self.head_spec
                 plan = await asyncio.to_thread(self._plan, tree, spec)
-                prepared = Prepared(image=self.image)
+                prepared = Prepared(image=self.image_for(plan.python))
                 if not plan.error and not spec.setup_command:
                     run = _Run()
                     try:

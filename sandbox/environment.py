@@ -15,8 +15,9 @@ None; ``paths`` lists the tree). It looks, in this order, at:
   ``[dev-packages]``, their version constraints translated to pip's;
 - lock files (uv, poetry, pdm, Pipfile) are named in the plan; the groups they lock are read as above.
 
-The layout (``src/`` or flat) gives the import roots. The interpreter is the newest offered version that the
-project's ``requires-python`` admits; none admitted is a plan with an ``error``. The plan's ``key`` hashes the
+The layout (``src/`` or flat) gives the import roots. The interpreter is the ``preferred`` one (the main sandbox
+image's) when the project's ``requires-python`` admits it, else the newest offered version it admits (a companion
+image's, see :mod:`sandbox.image`); none admitted is a plan with an ``error``. The plan's ``key`` hashes the
 interpreter and the requirement lines: environments are cached under it.
 """
 
@@ -114,34 +115,42 @@ def _groups(project: dict[str, object], groups: dict[str, object], name: str, de
     return out
 
 
-def choose_python(requires: str | None, offered: Sequence[str],
-                  classifiers: Sequence[str] = ()) -> tuple[str | None, str | None]:
-    """(version, error): the newest offered version ``requires`` admits. Without ``requires-python``, the newest
-    offered version the ``Programming Language :: Python :: 3.X`` classifiers list (when they list any offered one:
+def choose_python(requires: str | None, offered: Sequence[str], classifiers: Sequence[str] = (),
+                  preferred: str | None = None) -> tuple[str | None, str | None]:
+    """(version, error): the ``preferred`` version (the main sandbox image's) when the project admits it, else the
+    newest offered version ``requires`` admits. Without ``requires-python``, the ``Programming Language :: Python ::
+    3.X`` classifiers choose the same way among the offered versions they list (when they list any offered one:
     classifiers inform, they never refuse)."""
     if not offered:
         return None, "the sandbox image offers no Python interpreter"
+
+    def pick(candidates: Sequence[str]) -> str:
+        if preferred is not None and preferred in candidates:
+            return preferred
+        return sorted(candidates, key=_version_key)[-1]
+
     if not requires:
         listed = {c.rsplit("::", 1)[-1].strip() for c in classifiers
                   if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c.strip())}
         fitting = [v for v in offered if v in listed]
-        return sorted(fitting or offered, key=_version_key)[-1], None
+        return pick(fitting or offered), None
     try:
         spec = SpecifierSet(requires)
     except InvalidSpecifier:
-        return sorted(offered, key=_version_key)[-1], None
+        return pick(offered), None
     admitted = [v for v in offered if spec.contains(v + ".0", prereleases=True) or spec.contains(v + ".99")]
     if not admitted:
-        return None, (f"requires-python {requires} admits none of the interpreters the sandbox image offers "
+        return None, (f"requires-python {requires} admits none of the interpreters the sandbox images offer "
                       f"({', '.join(offered)})")
-    return sorted(admitted, key=_version_key)[-1], None
+    return pick(admitted), None
 
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
-def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str]) -> EnvironmentPlan:
+def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
+                     preferred: str | None = None) -> EnvironmentPlan:
     names = set(paths)
     sources: list[str] = []
     requirements: list[str] = []
@@ -240,7 +249,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str])
         stem = stems[path]
         if (stem == "" and path.startswith("requirements.")) or (stem and stem in picked):
             add(path, _requirement_lines(read, path))
-    python, error = choose_python(requires_python, offered, _strings(project.get("classifiers")))
+    python, error = choose_python(requires_python, offered, _strings(project.get("classifiers")), preferred)
 
     def follow(path: str) -> list[str]:
         return _requirement_lines(read, path)

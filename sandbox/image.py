@@ -36,6 +36,11 @@ from sandbox.limits import SANDBOX_UID
 DEFAULT_TAG = "logomesh-sandbox:latest"
 DEFAULT_CACHE = Path("/var/cache/logomesh")
 DEFAULT_SUITE = "bookworm"
+# the Debian suites an image can be built from, and the CPython each one ships: the main image is bookworm's;
+# another suite's image is a *companion* tagged ``<tag>-python<version>`` (see :func:`companion_tag`), offered
+# beside the main image so a project whose ``requires-python`` needs another interpreter gets it
+SUITES = {"bookworm": "3.11", "trixie": "3.13"}
+COMPANION_SUITES = ("trixie",)  # built by scripts/sandbox-image.sh beside the main image
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # the interpreter, and the system tools real suites call (git, less, locales, the time zone database)
 PACKAGES = ("python3", "python3-venv", "python3-pip", "git", "less", "locales", "tzdata")
@@ -46,7 +51,6 @@ IMAGE_LABEL = "org.logomesh.image"
 IMAGE_VERSION = "3"
 VERSION_LABEL = "org.logomesh.image-version"
 PYTHON_LABEL = "org.logomesh.python"
-PYTHON_VERSIONS = "3.11"
 TOOLS = "/opt/logomesh/tools"
 ENVS = "/opt/logomesh/envs"
 # what the runner needs in the tools venv; wheels come from the host's package index, installed with --no-index
@@ -54,15 +58,28 @@ TOOL_REQUIREMENTS = ("pytest>=8,<9", "coverage>=7.4,<8")
 # dropped from the image: package caches and documentation, nothing a test run reads
 EXCLUDES = ("./var/cache/apt/archives", "./var/lib/apt/lists", "./usr/share/doc", "./usr/share/man",
             "./usr/share/locale", "./usr/share/info", "./usr/share/i18n")
-CHANGES = (
-    f"USER {SANDBOX_UID}:{SANDBOX_UID}",
-    "WORKDIR /sandbox/repo",
-    "ENV LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 HOME=/tmp",
-    f"LABEL {IMAGE_LABEL}=sandbox",
-    f"LABEL {VERSION_LABEL}={IMAGE_VERSION}",
-    f"LABEL {PYTHON_LABEL}={PYTHON_VERSIONS}",
-    'CMD ["python3"]',
-)
+
+
+def changes(python: str) -> tuple[str, ...]:
+    """The image's configuration (``docker import --change``) for an image offering ``python``."""
+    return (
+        f"USER {SANDBOX_UID}:{SANDBOX_UID}",
+        "WORKDIR /sandbox/repo",
+        "ENV LANG=C.UTF-8 PATH=/usr/local/bin:/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 HOME=/tmp",
+        f"LABEL {IMAGE_LABEL}=sandbox",
+        f"LABEL {VERSION_LABEL}={IMAGE_VERSION}",
+        f"LABEL {PYTHON_LABEL}={python}",
+        'CMD ["python3"]',
+    )
+
+
+def companion_tag(tag: str, python: str) -> str:
+    """The tag of the image that offers ``python`` beside the main image ``tag``
+    (``logomesh-sandbox:latest`` → ``logomesh-sandbox:latest-python3.13``)."""
+    repository, colon, version = tag.rpartition(":")
+    if not colon or "/" in version:  # no tag given (a registry port is not a tag)
+        repository, version = tag, "latest"
+    return f"{repository}:{version}-python{python}"
 
 Say = Callable[[str], None]
 
@@ -100,6 +117,7 @@ def image_exists(tag: str) -> bool:
 
 
 def _debootstrap(rootfs: Path, suite: str, mirror: str, say: Say) -> None:
+    python = SUITES[suite]
     if shutil.which("debootstrap") is None:
         raise SandboxError("debootstrap is not installed (apt-get install debootstrap)")
     if os.geteuid() != 0:
@@ -116,19 +134,20 @@ def _debootstrap(rootfs: Path, suite: str, mirror: str, say: Say) -> None:
         raise SandboxError(f"debootstrap failed (exit {proc.returncode}):\n{tail}")
     _add_user(partial)
     _add_locales(partial, say)
-    _add_tools(partial, say)
+    _add_tools(partial, say, python)
     (partial / "opt/logomesh/image-version").write_text(IMAGE_VERSION + "\n", encoding="utf-8")
     partial.rename(rootfs)
 
 
-def _add_tools(root: Path, say: Say) -> None:
+def _add_tools(root: Path, say: Say, python: str) -> None:
     """The tools venv: pytest and coverage from wheels the host's pip fetches, installed with no network."""
+    abi = "cp" + python.replace(".", "")
     wheels = root / "tmp/logomesh-wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     say("fetching the wheels of " + ", ".join(TOOL_REQUIREMENTS))
     download = subprocess.run(
         ["python3", "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--dest", str(wheels),
-         "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--platform",
+         "--python-version", python, "--implementation", "cp", "--abi", abi, "--platform",
          "manylinux2014_" + os.uname().machine, "--platform", "manylinux_2_17_" + os.uname().machine,
          *TOOL_REQUIREMENTS],
         capture_output=True, text=True, check=False)
@@ -172,8 +191,12 @@ def _add_user(root: Path) -> None:
 
 def build_image(tag: str = DEFAULT_TAG, *, cache_dir: Path = DEFAULT_CACHE, suite: str = DEFAULT_SUITE,
                 mirror: str | None = None, force: bool = False, say: Say | None = None) -> bool:
-    """Build and tag the image; False when ``tag`` already exists and ``force`` is not set."""
+    """Build and tag the image of a Debian ``suite`` (one of :data:`SUITES`); False when ``tag`` already exists
+    and ``force`` is not set."""
     say = say or (lambda _msg: None)
+    if suite not in SUITES:
+        raise SandboxError(f"no sandbox image can be built from the Debian suite {suite!r}; known: "
+                           + ", ".join(f"{name} (Python {version})" for name, version in SUITES.items()))
     if not force and image_exists(tag):
         say(f"{tag} already exists")
         return False
@@ -196,7 +219,7 @@ def build_image(tag: str = DEFAULT_TAG, *, cache_dir: Path = DEFAULT_CACHE, suit
         repository, _, version = tag.partition(":")
         say(f"importing as {tag}")
         client.api.import_image(src=str(archive), repository=repository, tag=version or "latest",
-                                changes=list(CHANGES))
+                                changes=list(changes(SUITES[suite])))
         client.images.get(tag)
     except DockerException as exc:
         raise SandboxError(f"docker import failed: {exc}") from exc

@@ -151,9 +151,9 @@ def _env_vars(has_env: bool) -> dict[str, str]:
 
 def env_tag(sandbox: DockerSandbox, plan: EnvironmentPlan, spec: TestSpec, tree: Tree) -> str:
     try:
-        image_id = sandbox.client.images.get(sandbox.image).id
+        image_id = sandbox.client.images.get(sandbox.image_for(plan.python)).id
     except DockerException:
-        image_id = sandbox.image
+        image_id = sandbox.image_for(plan.python)
     options = sandbox.setup
     # the repository (an environment built for one is never handed to another: what a build ran stays in its
     # scope), the interpreter and requirement lines (plan.key), the index and every extra host it may reach
@@ -176,9 +176,9 @@ def prepare_environment(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan
                         spec: TestSpec) -> Prepared:
     custom = spec.setup_command
     if not plan.requirements and not custom:
-        return Prepared(image=sandbox.image)
+        return Prepared(image=sandbox.image_for(plan.python))
     if not sandbox.setup.allow:
-        return Prepared(image=sandbox.image, report=SetupReport(
+        return Prepared(image=sandbox.image_for(plan.python), report=SetupReport(
             status="forbidden", reason="this server runs no setup phase (LOGOMESH_SANDBOX_ALLOW_SETUP=false); the "
             "tests ran with LogoMesh's tools only"))
     tag = env_tag(sandbox, plan, spec, tree)
@@ -245,9 +245,9 @@ def resolved_tag(sandbox: DockerSandbox, plan: EnvironmentPlan, artefacts: tuple
     """The cached environment of a resolved set: the image, the interpreter, the artefacts' hashes, the index,
     its extra hosts and the repository (an environment is never handed to another repository)."""
     try:
-        image_id = sandbox.client.images.get(sandbox.image).id
+        image_id = sandbox.client.images.get(sandbox.image_for(plan.python)).id
     except DockerException:
-        image_id = sandbox.image
+        image_id = sandbox.image_for(plan.python)
     options = sandbox.setup
     material = [ENV_LAYOUT, image_id, plan.python, options.index_url, sorted(options.extra_hosts), options.scope]
     return f"{ENV_REPOSITORY}:{resolved_key(material, artefacts)[:32]}"
@@ -355,8 +355,8 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
     allowed = allowed_for([options.index_url], options.extra_hosts)
     with setup_network(sandbox, run, allowed) as network:
         try:
-            helper = sandbox._create(run, sandbox.image, network=network.name, read_only=False, mounts=[],
-                                     limits=limits)
+            helper = sandbox._create(run, sandbox.image_for(plan.python), network=network.name, read_only=False,
+                                     mounts=[], limits=limits)
             run.helpers.append(helper)
             api.start(helper)
             files = {"requirements.txt": ("\n".join(plan.requirements) + "\n").encode()}
@@ -405,16 +405,16 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                 text = clean_test_output(bytes(output), OUTPUT_TAIL * 4)[-OUTPUT_TAIL:]
                 last = [line for line in text.splitlines() if line.strip()][-3:]
                 log.info("sandbox environment %s: %s after %.3f s", tag, why, time.monotonic() - started)
-                return Prepared(image=sandbox.image, failure=why + (": " + " | ".join(last) if last else ""),
-                                output=text, report=SetupReport(status="failed", reason=why,
-                                                                refused=network.refused()))
+                return Prepared(image=sandbox.image_for(plan.python),
+                                failure=why + (": " + " | ".join(last) if last else ""), output=text,
+                                report=SetupReport(status="failed", reason=why, refused=network.refused()))
         refused = network.refused()
         scan = asyncio.run(sandbox._exec_in(helper, [ENV_PYTHON, "-I", "-S", "-c", SCAN, site], limits, env=env,
                                               workdir="/"))
         startup = _startup_found(bytes(scan.stdout).decode("utf-8", "replace"))
         resolved = installed_found(bytes(scan.stdout).decode("utf-8", "replace"))
     missing = not_installed(clean_test_output(bytes(output), OUTPUT_TAIL * 16))
-    labels = {**_image_labels(sandbox), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or "",
+    labels = {**_image_labels(sandbox, plan), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or "",
               REFUSED_LABEL: json.dumps(list(refused)), NOT_INSTALLED_LABEL: json.dumps(list(missing)),
               STARTUP_LABEL: json.dumps(list(startup)), RESOLVED_LABEL: json.dumps(list(resolved))}
     try:
@@ -468,9 +468,9 @@ def _resolve(sandbox: DockerSandbox, run: _Run, helper: str, limits: SandboxLimi
     return found, artefacts
 
 
-def _image_labels(sandbox: DockerSandbox) -> dict[str, str]:
+def _image_labels(sandbox: DockerSandbox, plan: EnvironmentPlan) -> dict[str, str]:
     try:
-        return dict(sandbox.client.images.get(sandbox.image).labels or {})
+        return dict(sandbox.client.images.get(sandbox.image_for(plan.python)).labels or {})
     except DockerException:
         return {}
 

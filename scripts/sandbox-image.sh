@@ -13,5 +13,6 @@ if ! docker info >/dev/null 2>&1; then
 fi
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
-# build-image does nothing when the tag exists with the current layout's version, and rebuilds an older one
-"$PY" -m app.cli.main sandbox build-image --tag "$TAG"
+# build-image does nothing when the tag exists with the current layout's version, and rebuilds an older one;
+# --all adds the companion images of other interpreters (TAG-python3.13 from trixie), chosen by requires-python
+"$PY" -m app.cli.main sandbox build-image --tag "$TAG" --all

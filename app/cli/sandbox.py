@@ -36,17 +36,27 @@ def build_image_command(
     mirror: Annotated[str | None, typer.Option("--mirror", metavar="URL",
                                                help="Debian mirror (default: the one apt uses).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the tag exists.")] = False,
+    suite: Annotated[str | None, typer.Option(
+        "--suite", metavar="SUITE", help="Build the companion image of this Debian suite (its CPython offered "
+        "beside the main image's, tagged IMAGE-pythonX.Y): trixie (3.13). Default: the main image (bookworm, "
+        "3.11).")] = None,
+    all_suites: Annotated[bool, typer.Option("--all", help="The main image and every companion image.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
 ) -> None:
     """Build the sandbox image offline: debootstrap Debian + python3 + pytest, then docker import."""
     say = Progress(quiet=quiet)
     from sandbox.errors import SandboxError
-    from sandbox.image import build_image
+    from sandbox.image import COMPANION_SUITES, DEFAULT_SUITE, SUITES, build_image, companion_tag
 
     tag = _image(image)
+    suites = [DEFAULT_SUITE, *COMPANION_SUITES] if all_suites else [suite or DEFAULT_SUITE]
     try:
-        build_image(tag, cache_dir=cache_dir, mirror=mirror, force=force,
-                    say=lambda message: say(f"sandbox: {message}"))
+        for name in suites:
+            if name not in SUITES:
+                raise SandboxError(f"unknown Debian suite {name!r}; known: {', '.join(SUITES)}")
+            target = tag if name == DEFAULT_SUITE else companion_tag(tag, SUITES[name])
+            build_image(target, cache_dir=cache_dir, suite=name, mirror=mirror, force=force,
+                        say=lambda message: say(f"sandbox: {message}"))
     except SandboxError as exc:
         raise fail(exc.reason, 1) from exc
 
