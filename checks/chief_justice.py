@@ -272,22 +272,46 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     if hidden:  # said whatever the verdict: a reader must know some of the code was never read
         verdict = _not_pass(verdict, reasons, f"Rule of Measurement: changed Python code was not analysed: "
                             f"{hidden[0].path} ({hidden[0].not_analysed})", always_say=True)
-    unrun = unrun_tests(brief.case.head_paths)
+    tested = tested_languages(brief)
+    # the languages whose tests LogoMesh tried to run and could not: named with why, never "does not run"
+    blocked = {t.language: t.error for t in (brief.tests.toolchains if brief.tests is not None else ())
+               if t.error and t.language not in tested}
+    unrun = {name: n for name, n in unrun_tests(brief.case.head_paths).items()
+             if name not in tested and name not in blocked}
     if unrun and brief.tests is not None and brief.components.get("testing") is None:
         reasons.append("Rule of Measurement: tests not measured: the runs found no Python test, and the project's "
                        f"tests are in {named_languages(unrun)}, which LogoMesh does not run")
     foreign = unanalysed_code(f.path for f in files if f.status != "removed")
-    if not any(f.path.endswith(".py") and f.status != "removed" for f in files):
+    by_tests = {name: paths for name, paths in foreign.items() if name in tested}
+    foreign = {name: paths for name, paths in foreign.items() if name not in tested}
+    if not any(f.path.endswith(".py") and f.status != "removed" for f in files) and not by_tests:
         kinds = sorted({language(f.path) for f in files})
-        reasons.append("Rule of Measurement: not analysed: " + ", ".join(kinds) + " (LogoMesh analyses Python code)")
+        reasons.append("Rule of Measurement: not analysed: " + ", ".join(kinds) + " (LogoMesh analyses Python code"
+                       + "".join(f"; the {name} tests could not run: {why}" for name, why in sorted(blocked.items()))
+                       + ")")
         if verdict == "fail":  # no test rule failed it: the CIS is all that did, and it measured nothing here
             reasons.append("Rule of Measurement: the CIS is computed on nothing LogoMesh analyses, so it cannot fail "
                            "this change")
         return "neutral"
-    if foreign:  # a mixed change: judged on its Python part, and the reader is told what was not read
-        reasons.append("Rule of Measurement: judged on its Python code only; not analysed: "
+    if by_tests:  # said whatever the verdict: what was measured of that code, and what was not
+        reasons.append("Rule of Measurement: " + named_languages(by_tests) + " judged on its tests ("
+                       + ", ".join(f"{name} {version}" for name, version in sorted(tested.items()) if name in by_tests)
+                       + "); its architecture rules and attack surface are not analysed")
+    if foreign:  # a mixed change: judged on what LogoMesh reads, and the reader is told what was not read
+        judged = "Python code" if not by_tests else "Python code and tests" if any(
+            f.path.endswith(".py") and f.status != "removed" for f in files) else "tests"
+        reasons.append(f"Rule of Measurement: judged on its {judged} only; not analysed: "
                        + named_languages(foreign) + " (first: " + next(iter(foreign.values()))[0] + ")")
     return verdict
+
+
+def tested_languages(brief: Brief) -> dict[str, str]:
+    """``{"Go": "1.23"}``: the languages other than Python whose tests ran at head and were compared with the base
+    (a measured differential), with the toolchain they ran with."""
+    diff = brief.differential
+    if brief.tests is None or diff is None or diff.status != "measured":
+        return {}
+    return {t.language: t.version or "" for t in brief.tests.toolchains if t.error is None and t.version}
 
 
 def rule_of_security_cap(rubric: Rubric, brief: Brief, value: float, *, flaw: str, whole: str
