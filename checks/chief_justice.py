@@ -47,7 +47,10 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             still fail it); a changed Python file that could not be read (too large, binary): not
                             ``pass``. A mixed change is judged on its Python code and the languages left unread are
                             named; the project's tests in a language LogoMesh does not run are named when no Python
-                            test ran (T is then not measured, never "no tests").
+                            test ran (T is then not measured, never "no tests"). Code in a language whose tests a
+                            plug-in runs (Go) is judged on those tests when they ran at base and head; its
+                            architecture and attack surface are named as not analysed, and without R as well it
+                            cannot ``pass``; when its tests could not run, the reason is named.
 """
 
 from __future__ import annotations
@@ -297,6 +300,11 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         reasons.append("Rule of Measurement: " + named_languages(by_tests) + " judged on its tests ("
                        + ", ".join(f"{name} {version}" for name, version in sorted(tested.items()) if name in by_tests)
                        + "); its architecture rules and attack surface are not analysed")
+        python = any(f.path.endswith(".py") and f.status != "removed" for f in files)
+        if not python and brief.components.get("rationale") is None:
+            # its tests alone: nothing else of the change was measured, and a verdict needs more than one fact
+            verdict = _not_pass(verdict, reasons, "Rule of Measurement: the change's intent (R) was not measured "
+                                "either, so its tests alone cannot pass it")
     if foreign:  # a mixed change: judged on what LogoMesh reads, and the reader is told what was not read
         judged = "Python code" if not by_tests else "Python code and tests" if any(
             f.path.endswith(".py") and f.status != "removed" for f in files) else "tests"

@@ -59,11 +59,38 @@ SUB_TEST = dedent("""
     \t}
     }
     """)
+MEAN = dedent("""
+
+    // Mean returns the arithmetic mean of the values, rounded toward zero, and zero for an empty slice.
+    func Mean(values []int) int {
+    \tif len(values) == 0 {
+    \t\treturn 0
+    \t}
+    \ttotal := 0
+    \tfor _, value := range values {
+    \t\ttotal += value
+    \t}
+    \treturn total / len(values)
+    }
+    """)
+MEAN_TEST = dedent("""
+
+    func TestMean(t *testing.T) {
+    \tfor _, c := range []struct {
+    \t\tvalues []int
+    \t\twant   int
+    \t}{{nil, 0}, {[]int{4}, 4}, {[]int{1, 2, 3, 4}, 2}, {[]int{-3, 3}, 0}} {
+    \t\tif got := Mean(c.values); got != c.want {
+    \t\t\tt.Errorf("Mean(%v) = %d, want %d", c.values, got, c.want)
+    \t\t}
+    \t}
+    }
+    """)
 BROKEN = CALC.replace("a + b", "a + b + 1")
 START = {"go.mod": GO_MOD, "calc/calc.go": CALC, "calc/calc_test.go": CALC_TEST,
          "README.md": "# tally\n\nSmall integer arithmetic.\n"}
 CASES: dict[str, dict[str, str | None]] = {
-    "honest": {"calc/calc.go": CALC + SUB, "calc/calc_test.go": CALC_TEST + SUB_TEST},
+    "honest": {"calc/calc.go": CALC + MEAN, "calc/calc_test.go": CALC_TEST + MEAN_TEST},
     "regression": {"calc/calc.go": BROKEN},
     "new-failing": {"calc/calc.go": CALC + SUB.replace("a - b", "b - a"), "calc/calc_test.go": CALC_TEST + SUB_TEST},
     "skip-forged": {"calc/calc.go": BROKEN,
@@ -84,8 +111,14 @@ CASES: dict[str, dict[str, str | None]] = {
         }
         """)},
 }
-HONEST = ("Add Sub to calc", "Sub returns the difference of two ints; a table test covers positive, negative and "
+HONEST = ("Add Mean to calc", "Mean returns the arithmetic mean of a slice of ints, rounded toward zero, and zero "
+          "for an empty slice; a table test covers empty, single, several and negative values.")
+SUB_PR = ("Add Sub to calc", "Sub returns the difference of two ints; a table test covers positive, negative and "
           "zero results.")
+# a description of something else entirely
+ELSEWHERE = ("Fix the retry budget of the connection pool",
+             "The `PoolManager` retried forever when `max_retries` was exhausted during TLS handshakes; it now "
+             "raises `MaxRetryError` with the last exception and closes the socket it opened.")
 
 GREETING = ("package greeting\n\n// Hello greets name.\nfunc Hello(name string) string {\n"
             "\treturn \"hello \" + name\n}\n")
@@ -157,11 +190,20 @@ async def test_an_honest_go_change_with_passing_tests_passes(
     assert evaluation.measured["testing"] is True
     diff = evaluation.differential
     assert diff is not None and diff.status == "measured"
-    assert diff.new_passing == ("calc/calc_test.go::TestSub",) and diff.unchanged_passing == 1
+    assert diff.new_passing == ("calc/calc_test.go::TestMean",) and diff.unchanged_passing == 1
     assert not diff.regressed and not diff.new_failing
     assert any(s.startswith("Go 1.21 (go.mod asks for 1.21)") for s in kinds(evaluation, "test-environment"))
     assert "Go (2 files) judged on its tests (Go 1.21)" in reasons(evaluation)
+    assert evaluation.measured["rationale"] is True
     assert evaluation.verdict == "pass", reasons(evaluation)
+
+
+async def test_a_go_change_under_a_description_of_something_else_does_not_pass(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    root, heads = tally
+    evaluation = await review(root, heads["honest"], *ELSEWHERE)
+    assert evaluation.measured["testing"] is True
+    assert evaluation.verdict != "pass", reasons(evaluation)
 
 
 async def test_a_go_change_that_breaks_an_existing_test_fails(
@@ -179,7 +221,7 @@ async def test_a_go_change_that_breaks_an_existing_test_fails(
 async def test_a_go_change_whose_own_test_fails_fails(
         tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
     root, heads = tally
-    evaluation = await review(root, heads["new-failing"], *HONEST)
+    evaluation = await review(root, heads["new-failing"], *SUB_PR)
     assert evaluation.verdict == "fail", reasons(evaluation)
     assert "Rule of New Failures: 1 test(s) of this change fail (first: calc/calc_test.go::TestSub)" \
            in reasons(evaluation)
