@@ -48,9 +48,10 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             ``pass``. A mixed change is judged on its Python code and the languages left unread are
                             named; the project's tests in a language LogoMesh does not run are named when no Python
                             test ran (T is then not measured, never "no tests"). Code in a language whose tests a
-                            plug-in runs (Go) is judged on those tests when they ran at base and head; its
-                            architecture and attack surface are named as not analysed, and without R as well it
-                            cannot ``pass``; when its tests could not run, the reason is named.
+                            plug-in runs (Go) is judged on those tests when they ran at base and head, and on the
+                            sinks its syntax tree shows; a serious sink there is not ``pass`` (the Red Agent cannot
+                            probe it), and without R as well it cannot ``pass``; when its tests could not run, the
+                            reason is named.
 """
 
 from __future__ import annotations
@@ -297,9 +298,19 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                            "this change")
         return "neutral"
     if by_tests:  # said whatever the verdict: what was measured of that code, and what was not
+        parsed = brief.components.get("architecture") is not None
         reasons.append("Rule of Measurement: " + named_languages(by_tests) + " judged on its tests ("
                        + ", ".join(f"{name} {version}" for name, version in sorted(tested.items()) if name in by_tests)
-                       + "); its architecture rules and attack surface are not analysed")
+                       + (") and its syntax tree's sinks; the Red Agent does not probe it" if parsed else
+                          "); its architecture rules and attack surface are not analysed"))
+        unprobed = [e for e in brief.evidence if e.kind == "constraint-violation" and e.cwe and e.location
+                    and SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER["high"]
+                    and language(e.location.path) in by_tests]
+        if unprobed:  # the Red Agent probes Python only: a serious sink in this code is neither confirmed nor cleared
+            first = unprobed[0]
+            verdict = _not_pass(verdict, reasons, f"Rule of Measurement: {len(unprobed)} serious sink(s) in "
+                                f"{language(first.location.path) if first.location else 'code'} that the Red Agent "
+                                f"cannot probe (first: {first.location}: {first.cwe})", always_say=True)
         python = any(f.path.endswith(".py") and f.status != "removed" for f in files)
         if not python and brief.components.get("rationale") is None:
             # its tests alone: nothing else of the change was measured, and a verdict needs more than one fact

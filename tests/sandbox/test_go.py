@@ -5,7 +5,8 @@ Friendly: an honest change with a passing new test passes; a project whose modul
 Hostile: a change that breaks an existing test fails (Rule of Regression); a change whose own new test fails fails
 (Rule of New Failures); a change that breaks the code and skips the test that catches it, or adds a ``TestMain``
 that never runs the tests, does not pass (the base's tests run against the head's code and fail) and the harness
-inventory names how; a requirement no proxy can fetch is an honest ``neutral`` naming the module, never ``fail``.
+inventory names how; a change that starts a shell with its input is named on its line (Go's syntax tree) and does not
+pass; a requirement no proxy can fetch is an honest ``neutral`` naming the module, never ``fail``.
 """
 
 from __future__ import annotations
@@ -98,6 +99,16 @@ CASES: dict[str, dict[str, str | None]] = {
     "adds-module": {"go.mod": GO_MOD + "\nrequire example.com/greeting v1.0.0\n",
                     "calc/greet.go": "package calc\n\nimport \"example.com/greeting\"\n\n// Greet greets name.\n"
                                      "func Greet(name string) string {\n\treturn greeting.Hello(name)\n}\n"},
+    "shell": {"calc/run.go": dedent("""
+        package calc
+
+        import "os/exec"
+
+        // Run runs a calculator command line and returns its output.
+        func Run(line string) ([]byte, error) {
+        \treturn exec.Command("sh", "-c", "bc <<< "+line).Output()
+        }
+        """)},
     "testmain-forged": {"calc/calc.go": BROKEN, "calc/main_test.go": dedent("""
         package calc
 
@@ -271,3 +282,16 @@ async def test_a_go_project_with_vendored_modules_is_measured(
     diff = evaluation.differential
     assert diff is not None and diff.status == "measured" and diff.unchanged_passing == 1
     assert any(", vendored" in s for s in kinds(evaluation, "test-environment"))
+
+
+async def test_a_go_change_that_runs_a_shell_with_its_input_is_named_on_the_line_and_does_not_pass(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    root, heads = tally
+    evaluation = await review(root, heads["shell"], "Add Run to calc", "Run runs a calculator command line and "
+                              "returns its output.")
+    violations = [e for e in evaluation.evidence if e.kind == "constraint-violation"]
+    assert [(str(e.location), e.cwe, e.severity) for e in violations] == [("calc/run.go:7", "CWE-78", "high")]
+    assert evaluation.measured["architecture"] is True
+    assert evaluation.verdict != "pass", reasons(evaluation)
+    assert "1 serious sink(s) in Go that the Red Agent cannot probe (first: calc/run.go:7: CWE-78)" \
+        in reasons(evaluation)
