@@ -47,7 +47,11 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             still fail it); a changed Python file that could not be read (too large, binary): not
                             ``pass``. A mixed change is judged on its Python code and the languages left unread are
                             named; the project's tests in a language LogoMesh does not run are named when no Python
-                            test ran (T is then not measured, never "no tests").
+                            test ran (T is then not measured, never "no tests"). Code in a language whose tests a
+                            plug-in runs (Go) is judged on those tests when they ran at base and head, and on the
+                            sinks its syntax tree shows; a serious sink there is not ``pass`` (the Red Agent cannot
+                            probe it), and without R as well it cannot ``pass``; when its tests could not run, the
+                            reason is named.
 """
 
 from __future__ import annotations
@@ -272,22 +276,61 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     if hidden:  # said whatever the verdict: a reader must know some of the code was never read
         verdict = _not_pass(verdict, reasons, f"Rule of Measurement: changed Python code was not analysed: "
                             f"{hidden[0].path} ({hidden[0].not_analysed})", always_say=True)
-    unrun = unrun_tests(brief.case.head_paths)
+    tested = tested_languages(brief)
+    # the languages whose tests LogoMesh tried to run and could not: named with why, never "does not run"
+    blocked = {t.language: t.error for t in (brief.tests.toolchains if brief.tests is not None else ())
+               if t.error and t.language not in tested}
+    unrun = {name: n for name, n in unrun_tests(brief.case.head_paths).items()
+             if name not in tested and name not in blocked}
     if unrun and brief.tests is not None and brief.components.get("testing") is None:
         reasons.append("Rule of Measurement: tests not measured: the runs found no Python test, and the project's "
                        f"tests are in {named_languages(unrun)}, which LogoMesh does not run")
     foreign = unanalysed_code(f.path for f in files if f.status != "removed")
-    if not any(f.path.endswith(".py") and f.status != "removed" for f in files):
+    by_tests = {name: paths for name, paths in foreign.items() if name in tested}
+    foreign = {name: paths for name, paths in foreign.items() if name not in tested}
+    if not any(f.path.endswith(".py") and f.status != "removed" for f in files) and not by_tests:
         kinds = sorted({language(f.path) for f in files})
-        reasons.append("Rule of Measurement: not analysed: " + ", ".join(kinds) + " (LogoMesh analyses Python code)")
+        reasons.append("Rule of Measurement: not analysed: " + ", ".join(kinds) + " (LogoMesh analyses Python code"
+                       + "".join(f"; the {name} tests could not run: {why}" for name, why in sorted(blocked.items()))
+                       + ")")
         if verdict == "fail":  # no test rule failed it: the CIS is all that did, and it measured nothing here
             reasons.append("Rule of Measurement: the CIS is computed on nothing LogoMesh analyses, so it cannot fail "
                            "this change")
         return "neutral"
-    if foreign:  # a mixed change: judged on its Python part, and the reader is told what was not read
-        reasons.append("Rule of Measurement: judged on its Python code only; not analysed: "
+    if by_tests:  # said whatever the verdict: what was measured of that code, and what was not
+        parsed = brief.components.get("architecture") is not None
+        reasons.append("Rule of Measurement: " + named_languages(by_tests) + " judged on its tests ("
+                       + ", ".join(f"{name} {version}" for name, version in sorted(tested.items()) if name in by_tests)
+                       + (") and its syntax tree's sinks; the Red Agent does not probe it" if parsed else
+                          "); its architecture rules and attack surface are not analysed"))
+        unprobed = [e for e in brief.evidence if e.kind == "constraint-violation" and e.cwe and e.location
+                    and SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER["high"]
+                    and language(e.location.path) in by_tests]
+        if unprobed:  # the Red Agent probes Python only: a serious sink in this code is neither confirmed nor cleared
+            first = unprobed[0]
+            verdict = _not_pass(verdict, reasons, f"Rule of Measurement: {len(unprobed)} serious sink(s) in "
+                                f"{language(first.location.path) if first.location else 'code'} that the Red Agent "
+                                f"cannot probe (first: {first.location}: {first.cwe})", always_say=True)
+        python = any(f.path.endswith(".py") and f.status != "removed" for f in files)
+        if not python and brief.components.get("rationale") is None:
+            # its tests alone: nothing else of the change was measured, and a verdict needs more than one fact
+            verdict = _not_pass(verdict, reasons, "Rule of Measurement: the change's intent (R) was not measured "
+                                "either, so its tests alone cannot pass it")
+    if foreign:  # a mixed change: judged on what LogoMesh reads, and the reader is told what was not read
+        judged = "Python code" if not by_tests else "Python code and tests" if any(
+            f.path.endswith(".py") and f.status != "removed" for f in files) else "tests"
+        reasons.append(f"Rule of Measurement: judged on its {judged} only; not analysed: "
                        + named_languages(foreign) + " (first: " + next(iter(foreign.values()))[0] + ")")
     return verdict
+
+
+def tested_languages(brief: Brief) -> dict[str, str]:
+    """``{"Go": "1.23"}``: the languages other than Python whose tests ran at head and were compared with the base
+    (a measured differential), with the toolchain they ran with."""
+    diff = brief.differential
+    if brief.tests is None or diff is None or diff.status != "measured":
+        return {}
+    return {t.language: t.version or "" for t in brief.tests.toolchains if t.error is None and t.version}
 
 
 def rule_of_security_cap(rubric: Rubric, brief: Brief, value: float, *, flaw: str, whole: str

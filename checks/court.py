@@ -18,6 +18,7 @@ from checks.detectives.registry import bench
 from checks.errors import DetectiveError
 from checks.hearing import hear
 from checks.judges import offline_judges
+from checks.languages import go, go_syntax
 from checks.linguist import unrun_tests
 from checks.models import (
     Brief,
@@ -122,8 +123,10 @@ def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float |
 
 
 def analysable(case: Case) -> bool:
-    """Whether the change holds code the court can analyse (Python that is not removed)."""
-    return any(f.path.endswith(".py") and f.status != "removed" for f in case.files)
+    """Whether the change holds code the court can analyse: Python that is not removed, or Go when its syntax tree
+    can be read here (:func:`checks.languages.go_syntax.available`)."""
+    return any(f.status != "removed" and (f.path.endswith(".py") or (go.owns(f.path) and go_syntax.available()))
+               for f in case.files)
 
 
 async def _run_detective(detective: Detective, case: Case, rubric: Rubric) -> DetectiveReport:

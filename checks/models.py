@@ -121,6 +121,8 @@ class TestSpec(Model):
     environment: EnvironmentOverride | None = None
     rerun: tuple[str, ...] = Field(default=(), description="run only these node ids again (a failure's re-run), "
                                    "in the same tree and environment; a custom command is not re-run")
+    language: Literal["python", "go"] = Field(default="python", description="whose tests to run (a language "
+                                              "plug-in, checks/languages/)")
 
 
 class Case(Model):
@@ -210,6 +212,21 @@ class EnvironmentPlan(Model):
                                                       "that declares it (the first one, when several do)")
 
 
+class ToolchainPlan(Model):
+    """The toolchain and modules one language's tests ran with (languages other than Python, whose environment is
+    an :class:`EnvironmentPlan`)."""
+
+    language: str
+    version: str | None = Field(description="the toolchain chosen from the sandbox image (None: none fits)")
+    wanted: str | None = Field(default=None, description="what the project asks for (go.mod's go line)")
+    offered: tuple[str, ...] = ()
+    modules: tuple[str, ...] = Field(default=(), description="the module roots whose tests ran ('' = the root)")
+    vendored: bool = False
+    missing: tuple[str, ...] = Field(default=(), description="required modules the sandbox does not have")
+    sources: tuple[str, ...] = ()
+    error: str | None = None
+
+
 class SetupReport(Model):
     """How the environment was obtained: ``installed`` (with network to the index only, in this review or in an
     earlier one whose cached image is reused: which one is the cache's state, not the change's, and is logged),
@@ -266,6 +283,8 @@ class TestRunResult(Model):
     collection_errors: tuple[TestCaseResult, ...] = ()
     hooks: tuple[HookSite, ...] = ()
     environment: EnvironmentPlan | None = None
+    toolchains: tuple[ToolchainPlan, ...] = Field(default=(), description="the toolchains of the other languages "
+                                                  "whose tests ran (Go)")
     setup: SetupReport | None = None
     mutants: tuple[MutantResult, ...] = ()
     runtime: tuple[RuntimeCall, ...] = Field(default=(), description="dangerous calls seen at run time")

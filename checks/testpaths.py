@@ -1,8 +1,10 @@
 """What counts as a test path and as test configuration — shared by the court and the sandbox.
 
 Test files and what they load: ``test_*.py``, ``*_test.py``, ``conftest.py``, and anything under a directory
-named ``test``, ``tests`` or ``testing`` (data files included: a test's expectation often lives there).
-Environment files: the files the sandbox plans the tests' environment from (``sandbox/environment.py``).
+named ``test``, ``tests`` or ``testing`` (data files included: a test's expectation often lives there); and each
+language plug-in's own (Go: ``*_test.go`` and ``testdata/``, :mod:`checks.languages.go`).
+Environment files: the files the sandbox plans the tests' environment from (``sandbox/environment.py``; Go:
+``go.mod``, ``go.sum``, ``vendor/modules.txt``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import PurePosixPath
+
+from checks.languages import go
 
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 # pytest's own order of precedence for the file that holds its configuration (pytest 9 added pytest.toml and
@@ -46,7 +50,7 @@ def is_test_path(path: str) -> bool:
     name = parts[-1] if parts else ""
     if name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))):
         return True
-    return any(part in TEST_DIRS for part in parts[:-1])
+    return any(part in TEST_DIRS for part in parts[:-1]) or go.is_test_path(path)
 
 
 LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "Pipfile")
@@ -56,7 +60,8 @@ REQUIREMENTS_FILE = re.compile(r"(requirements[^/]*|requirements/[^/]+)\.(txt|in
 
 def is_environment_path(path: str) -> bool:
     """A file the tests' environment is planned from: its requirements, its build and tool configuration."""
-    return path in ENVIRONMENT_FILES or REQUIREMENTS_FILE.fullmatch(path) is not None
+    return (path in ENVIRONMENT_FILES or REQUIREMENTS_FILE.fullmatch(path) is not None
+            or go.is_environment_path(path))
 
 
 def is_harness_path(path: str) -> bool:

@@ -40,6 +40,7 @@ from docker.types import LogConfig, Mount, Ulimit
 from checks.models import DeclaredRequirement, EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
 from sandbox.environment import plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
+from sandbox.languages.go import run_go
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output, clean_test_output
 from sandbox.results import read_results
@@ -378,6 +379,8 @@ class DockerSandbox:
             return TestRunResult(status="not_measured", tree=spec.tree, image=self.image,
                                  reason=f"the {spec.tree} tree is not available to this sandbox")
         try:
+            if spec.language == "go":
+                return await run_go(self, spec, tree, limits, run)
             plan = await asyncio.to_thread(self._plan, tree, spec)
             base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image_for(plan.python),
                                     "absent_submodules": await asyncio.to_thread(self._absent_submodules, tree)}

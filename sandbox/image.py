@@ -16,6 +16,10 @@ Layout the sandbox relies on (both images):
   (where the setup phase builds a project's environment).
 - the system tools real test suites call: ``git``, ``less``, the locales ``C.UTF-8`` and ``en_US.UTF-8``, and the
   time zone database (``/usr/share/zoneinfo``, read by ``zoneinfo``).
+- the Go toolchains from Debian (bookworm-backports' ``golang-1.2x-go``, each in ``/usr/lib/go-<version>``), listed
+  in the label ``org.logomesh.go`` (``1.21,1.23``): a Go project's tests run with the oldest one its ``go.mod`` allows
+  (``sandbox/languages/go.py``). Every one of them frames ``go test -json`` itself (Go 1.20 and later), so a test's
+  own output cannot pass for an outcome.
 """
 
 from __future__ import annotations
@@ -46,11 +50,16 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 PACKAGES = ("python3", "python3-venv", "python3-pip", "git", "less", "locales", "tzdata")
 # generated into the image (C.UTF-8 is built into glibc); what /etc/locale.gen lists
 LOCALES = ("en_US.UTF-8 UTF-8",)
+# the Go toolchains, from bookworm-backports (bookworm's own golang is 1.19, whose ``go test -json`` reads outcomes
+# from the tests' text output, where a test can print a forged ``--- PASS`` line)
+GO_VERSIONS = ("1.21", "1.23")
+GO_SUITE = "bookworm-backports"
 IMAGE_LABEL = "org.logomesh.image"
 # bump when the layout above changes: an image with another version is rebuilt, never run
-IMAGE_VERSION = "3"
+IMAGE_VERSION = "4"
 VERSION_LABEL = "org.logomesh.image-version"
 PYTHON_LABEL = "org.logomesh.python"
+GO_LABEL = "org.logomesh.go"
 TOOLS = "/opt/logomesh/tools"
 ENVS = "/opt/logomesh/envs"
 # what the runner needs in the tools venv; wheels come from the host's package index, installed with --no-index
@@ -60,8 +69,8 @@ EXCLUDES = ("./var/cache/apt/archives", "./var/lib/apt/lists", "./usr/share/doc"
             "./usr/share/locale", "./usr/share/info", "./usr/share/i18n")
 
 
-def changes(python: str) -> tuple[str, ...]:
-    """The image's configuration (``docker import --change``) for an image offering ``python``."""
+def changes(python: str, go: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The image's configuration (``docker import --change``) for an image offering ``python`` (and ``go``)."""
     return (
         f"USER {SANDBOX_UID}:{SANDBOX_UID}",
         "WORKDIR /sandbox/repo",
@@ -69,8 +78,15 @@ def changes(python: str) -> tuple[str, ...]:
         f"LABEL {IMAGE_LABEL}=sandbox",
         f"LABEL {VERSION_LABEL}={IMAGE_VERSION}",
         f"LABEL {PYTHON_LABEL}={python}",
+        *([f"LABEL {GO_LABEL}={','.join(go)}"] if go else []),
         'CMD ["python3"]',
     )
+
+
+def go_versions(suite: str) -> tuple[str, ...]:
+    """The Go toolchains an image of ``suite`` carries: the main (bookworm) image's, from its backports; a
+    companion image offers Python only (Go runs use the main image)."""
+    return GO_VERSIONS if suite == DEFAULT_SUITE else ()
 
 
 def companion_tag(tag: str, python: str) -> str:
@@ -135,6 +151,8 @@ def _debootstrap(rootfs: Path, suite: str, mirror: str, say: Say) -> None:
     _add_user(partial)
     _add_locales(partial, say)
     _add_tools(partial, say, python)
+    if go_versions(suite):
+        _add_go(partial, suite, mirror, say)
     (partial / "opt/logomesh/image-version").write_text(IMAGE_VERSION + "\n", encoding="utf-8")
     partial.rename(rootfs)
 
@@ -166,6 +184,70 @@ def _add_tools(root: Path, say: Say, python: str) -> None:
     envs = root / ENVS.lstrip("/")
     envs.mkdir(parents=True, exist_ok=True)
     os.chown(envs, SANDBOX_UID, SANDBOX_UID)
+
+
+def _add_go(root: Path, suite: str, mirror: str, say: Say) -> None:
+    """The Go toolchains of :data:`GO_VERSIONS` from ``<suite>-backports`` (apt in the chroot, the list removed
+    afterwards so the image's apt knows only its own suite)."""
+    packages = [f"golang-{version}-go" for version in GO_VERSIONS]
+    say("installing " + ", ".join(packages) + f" from {suite}-backports")
+    listing = root / "etc/apt/sources.list.d/logomesh-backports.list"
+    listing.write_text(f"deb {mirror} {suite}-backports main\n", encoding="utf-8")
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
+    try:
+        for argv in (["apt-get", "update", "-q"],
+                     ["apt-get", "install", "-y", "-q", "--no-install-recommends", "-t", f"{suite}-backports",
+                      *packages]):
+            proc = subprocess.run(["chroot", str(root), *argv], capture_output=True, text=True, check=False, env=env)
+            if proc.returncode != 0:
+                raise SandboxError(f"installing the Go toolchains failed ({' '.join(argv[:2])}):\n"
+                                   f"{(proc.stdout + proc.stderr)[-2000:]}")
+    finally:
+        listing.unlink(missing_ok=True)
+    for version in GO_VERSIONS:
+        if not (root / f"usr/lib/go-{version}/bin/go").exists():
+            raise SandboxError(f"golang-{version}-go installed no /usr/lib/go-{version}/bin/go")
+    _warm_go_caches(root, say)
+
+
+# what a Go test binary and most small suites import: compiled once into each toolchain's warm build cache, which a
+# run copies into its work dir (Go 1.20 and later ship no compiled standard library, and compiling it for a test run
+# costs half a minute at half a CPU)
+GO_WARM_IMPORTS = ("bytes", "context", "encoding/json", "errors", "fmt", "io", "math", "os", "path/filepath",
+                   "reflect", "regexp", "sort", "strconv", "strings", "sync", "testing", "time")
+
+
+def _warm_go_caches(root: Path, say: Say) -> None:
+    say("warming the Go build caches for " + ", ".join(GO_VERSIONS))
+    module = root / "tmp/logomesh-go-warm"
+    module.mkdir(parents=True, exist_ok=True)
+    (module / "go.mod").write_text("module logomesh.invalid/warm\n\ngo 1.21\n", encoding="utf-8")
+    imports = "\n".join(f'\t_ "{name}"' for name in GO_WARM_IMPORTS if name != "testing")
+    (module / "warm_test.go").write_text(f'package warm\n\nimport (\n{imports}\n\t"testing"\n)\n\n'
+                                         "func TestWarm(t *testing.T) {}\n", encoding="utf-8")
+    proc_dir = root / "proc"
+    subprocess.run(["mount", "-t", "proc", "proc", str(proc_dir)], check=True)
+    try:
+        for version in GO_VERSIONS:
+            env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "GOCACHE": go_cache(version),  # noqa: S108 - in the chroot
+                   "GOTOOLCHAIN": "local", "GOPROXY": "off", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod", "GOWORK": "off"}
+            warm = f"cd /tmp/logomesh-go-warm && /usr/lib/go-{version}/bin/go test -count=1 ./..."
+            proc = subprocess.run(["chroot", str(root), "env", "-i", *(f"{k}={v}" for k, v in env.items()), "sh",
+                                   "-c", warm],
+                                  capture_output=True, text=True, check=False,
+                                  env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+            if proc.returncode != 0:
+                raise SandboxError(f"warming the Go {version} build cache failed:\n"
+                                   f"{(proc.stdout + proc.stderr)[-2000:]}")
+            subprocess.run(["chmod", "-R", "a+rX", str(root / go_cache(version).lstrip("/"))], check=True)
+    finally:
+        subprocess.run(["umount", str(proc_dir)], check=False)
+        shutil.rmtree(module, ignore_errors=True)
+
+
+def go_cache(version: str) -> str:
+    """Where the image keeps Go ``version``'s warm build cache (read-only; a run copies it)."""
+    return f"/opt/logomesh/go/cache-{version}"
 
 
 def _add_locales(root: Path, say: Say) -> None:
@@ -200,7 +282,8 @@ def build_image(tag: str = DEFAULT_TAG, *, cache_dir: Path = DEFAULT_CACHE, suit
     if not force and image_exists(tag):
         say(f"{tag} already exists")
         return False
-    rootfs = Path(cache_dir) / f"rootfs-{suite}"
+    # one folder per layout: building one version never deletes the folder another version's builds reuse
+    rootfs = Path(cache_dir) / f"rootfs-{suite}-v{IMAGE_VERSION}"
     marker = rootfs / "opt/logomesh/image-version"
     if rootfs.exists() and not (marker.is_file() and marker.read_text(encoding="utf-8").strip() == IMAGE_VERSION):
         say(f"the cached root file system {rootfs} has an older layout; rebuilding it")
@@ -219,7 +302,7 @@ def build_image(tag: str = DEFAULT_TAG, *, cache_dir: Path = DEFAULT_CACHE, suit
         repository, _, version = tag.partition(":")
         say(f"importing as {tag}")
         client.api.import_image(src=str(archive), repository=repository, tag=version or "latest",
-                                changes=list(changes(SUITES[suite])))
+                                changes=list(changes(SUITES[suite], go_versions(suite))))
         client.images.get(tag)
     except DockerException as exc:
         raise SandboxError(f"docker import failed: {exc}") from exc

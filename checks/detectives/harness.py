@@ -5,7 +5,8 @@ What: reads the diff for changes to the test harness: pytest hook implementation
 any file, added or changed ``conftest.py``, pytest configuration lines (``addopts`` with ``-p``/``-k``/``-m``,
 ``python_files``/``python_classes``/``python_functions``, ``testpaths``, ``norecursedirs``, ``markers``),
 ``sitecustomize``/``usercustomize``/``.pth`` files, top-level modules named like the standard library, skip and
-xfail markers added to tests, and deleted test files.
+xfail markers added to tests, and deleted test files; for Go (:func:`checks.languages.go.harness_changes`) a
+``TestMain`` added, skips added to existing test files, and test functions or files deleted.
 Why: a change controls the code its tests run in. Its tests are re-run under the base's oracle by the
 TestRunner; this detective says *how* the harness changed, with ``file:line``, so a reviewer can see it.
 Example: ``conftest.py:4 implements pytest_runtest_makereport, a hook that can rewrite test outcomes``.
@@ -18,6 +19,7 @@ import sys
 from pathlib import PurePosixPath
 
 from checks.detectives.registry import register
+from checks.languages import go
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, Location, Severity
 from checks.protocols import CourtResources
 from checks.testpaths import PYTEST_CONFIGS, is_test_path
@@ -64,6 +66,12 @@ def inspect(case: Case) -> list[Evidence]:
     for changed in sorted(case.files, key=lambda f: f.path):
         path = changed.path
         name = PurePosixPath(path).name
+        if go.owns(path):
+            removed = go.removed_lines(case.diff, changed.old_path or path)
+            for mechanism, line, summary, severity in go.harness_changes(path, changed.status, changed.content,
+                                                                         _lines(changed), removed):
+                items.append(_evidence(mechanism, path, line, summary, severity))
+            continue
         if changed.status == "removed":
             if is_test_path(path) and path.endswith(".py"):
                 items.append(_evidence("deleted-test", path, None, f"{path}: a test file is deleted",

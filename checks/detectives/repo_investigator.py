@@ -2,7 +2,8 @@
 
 What: summarises the diff (files, lines added/removed, binary and symlinked files), reads the PR's commits
 (count, authors, co-author trailers, empty, giant or terse commits) and checks every changed Python file
-against the rubric's constraint set with :mod:`ast`, reporting exact ``file:line`` locations.
+against the rubric's constraint set with :mod:`ast`, and every changed Go file (tests aside) for its sinks with
+tree-sitter (:mod:`checks.languages.go_syntax`), reporting exact ``file:line`` locations.
 Why: architecture (A) is a fact, not an opinion; only violations on lines the change adds count against it,
 so a PR is never blamed for code it did not write. A syntax error is evidence, never a crash.
 Example: ``app.py:3 calls eval() — eval() executes arbitrary code (CWE-95)``.
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import re
 
-from checks.constraints import check_source
+from checks.constraints import Violation, check_source
 from checks.detectives.registry import register
+from checks.languages import go
+from checks.languages.go_syntax import check_go
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, Location
 from checks.protocols import CourtResources
 from rubric import Rubric
@@ -120,7 +123,12 @@ def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
                     + (" — Python code that no check has read" if code else ""),
             location=Location(path=changed.path), severity="high" if code else "info",
             facts={"reason": changed.not_analysed, "python": code})]
-    if changed.status == "removed" or changed.content is None or not changed.path.endswith(".py"):
+    if changed.status == "removed" or changed.content is None:
+        return []
+    if go.owns(changed.path) and not go.is_test_path(changed.path):
+        found = check_go(changed.content)
+        return _violations(changed, found) if found is not None else []
+    if not changed.path.endswith(".py"):
         return []
     report = check_source(changed.path, changed.content, rubric)
     if report.syntax_error is not None:
@@ -136,9 +144,14 @@ def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
                 facts={"message": message},
             )
         ]
+    return _violations(changed, report.violations)
+
+
+def _violations(changed: ChangedFile, violations: tuple[Violation, ...]) -> list[Evidence]:
+    """Each violation as evidence; only those on lines the change adds count against it."""
     added = set(changed.added_lines)
     items: list[Evidence] = []
-    for v in report.violations:
+    for v in violations:
         introduced = v.line is None or v.line in added or changed.status == "added"
         items.append(
             Evidence(

@@ -19,6 +19,7 @@ import asyncio
 from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
+from checks.languages import GO, PYTHON, language_of_test, languages_of, merge_runs
 from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
@@ -54,14 +55,19 @@ class TestRunner:
         # the guard runs when the change touched the harness or what the environment is planned from
         guarded = any(is_harness_path(p) or is_environment_path(p) for f in case.files
                       for p in (f.path, f.old_path) if p)
-        runs = [self.sandbox.run_tests(spec.model_copy(update={
-                    "tree": "head", "mutants": mutants, "mutation_seconds": mutation.seconds})),
-                self.sandbox.run_tests(spec.model_copy(update={"tree": "base"}))]
-        if guarded:
-            runs.append(self.sandbox.run_tests(spec.model_copy(update={"tree": "guard"})))
+        trees = ("head", "base", "guard") if guarded else ("head", "base")
+        languages = languages_of(case)
+        runs = []
+        for language in languages:  # each language plug-in runs its own tests; one result per tree
+            for tree in trees:
+                update: dict[str, object] = {"tree": tree, "language": language}
+                if tree == "head" and language == PYTHON:
+                    update.update(mutants=mutants, mutation_seconds=mutation.seconds)
+                runs.append(self.sandbox.run_tests(spec.model_copy(update=update)))
         # side by side: the base is usually cached, and the guard run overlaps the head's
         answers = await asyncio.gather(*runs)
-        head, base, guard = answers[0], answers[1], (answers[2] if guarded else None)
+        per_tree = [merge_runs(answers[i::len(trees)]) for i in range(len(trees))]
+        head, base, guard = per_tree[0], per_tree[1], (per_tree[2] if guarded else None)
         diff = differential(case, base, head, guard)
         changes, startup = dependency_changes(base, head)
         diff = diff.model_copy(update={"dependencies": changes, "startup_added": startup})
@@ -83,19 +89,25 @@ class TestRunner:
         ones at head, regressed ones under the base's oracle and at base."""
         if self.sandbox is None or reruns == 0 or not (diff.regressed or diff.new_failing):
             return diff
-        if spec.command and not _is_pytest(spec.command):
-            return diff  # a custom command reports one outcome for the whole run: there is no test to re-run
         plain = spec.model_copy(update={"mutants": (), "mutation_seconds": 0.0})
         regressed = tuple(c.name for c in diff.regressed[:MAX_RERUN])
-        plans = [(role, tree, names) for role, tree, names in (
-            ("head", "head", tuple(c.name for c in diff.new_failing[:MAX_RERUN])),
-            ("oracle", "guard" if guarded else "head", regressed),
-            ("base", "base", regressed)) if names]
+        plans = []
+        for language in (PYTHON, GO):
+            if language == PYTHON and spec.command and not _is_pytest(spec.command):
+                continue  # a custom command reports one outcome for the whole run: there is no test to re-run
+            mine = tuple(n for n in regressed if language_of_test(n) == language)
+            plans += [(role, tree, language, names) for role, tree, names in (
+                ("head", "head", tuple(c.name for c in diff.new_failing[:MAX_RERUN]
+                                       if language_of_test(c.name) == language)),
+                ("oracle", "guard" if guarded else "head", mine),
+                ("base", "base", mine)) if names]
+        if not plans:
+            return diff
         found: dict[str, list[TestRunResult]] = {"head": [], "oracle": [], "base": []}
         for _ in range(reruns):  # one round after the other; the trees of one round side by side
             results = await asyncio.gather(*(self.sandbox.run_tests(plain.model_copy(update={
-                "tree": tree, "rerun": names})) for _role, tree, names in plans))
-            for (role, _tree, _names), result in zip(plans, results, strict=True):
+                "tree": tree, "rerun": names, "language": language})) for _role, tree, language, names in plans))
+            for (role, _tree, _language, _names), result in zip(plans, results, strict=True):
                 found[role].append(result)
         head_runs, oracle_runs, base_runs = found["head"], found["oracle"], found["base"]
         return apply_reruns(diff, head_runs, oracle_runs, base_runs)
@@ -116,6 +128,12 @@ def compact(result: TestRunResult) -> TestRunResult:
 
 
 def differential(case: Case, base: TestRunResult, head: TestRunResult, guard: TestRunResult | None) -> TestDiff:
+    for run in (head, guard):
+        blocked = next((t for t in run.toolchains if t.error), None) if run is not None else None
+        if run is not None and run.status == "env_error" and blocked is not None:
+            # a toolchain or a module the sandbox lacks: the environment's gap, not a regression of every test
+            return TestDiff(status="env_error", reason=f"the {run.tree} tree's {blocked.language} tests could not "
+                            f"run in this environment: {blocked.error}", base_tests=base)
     if guard is None and head.status in ("error", "timeout") and not head.tests and not head.collection_errors:
         # the head's run never reported a test: nothing to compare, and the Rule of Completion blocks a pass
         return TestDiff(status="measured", reason=f"the head's test run did not complete: {head.reason}",
@@ -159,6 +177,15 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
             id=f"{ID}.environment", detective=ID, kind="test-environment", severity="info", facts=facts,
             summary=(f"Python {env.python or '—'} ({env.layout} layout) from {how}{setup}"
                      + (" — set in .logomesh.yml" if env.overridden else ""))))
+    for toolchain in result.toolchains:
+        wanted = f" (go.mod asks for {toolchain.wanted})" if toolchain.wanted else ""
+        modules = ", ".join(m or "the root" for m in toolchain.modules) or "none"
+        items.append(Evidence(
+            id=f"{ID}.toolchain:{toolchain.language}", detective=ID, kind="test-environment", severity="info",
+            facts={**facts, "toolchain": toolchain.model_dump(mode="json")},
+            summary=(f"{toolchain.language} {toolchain.version or '—'}{wanted}, modules at {modules}"
+                     + (", vendored" if toolchain.vendored else ", no external modules" if not toolchain.missing
+                        else "") + (f": {toolchain.error}" if toolchain.error else ""))))
     if result.status == "not_measured":
         return [*items, Evidence(id=f"{ID}.not-measured", detective=ID, kind="tests-not-measured",
                                  summary=f"Tests not measured: {result.reason}", severity="low", facts=facts)]

@@ -14,15 +14,17 @@ from typing import Any
 import docker
 import pytest
 
+from app.settings import load_settings
 from checks.court import ReviewState, measured_components
 from checks.models import Case, DetectiveReport, TestRunResult
 from rubric import load_rubric
 from sandbox.docker_sandbox import LABEL_OWNER, DockerSandbox, docker_client
 from sandbox.errors import SandboxUnavailable
-from sandbox.image import DEFAULT_TAG, build_image, image_exists
+from sandbox.image import build_image, image_exists
 from sandbox.limits import SandboxLimits
 
-IMAGE = DEFAULT_TAG
+# the image the settings name (LOGOMESH_SANDBOX_IMAGE, else logomesh-sandbox:latest): built here when missing
+IMAGE = load_settings().sandbox_image
 
 
 @pytest.fixture(scope="session")

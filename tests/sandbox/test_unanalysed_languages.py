@@ -1,11 +1,12 @@
 """Changes in a language LogoMesh does not analyse are never failed on facts computed on nothing, end to end.
 
 Real git repositories reviewed by ``review_repository`` with the real sandbox and the real embedding model: a
-JavaScript-only and a Go-only change to projects whose tests are JavaScript and Go get no intent penalty (none is
-computed from code LogoMesh cannot parse, even under a description of something else) and T "not measured" with
-the reason named, never "no tests"; the verdict is at most ``neutral``. The hostile twin: a Python-only change that
-breaks a test of a project that also holds JavaScript tests still fails, and a mixed change is judged on its
-Python part with the other language named.
+JavaScript-only and a Go-only change to a project whose tests are JavaScript and Go get no intent penalty (none is
+computed from code LogoMesh cannot parse, even under a description of something else). The project's Go tests run
+(the Go plug-in, ``tests/sandbox/test_go.py``); its JavaScript tests are named as not run. The JavaScript change is
+"not analysed"; the Go change is judged on its tests, and with too few words for R it cannot pass: the verdict is at
+most ``neutral``. The hostile twin: a Python-only change that breaks a test of a project that also holds JavaScript
+tests still fails, and a mixed change is judged on its Python part with the other language named.
 """
 
 from __future__ import annotations
@@ -127,11 +128,16 @@ async def test_a_change_only_in_javascript_or_go_is_never_failed_on_nothing(
     if semantic.measured:  # R reads the words; LogoMesh computes no penalty from code it cannot parse
         said = next(e for e in evaluation.evidence if e.id == "semantic.intent-unanalysed")
         assert f"code is in {language}" in said.summary
-    # T: not "no tests" (0.20) for a project with tests in JavaScript and Go, but not measured, the reason named
-    assert evaluation.measured["testing"] is False
+    # T: the project's Go tests ran at base and head (nothing regressed); its JavaScript tests are not run
+    assert evaluation.measured["testing"] is True
+    diff = evaluation.differential
+    assert diff is not None and diff.status == "measured" and not diff.regressed
     reasons = " | ".join(evaluation.verdict_reasons)
-    assert "tests are in Go (1 file), JavaScript (1 file), which LogoMesh does not run" in reasons
-    assert f"not analysed: {language}" in reasons
+    if language == "JavaScript":
+        assert "not analysed: JavaScript" in reasons
+    else:  # judged on its Go tests; the 3 words it adds are too few for R, so its tests alone cannot pass it
+        assert "Rule of Measurement: Go (2 files) judged on its tests (Go 1.21)" in reasons
+        assert "the change's intent (R) was not measured either, so its tests alone cannot pass it" in reasons
 
 
 async def test_a_python_change_that_breaks_a_test_still_fails_beside_javascript_tests(
