@@ -22,9 +22,10 @@ from app.settings import Settings
 from app.worker.startup import start_up
 from sandbox.engine import provision_image, wait_for_engine
 from sandbox.errors import SandboxUnavailable
+from tests.images import SANDBOX_IMAGE
 from tests.ops.conftest import REDIS_URL
 
-IMAGE = "logomesh-sandbox:latest"
+IMAGE = SANDBOX_IMAGE
 ENGINE_SOCKET = "/var/run/docker.sock"
 
 

@@ -17,8 +17,9 @@ from app.queue import Keys
 from app.worker.jobs import _engine_sweeper
 from app.worker.presence import Presence
 from sandbox.docker_sandbox import LABEL, LABEL_CREATED, LABEL_OWNER, LABEL_WORKER
+from tests.images import SANDBOX_IMAGE
 
-IMAGE = "logomesh-sandbox:latest"
+IMAGE = SANDBOX_IMAGE
 LIVENESS = 0.5
 
 

@@ -16,9 +16,10 @@ from sandbox.docker_sandbox import DockerSandbox
 from sandbox.errors import SandboxUnavailable
 from sandbox.limits import SandboxLimits
 from sandbox.runtime import SANDBOX_RUNTIMES, registered_runtimes, require_runtime, runtime_missing
+from tests.images import SANDBOX_IMAGE
 from tests.ops.test_startup import _settings as startup_settings
 
-IMAGE = "logomesh-sandbox:latest"
+IMAGE = SANDBOX_IMAGE
 
 
 def _settings(prefix: str, **overrides: object) -> Settings:

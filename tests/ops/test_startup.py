@@ -19,9 +19,10 @@ from structlog.testing import capture_logs
 from app.settings import Settings
 from app.worker.startup import StartupError, sandbox_capacity, start_up
 from sandbox.docker_sandbox import LABEL, LABEL_CREATED
+from tests.images import SANDBOX_IMAGE
 from tests.ops.conftest import REDIS_URL, cli
 
-IMAGE = "logomesh-sandbox:latest"
+IMAGE = SANDBOX_IMAGE
 
 
 def _settings(prefix: str, **overrides: object) -> Settings:

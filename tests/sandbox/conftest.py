@@ -14,7 +14,6 @@ from typing import Any
 import docker
 import pytest
 
-from app.settings import load_settings
 from checks.court import ReviewState, measured_components
 from checks.models import Case, DetectiveReport, TestRunResult
 from rubric import load_rubric
@@ -22,9 +21,9 @@ from sandbox.docker_sandbox import LABEL_OWNER, DockerSandbox, docker_client
 from sandbox.errors import SandboxUnavailable
 from sandbox.image import build_image, image_exists
 from sandbox.limits import SandboxLimits
+from tests.images import SANDBOX_IMAGE
 
-# the image the settings name (LOGOMESH_SANDBOX_IMAGE, else logomesh-sandbox:latest): built here when missing
-IMAGE = load_settings().sandbox_image
+IMAGE = SANDBOX_IMAGE  # built here when missing
 
 
 @pytest.fixture(scope="session")

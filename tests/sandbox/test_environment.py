@@ -19,9 +19,10 @@ from sandbox.environment import choose_python, plan_environment
 from sandbox.limits import SandboxCeiling, SandboxLimits
 from sandbox.setup_phase import REFUSED_LABEL, environment_image
 from tests.gitfixture import RepoBuilder
+from tests.images import SANDBOX_IMAGE
 from tests.sandbox.index import one_package_index
 
-IMAGE = "logomesh-sandbox:latest"
+IMAGE = SANDBOX_IMAGE
 
 
 def reader(files: dict[str, str]) -> Callable[[str], str | None]:

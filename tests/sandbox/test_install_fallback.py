@@ -13,9 +13,10 @@ from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.environment import install_script, not_installed
 from sandbox.limits import SandboxLimits
 from tests.gitfixture import RepoBuilder
+from tests.images import SANDBOX_IMAGE
 from tests.sandbox.index import one_package_index
 
-IMAGE = "logomesh-sandbox:latest"
+IMAGE = SANDBOX_IMAGE
 TESTS = "from lm_rates import rate\n\n\ndef test_rate():\n    assert rate('TEN') == 10\n"
 
 

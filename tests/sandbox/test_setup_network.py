@@ -25,9 +25,10 @@ from sandbox.docker_sandbox import LABEL, LABEL_OWNER, DockerSandbox, SetupOptio
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.setup_network import setup_network
 from tests.gitfixture import RepoBuilder
+from tests.images import SANDBOX_IMAGE
 from tests.sandbox.index import INDEX_HOST
 
-IMAGE = "logomesh-sandbox:latest"
+IMAGE = SANDBOX_IMAGE
 SIOCGIFADDR = 0x8915
 # run by the setup command: each target directly (no proxy), then each through the proxy; prints one JSON line
 PROBE = r"""

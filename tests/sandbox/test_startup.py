@@ -19,9 +19,10 @@ from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.limits import SandboxLimits
 from sandbox.setup_phase import env_tag, environment_image
 from tests.gitfixture import RepoBuilder
+from tests.images import SANDBOX_IMAGE
 from tests.sandbox.index import build_wheel, serve_index, write_wheel
 
-IMAGE = "logomesh-sandbox:latest"
+IMAGE = SANDBOX_IMAGE
 
 # installed as a dependency: at start-up it arranges for pytest's test calls to swallow AssertionError
 SWALLOW_HOOK = '''
