@@ -22,10 +22,15 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import configparser
+import hashlib
 import json
+import re
 import subprocess
+import sys
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +44,9 @@ from checks.red.taint import TaintPass
 from tests.red.local_sandbox import LocalProbeSandbox
 
 SEED = 20260201
-PROBE_TIMEOUT = 60.0
+PROBE_TIMEOUT = 120.0
+ENVS = Path(tempfile.gettempdir()) / "lm-race-envs"
+REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 @dataclass(frozen=True)
@@ -128,8 +135,8 @@ def static_hypothesis(path: str, source: str, qualname: str) -> bool:
                for h in TaintPass(path, source, concurrent=True).run())
 
 
-async def probe(tree: Path, target: Target) -> dict[str, Any]:
-    sandbox = LocalProbeSandbox(tree)
+async def probe(tree: Path, target: Target, python: str) -> dict[str, Any]:
+    sandbox = LocalProbeSandbox(tree, python)
     hyp = Hypothesis(kind=RACE_KIND, path=target.path, line=1, sink="corpus", detail="corpus", target=target)
     tried = []
     for family in families(RACE_KIND):
@@ -141,6 +148,70 @@ async def probe(tree: Path, target: Target) -> dict[str, Any]:
         if outcome.confirmed:
             break
     return {"confirmed": any(t["confirmed"] for t in tried), "tried": tried}
+
+
+def declared_dependencies(tree: Path) -> list[str]:
+    """The names of the runtime dependencies the project declares at this commit (``install_requires`` in
+    setup.py or setup.cfg, ``[project] dependencies``, poetry's dependencies), without versions: the project's old pins do not
+    install on this Python, and its test environment is what a review's sandbox would have installed."""
+    names: list[str] = []
+    setup = tree / "setup.py"
+    if setup.is_file():
+        try:
+            parsed = ast.parse(setup.read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            parsed = ast.Module(body=[], type_ignores=[])
+        lists = {t.id: n.value for n in ast.walk(parsed) if isinstance(n, ast.Assign)
+                 for t in n.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(parsed):
+            if isinstance(node, ast.keyword) and node.arg == "install_requires":
+                value = lists.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
+                try:
+                    names += [str(r) for r in ast.literal_eval(value)]
+                except (ValueError, TypeError, SyntaxError):
+                    continue
+    config = configparser.ConfigParser()
+    try:
+        config.read(tree / "setup.cfg", encoding="utf-8")
+    except configparser.Error:
+        config.clear()
+    if config.has_option("options", "install_requires"):
+        names += [line for line in config.get("options", "install_requires").splitlines() if line.strip()]
+    pyproject = tree / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
+        except tomllib.TOMLDecodeError:
+            data = {}
+        names += [str(r) for r in data.get("project", {}).get("dependencies", [])]
+        names += [k for k in data.get("tool", {}).get("poetry", {}).get("dependencies", {}) if k != "python"]
+    found = []
+    for requirement in names:
+        if (match := REQUIREMENT_NAME.match(requirement)) and match.group(1).lower() not in found:
+            found.append(match.group(1).lower())
+    return sorted(found)
+
+
+def environment(tree: Path) -> tuple[str, list[str]]:
+    """An interpreter with the project's declared dependencies installed from the package index (one virtual
+    environment per set of names, kept between runs); this Python when it declares none. Returns the
+    interpreter and the names that would not install."""
+    names = declared_dependencies(tree)
+    if not names:
+        return sys.executable, []
+    env = ENVS / hashlib.sha256(" ".join(names).encode()).hexdigest()[:16]
+    python = env / "bin" / "python"
+    missing_file = env / "missing.json"
+    if not missing_file.is_file():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(env)], check=True, capture_output=True)
+        missing = []
+        for name in names:
+            done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                   name], capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                missing.append(name)
+        missing_file.write_text(json.dumps(missing), encoding="utf-8")
+    return str(python), json.loads(missing_file.read_text(encoding="utf-8"))
 
 
 def outcome_kind(result: dict[str, Any]) -> str:
@@ -172,6 +243,8 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
              if p.endswith(".py") and not is_test_path(p)]
     before = export(mirror, parent, scratch / f"{fix[:10]}-before")
     after = export(mirror, fix, scratch / f"{fix[:10]}-after")
+    python, missing = environment(before)
+    row["dependencies"] = {"declared": declared_dependencies(before), "not installed": missing}
     for path in paths:
         if not (after / path).exists() or not (before / path).exists():
             continue
@@ -183,8 +256,8 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
             row["functions"].append({
                 "path": path, "qualname": target.qualname,
                 "static_before": static_hypothesis(path, old_source, target.qualname),
-                "before": await probe(before, target),
-                "after": await probe(after, target),
+                "before": await probe(before, target, python),
+                "after": await probe(after, target, python),
             })
     row["confirmed_before"] = any(f["before"]["confirmed"] for f in row["functions"])
     row["confirmed_after"] = any(f["after"]["confirmed"] for f in row["functions"])
