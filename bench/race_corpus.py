@@ -152,8 +152,9 @@ async def probe(tree: Path, target: Target, python: str) -> dict[str, Any]:
 
 def declared_dependencies(tree: Path) -> list[str]:
     """The names of the runtime dependencies the project declares at this commit (``install_requires`` in
-    setup.py or setup.cfg, ``[project] dependencies``, poetry's dependencies), without versions: the project's old pins do not
-    install on this Python, and its test environment is what a review's sandbox would have installed."""
+    setup.py or setup.cfg, ``[project] dependencies``, poetry's dependencies), without versions: the project's
+    old pins do not install on this Python, and its test environment is what a review's sandbox would have
+    installed."""
     names: list[str] = []
     setup = tree / "setup.py"
     if setup.is_file():

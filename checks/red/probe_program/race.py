@@ -240,16 +240,23 @@ class Subject:
             return cls.__new__(cls)
 
     def built_with(self, metaclass: type) -> Any:
-        """A class built with ``metaclass`` (the receiver of its methods), found in the project's loaded modules
-        and rebuilt with the fresh metaclass: its module is reloaded too."""
+        """A class built with ``metaclass`` (the receiver of its methods): in the changed module, else in another
+        loaded module of the project, which is reloaded so that the class is rebuilt with the fresh metaclass."""
+
+        def built(value: object) -> bool:
+            kind = type(value)
+            return isinstance(value, type) and kind.__qualname__ == metaclass.__qualname__ \
+                and kind.__module__ == metaclass.__module__
+
+        for _, value in sorted(vars(self.module).items()):
+            if built(value) and getattr(value, "__module__", "") == self.module.__name__:
+                return value
         top = self.module.__name__.split(".")[0]
         for name, mod in sorted(sys.modules.items()):
             if mod is None or mod is self.module or not (name == top or name.startswith(top + ".")):
                 continue
             for attribute, value in sorted(vars(mod).items()):
-                kind = type(value)
-                if isinstance(value, type) and kind.__qualname__ == metaclass.__qualname__ \
-                        and kind.__module__ == metaclass.__module__ and getattr(value, "__module__", "") == name:
+                if built(value) and getattr(value, "__module__", "") == name:
                     fresh = getattr(importlib.reload(mod), attribute, None)
                     if isinstance(fresh, metaclass):
                         return fresh
