@@ -26,6 +26,7 @@ import configparser
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,9 @@ SEED = 20260201
 PROBE_TIMEOUT = 120.0
 ENVS = Path(tempfile.gettempdir()) / "lm-race-envs"
 REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+CLASSIFIER = re.compile(r"Programming Language :: Python :: 3\.(\d+)")
+# the interpreters the race probe runs on (it needs Python 3.9 or newer), with the year each was released
+PROBE_PYTHONS = {9: 2020, 10: 2021, 11: 2022, 12: 2023, 13: 2024}
 
 
 @dataclass(frozen=True)
@@ -193,18 +197,35 @@ def declared_dependencies(tree: Path) -> list[str]:
     return sorted(found)
 
 
-def environment(tree: Path) -> tuple[str, list[str]]:
-    """An interpreter with the project's declared dependencies installed from the package index (one virtual
-    environment per set of names, kept between runs); this Python when it declares none. Returns the
+def interpreter(tree: Path, year: int) -> str:
+    """The Python the project's test environment would run: the newest installed one not newer than the newest
+    Python 3 its metadata lists, nor than the newest released in the commit's year (an old project's code uses what
+    later versions removed); the oldest the probe runs on when only older ones fit."""
+    text = "".join((tree / name).read_text(encoding="utf-8", errors="replace")
+                   for name in ("setup.py", "setup.cfg", "pyproject.toml") if (tree / name).is_file())
+    newest = max((int(minor) for minor in CLASSIFIER.findall(text)), default=99)
+    installed = {minor: found for minor in PROBE_PYTHONS if (found := shutil.which(f"python3.{minor}"))}
+    fitting = [minor for minor in installed if minor <= newest and PROBE_PYTHONS[minor] <= year]
+    if fitting:
+        return installed[max(fitting)]
+    return installed[min(installed)] if installed else sys.executable
+
+
+def environment(tree: Path, year: int) -> tuple[str, list[str]]:
+    """The project's interpreter (:func:`interpreter`) with its declared dependencies installed from the package
+    index (one virtual environment per interpreter and set of names, kept between runs). Returns the
     interpreter and the names that would not install."""
     names = declared_dependencies(tree)
-    if not names:
+    base = interpreter(tree, year)
+    version = subprocess.run([base, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    if not names and base == sys.executable:
         return sys.executable, []
-    env = ENVS / hashlib.sha256(" ".join(names).encode()).hexdigest()[:16]
+    env = ENVS / hashlib.sha256(f"{version} {' '.join(names)}".encode()).hexdigest()[:16]
     python = env / "bin" / "python"
     missing_file = env / "missing.json"
     if not missing_file.is_file():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(env)], check=True, capture_output=True)
+        subprocess.run([base, "-m", "venv", "--clear", str(env)], check=True, capture_output=True)
         missing = []
         for name in names:
             done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
@@ -244,8 +265,11 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
              if p.endswith(".py") and not is_test_path(p)]
     before = export(mirror, parent, scratch / f"{fix[:10]}-before")
     after = export(mirror, fix, scratch / f"{fix[:10]}-after")
-    python, missing = environment(before)
-    row["dependencies"] = {"declared": declared_dependencies(before), "not installed": missing}
+    python, missing = environment(before, int(git(mirror, "show", "-s", "--format=%cd", "--date=format:%Y",
+                                                  fix).strip()))
+    version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    row["environment"] = {"python": version, "declared": declared_dependencies(before), "not installed": missing}
     for path in paths:
         if not (after / path).exists() or not (before / path).exists():
             continue

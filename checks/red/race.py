@@ -86,7 +86,7 @@ def yielder(frame, event, arg):  # yield at every {"opcode" if opcodes else "lin
         return None
     frame.f_trace_opcodes = {opcodes}
     def local(frame, event, arg):
-        time.sleep(0)
+        time.sleep(1e-5)
         return local
     return local
 

@@ -12,7 +12,7 @@ several keys), else use one inferred set (so that every call touches the same st
 Each trial reloads the changed module (fresh module state) and builds a fresh receiver, then runs the same calls
 three ways: one after another in one thread (the reference), from threads serialised by one lock (the control:
 another sequential order, plus what threads alone change, e.g. thread-local state), and from threads released
-together by a barrier while a trace hook on the changed module yields (``time.sleep(0)``) at its lines or
+together by a barrier while a trace hook on the changed module yields (a 10 µs sleep) at its lines or
 opcodes, under a tiny switch interval. Clocks are frozen so that time-based state is the same in every run. A
 concurrent run is a race when it gives what neither sequential order gives: an exception, more successes, more
 distinct objects for one key (a cache or singleton built twice), a container of another size, or — when both
@@ -42,6 +42,7 @@ SECONDS = re.compile(r"(window|period|seconds|interval|timeout|ttl|delay|duratio
 ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 TEST_FILE = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$")
 FROZEN = 1_700_000_000.0
+YIELD_SECONDS = 1e-5
 MAX_TEST_FILES = 400
 MAX_ARGUMENT_SETS = 12
 MAX_COMPANIONS = 3
@@ -156,7 +157,7 @@ TESTS = TestCalls()
 def snapshot(value: object, depth: int = 0) -> object:
     """A comparable picture of a state value: containers as sorted multisets (order of equal calls is no race),
     objects by their attributes, locks and callables by their type."""
-    if isinstance(value, bool | int | str | bytes | type(None)):
+    if isinstance(value, (bool, int, str, bytes, type(None))):
         return value
     if isinstance(value, float):
         return round(value, 6)
@@ -164,7 +165,7 @@ def snapshot(value: object, depth: int = 0) -> object:
         return type(value).__name__
     if isinstance(value, dict):
         return sorted((repr(snapshot(k, depth + 1)), repr(snapshot(v, depth + 1))) for k, v in value.items())[:500]
-    if isinstance(value, list | tuple | set | frozenset | collections.deque):
+    if isinstance(value, (list, tuple, set, frozenset, collections.deque)):
         return sorted(repr(snapshot(v, depth + 1)) for v in value)[:500]
     if callable(value) or isinstance(value, ModuleType) or "lock" in type(value).__name__.lower():
         return type(value).__name__
@@ -178,7 +179,7 @@ def sizes(values: dict[str, Any]) -> dict[str, int]:
     """The length of every container among ``values`` (a cache's size does not depend on the order of calls)."""
     found = {}
     for name, value in values.items():
-        if isinstance(value, dict | list | set | collections.deque) and not name.startswith("__"):
+        if isinstance(value, (dict, list, set, collections.deque)) and not name.startswith("__"):
             found[name] = len(value)
     return found
 
@@ -192,7 +193,7 @@ def outcome(call: Any) -> tuple[str, object]:
 
 
 def is_value(obj: object) -> bool:
-    return isinstance(obj, bool | int | float | str | bytes | type(None))
+    return isinstance(obj, (bool, int, float, str, bytes, type(None)))
 
 
 class Subject:
@@ -327,7 +328,9 @@ def interleaver(filename: str, opcodes: bool, rng: random.Random) -> Any:
 
     def local(frame: FrameType, event: str, arg: object) -> Any:
         if event in ("line", "opcode") and rng.random() < 0.7:
-            _sleep(0)
+            # a sleep of zero may hand the interpreter straight back to this thread (as Python 3.9 does): a short
+            # real sleep lets another thread run
+            _sleep(YIELD_SECONDS)
         return local
 
     def hook(frame: FrameType, event: str, arg: object) -> Any:
