@@ -12,8 +12,8 @@ the project's tree at the fix's parent and at the fix:
   :func:`checks.red.probes.judge_probe`.
 
 A case is confirmed when the probe confirms a race in one of its functions before the fix; a fixed version must
-give none. ``--precision`` instead counts the race hypotheses (each would cost a probe and could be confirmed) on
-the twenty honest merged PRs of ``tests/realworld/fixtures``.
+give none. ``--precision`` instead counts the race hypotheses on the twenty honest merged PRs of
+``tests/realworld/fixtures``, and probes those each PR would raise if it said its code runs concurrently.
 Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_corpus.py [--mirrors DIR] [--json OUT] [--precision]``.
 """
 
@@ -25,6 +25,7 @@ import asyncio
 import configparser
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -197,6 +198,18 @@ def declared_dependencies(tree: Path) -> list[str]:
     return sorted(found)
 
 
+def installed_python(minor: int) -> str | None:
+    """A working ``python3.<minor>`` of this machine: on the PATH, or one pyenv installed (its shims only run a
+    version chosen with ``pyenv global``)."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = [shutil.which(f"python3.{minor}"),
+                  *(str(p) for p in sorted(root.glob(f"versions/3.{minor}.*/bin/python3.{minor}"), reverse=True))]
+    for candidate in candidates:
+        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
 def interpreter(tree: Path, year: int) -> str:
     """The Python the project's test environment would run: the newest installed one not newer than the newest
     Python 3 its metadata lists, nor than the newest released in the commit's year (an old project's code uses what
@@ -204,7 +217,7 @@ def interpreter(tree: Path, year: int) -> str:
     text = "".join((tree / name).read_text(encoding="utf-8", errors="replace")
                    for name in ("setup.py", "setup.cfg", "pyproject.toml") if (tree / name).is_file())
     newest = max((int(minor) for minor in CLASSIFIER.findall(text)), default=99)
-    installed = {minor: found for minor in PROBE_PYTHONS if (found := shutil.which(f"python3.{minor}"))}
+    installed = {minor: found for minor in PROBE_PYTHONS if (found := installed_python(minor))}
     fitting = [minor for minor in installed if minor <= newest and PROBE_PYTHONS[minor] <= year]
     if fitting:
         return installed[max(fitting)]
@@ -289,7 +302,13 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
     return row
 
 
-def precision() -> None:
+SHARED_CLAIM = "One instance of this code is shared by all the server's request threads."
+
+
+async def precision() -> None:
+    """The race hypotheses on honest merged PRs as they are written, and as if each said its code runs
+    concurrently (every read-modify-write of instance state becomes a hypothesis): each of the latter is probed in
+    the PR's head tree, exactly as a review probes it. An honest PR must give no confirmed race."""
     from app.review.assembly import prepare
     from app.review.gitrepo import GitRepo
     from app.settings import load_settings
@@ -297,7 +316,7 @@ def precision() -> None:
 
     fixtures = Path(__file__).resolve().parents[1] / "tests" / "realworld" / "fixtures"
     prs = json.loads((fixtures / "prs.json").read_text(encoding="utf-8"))
-    total = 0
+    total = stated_total = confirmed = 0
     with tempfile.TemporaryDirectory() as root:
         for bundle in sorted(fixtures.glob("*.bundle")):
             subprocess.run(["git", "clone", "-q", "--bare", str(bundle), f"{root}/{bundle.stem}"], check=True)
@@ -306,9 +325,23 @@ def precision() -> None:
             prepared = prepare(GitRepo.open(f"{root}/{pr['repo']}"), pr["base"], pr["head"], settings=settings,
                                title=pr["title"], body=pr["body"] or "")
             races = [h.label() for h in collect_hypotheses(prepared.case, prepared.rubric) if h.kind == RACE_KIND]
+            claimed = prepared.case.model_copy(update={"body": f"{prepared.case.body}\n\n{SHARED_CLAIM}"})
+            stated = [h for h in collect_hypotheses(claimed, prepared.rubric) if h.kind == RACE_KIND and h.target]
+            head = export(Path(f"{root}/{pr['repo']}"), pr["head"], Path(root) / "trees" / pr["id"]) if stated \
+                else None
+            found = []
+            for hyp in stated:
+                assert head is not None and hyp.target is not None
+                result = await probe(head, hyp.target, sys.executable)
+                if result["confirmed"]:
+                    found.append(f"{hyp.target.qualname}: {result['tried'][-1]['effect'][:200]}")
             total += len(races)
-            print(f"{pr['id']}: {len(races)} race hypotheses {races}")
-    print(f"race hypotheses on {len(prs)} honest PRs: {total}")
+            stated_total += len(stated)
+            confirmed += len(found)
+            print(f"{pr['id']}: {len(races)} race hypotheses {races}; said to run concurrently: {len(stated)} "
+                  f"probed, {len(found)} confirmed {found}", flush=True)
+    print(f"race hypotheses on {len(prs)} honest PRs: {total}; as if each said its code runs concurrently: "
+          f"{stated_total} probed, {confirmed} confirmed")
 
 
 async def main() -> None:
@@ -319,7 +352,7 @@ async def main() -> None:
     parser.add_argument("--precision", action="store_true", help="count race hypotheses on honest real PRs")
     args = parser.parse_args()
     if args.precision:
-        precision()
+        await precision()
         return
     rows = []
     started = time.monotonic()

@@ -315,3 +315,13 @@ async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> No
     (race,) = analysis.findings
     assert race.confirmed and race.effect is not None and "lost update" in race.effect
     assert race.reproducer is not None and "import tally.counter as target" in race.reproducer
+
+
+def test_the_race_program_is_written_for_python_3_9_and_newer() -> None:
+    """A project's test environment may run an older Python than LogoMesh (an old project's code needs it)."""
+    from checks.red.probe_source import RACE_TEMPLATE
+
+    program = RACE_TEMPLATE.replace("__CONFIG__", repr("{}"), 1)
+    ast.parse(program, feature_version=(3, 9))
+    with pytest.raises(SyntaxError):
+        ast.parse(program + "\nmatch 1:\n    case 1:\n        pass\n", feature_version=(3, 9))
