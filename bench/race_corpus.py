@@ -13,7 +13,8 @@ the project's tree at the fix's parent and at the fix:
 
 A case is confirmed when the probe confirms a race in one of its functions before the fix; a fixed version must
 give none. ``--precision`` instead counts the race hypotheses on the twenty honest merged PRs of
-``tests/realworld/fixtures``, and probes those each PR would raise if it said its code runs concurrently.
+``tests/realworld/fixtures`` (as written, and as if each said its code runs concurrently), and probes every
+function and method each PR changes, hypothesis or not: an honest PR must give no confirmed race.
 Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_corpus.py [--mirrors DIR] [--json OUT] [--precision]``.
 """
 
@@ -303,6 +304,26 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
 
 
 SHARED_CLAIM = "One instance of this code is shared by all the server's request threads."
+MAX_PRECISION_TARGETS = 12
+
+
+def changed_callables(case: Any) -> list[Target]:
+    """The top-level functions and methods an honest PR adds lines to (its product code, not its tests): each is
+    probed for a race with no hypothesis asking for it, the hardest test of the probe's precision."""
+    found = []
+    for changed in case.files:
+        if changed.content is None or not changed.path.endswith(".py") or is_test_path(changed.path) \
+                or changed.status == "removed":
+            continue
+        try:
+            tree = ast.parse(changed.content)
+        except SyntaxError:
+            continue
+        added = set(changed.added_lines)
+        for func, is_method, qualname in TaintPass._functions(tree):
+            if added & set(range(func.lineno, (func.end_lineno or func.lineno) + 1)):
+                found.append(Target(path=changed.path, qualname=qualname, params=(), is_method=is_method))
+    return found
 
 
 async def precision() -> None:
@@ -316,7 +337,7 @@ async def precision() -> None:
 
     fixtures = Path(__file__).resolve().parents[1] / "tests" / "realworld" / "fixtures"
     prs = json.loads((fixtures / "prs.json").read_text(encoding="utf-8"))
-    total = stated_total = confirmed = 0
+    total = stated_total = confirmed = probed = reached = 0
     with tempfile.TemporaryDirectory() as root:
         for bundle in sorted(fixtures.glob("*.bundle")):
             subprocess.run(["git", "clone", "-q", "--bare", str(bundle), f"{root}/{bundle.stem}"], check=True)
@@ -327,21 +348,25 @@ async def precision() -> None:
             races = [h.label() for h in collect_hypotheses(prepared.case, prepared.rubric) if h.kind == RACE_KIND]
             claimed = prepared.case.model_copy(update={"body": f"{prepared.case.body}\n\n{SHARED_CLAIM}"})
             stated = [h for h in collect_hypotheses(claimed, prepared.rubric) if h.kind == RACE_KIND and h.target]
-            head = export(Path(f"{root}/{pr['repo']}"), pr["head"], Path(root) / "trees" / pr["id"]) if stated \
+            changed = changed_callables(prepared.case)[:MAX_PRECISION_TARGETS]
+            head = export(Path(f"{root}/{pr['repo']}"), pr["head"], Path(root) / "trees" / pr["id"]) if changed \
                 else None
             found = []
-            for hyp in stated:
-                assert head is not None and hyp.target is not None
-                result = await probe(head, hyp.target, sys.executable)
+            for target in changed:
+                assert head is not None
+                result = await probe(head, target, sys.executable)
                 if result["confirmed"]:
-                    found.append(f"{hyp.target.qualname}: {result['tried'][-1]['effect'][:200]}")
+                    found.append(f"{target.qualname}: {result['tried'][-1]['effect'][:200]}")
+                reached += outcome_kind(result) != "not reached"
             total += len(races)
             stated_total += len(stated)
+            probed += len(changed)
             confirmed += len(found)
-            print(f"{pr['id']}: {len(races)} race hypotheses {races}; said to run concurrently: {len(stated)} "
-                  f"probed, {len(found)} confirmed {found}", flush=True)
+            print(f"{pr['id']}: {len(races)} race hypotheses {races}; said to run concurrently: {len(stated)}; "
+                  f"changed callables probed: {len(changed)}, confirmed {len(found)} {found}", flush=True)
     print(f"race hypotheses on {len(prs)} honest PRs: {total}; as if each said its code runs concurrently: "
-          f"{stated_total} probed, {confirmed} confirmed")
+          f"{stated_total}; every changed function and method probed without a hypothesis: {probed} ({reached} "
+          f"reached), {confirmed} confirmed")
 
 
 async def main() -> None:
