@@ -12,8 +12,9 @@ the project's tree at the fix's parent and at the fix:
   :func:`checks.red.probes.judge_probe`.
 
 A case is confirmed when the probe confirms a race in one of its functions before the fix; a fixed version must
-give none. ``--precision`` instead counts the race hypotheses (each would cost a probe and could be confirmed) on
-the twenty honest merged PRs of ``tests/realworld/fixtures``.
+give none. ``--precision`` instead counts the race hypotheses on the twenty honest merged PRs of
+``tests/realworld/fixtures`` (as written, and as if each said its code runs concurrently), and probes every
+function and method each PR changes, hypothesis or not: an honest PR must give no confirmed race.
 Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_corpus.py [--mirrors DIR] [--json OUT] [--precision]``.
 """
 
@@ -22,10 +23,17 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import configparser
+import hashlib
 import json
+import os
+import re
+import shutil
 import subprocess
+import sys
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +47,12 @@ from checks.red.taint import TaintPass
 from tests.red.local_sandbox import LocalProbeSandbox
 
 SEED = 20260201
-PROBE_TIMEOUT = 60.0
+PROBE_TIMEOUT = 120.0
+ENVS = Path(tempfile.gettempdir()) / "lm-race-envs"
+REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+CLASSIFIER = re.compile(r"Programming Language :: Python :: 3\.(\d+)")
+# the interpreters the race probe runs on (it needs Python 3.9 or newer), with the year each was released
+PROBE_PYTHONS = {9: 2020, 10: 2021, 11: 2022, 12: 2023, 13: 2024}
 
 
 @dataclass(frozen=True)
@@ -128,8 +141,8 @@ def static_hypothesis(path: str, source: str, qualname: str) -> bool:
                for h in TaintPass(path, source, concurrent=True).run())
 
 
-async def probe(tree: Path, target: Target) -> dict[str, Any]:
-    sandbox = LocalProbeSandbox(tree)
+async def probe(tree: Path, target: Target, python: str) -> dict[str, Any]:
+    sandbox = LocalProbeSandbox(tree, python)
     hyp = Hypothesis(kind=RACE_KIND, path=target.path, line=1, sink="corpus", detail="corpus", target=target)
     tried = []
     for family in families(RACE_KIND):
@@ -141,6 +154,100 @@ async def probe(tree: Path, target: Target) -> dict[str, Any]:
         if outcome.confirmed:
             break
     return {"confirmed": any(t["confirmed"] for t in tried), "tried": tried}
+
+
+def declared_dependencies(tree: Path) -> list[str]:
+    """The names of the runtime dependencies the project declares at this commit (``install_requires`` in
+    setup.py or setup.cfg, ``[project] dependencies``, poetry's dependencies), without versions: the project's
+    old pins do not install on this Python, and its test environment is what a review's sandbox would have
+    installed."""
+    names: list[str] = []
+    setup = tree / "setup.py"
+    if setup.is_file():
+        try:
+            parsed = ast.parse(setup.read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            parsed = ast.Module(body=[], type_ignores=[])
+        lists = {t.id: n.value for n in ast.walk(parsed) if isinstance(n, ast.Assign)
+                 for t in n.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(parsed):
+            if isinstance(node, ast.keyword) and node.arg == "install_requires":
+                value = lists.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
+                try:
+                    names += [str(r) for r in ast.literal_eval(value)]
+                except (ValueError, TypeError, SyntaxError):
+                    continue
+    config = configparser.ConfigParser()
+    try:
+        config.read(tree / "setup.cfg", encoding="utf-8")
+    except configparser.Error:
+        config.clear()
+    if config.has_option("options", "install_requires"):
+        names += [line for line in config.get("options", "install_requires").splitlines() if line.strip()]
+    pyproject = tree / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
+        except tomllib.TOMLDecodeError:
+            data = {}
+        names += [str(r) for r in data.get("project", {}).get("dependencies", [])]
+        names += [k for k in data.get("tool", {}).get("poetry", {}).get("dependencies", {}) if k != "python"]
+    found = []
+    for requirement in names:
+        if (match := REQUIREMENT_NAME.match(requirement)) and match.group(1).lower() not in found:
+            found.append(match.group(1).lower())
+    return sorted(found)
+
+
+def installed_python(minor: int) -> str | None:
+    """A working ``python3.<minor>`` of this machine: on the PATH, or one pyenv installed (its shims only run a
+    version chosen with ``pyenv global``)."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = [shutil.which(f"python3.{minor}"),
+                  *(str(p) for p in sorted(root.glob(f"versions/3.{minor}.*/bin/python3.{minor}"), reverse=True))]
+    for candidate in candidates:
+        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+def interpreter(tree: Path, year: int) -> str:
+    """The Python the project's test environment would run: the newest installed one not newer than the newest
+    Python 3 its metadata lists, nor than the newest released in the commit's year (an old project's code uses what
+    later versions removed); the oldest the probe runs on when only older ones fit."""
+    text = "".join((tree / name).read_text(encoding="utf-8", errors="replace")
+                   for name in ("setup.py", "setup.cfg", "pyproject.toml") if (tree / name).is_file())
+    newest = max((int(minor) for minor in CLASSIFIER.findall(text)), default=99)
+    installed = {minor: found for minor in PROBE_PYTHONS if (found := installed_python(minor))}
+    fitting = [minor for minor in installed if minor <= newest and PROBE_PYTHONS[minor] <= year]
+    if fitting:
+        return installed[max(fitting)]
+    return installed[min(installed)] if installed else sys.executable
+
+
+def environment(tree: Path, year: int) -> tuple[str, list[str]]:
+    """The project's interpreter (:func:`interpreter`) with its declared dependencies installed from the package
+    index (one virtual environment per interpreter and set of names, kept between runs). Returns the
+    interpreter and the names that would not install."""
+    names = declared_dependencies(tree)
+    base = interpreter(tree, year)
+    version = subprocess.run([base, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    if not names and base == sys.executable:
+        return sys.executable, []
+    env = ENVS / hashlib.sha256(f"{version} {' '.join(names)}".encode()).hexdigest()[:16]
+    python = env / "bin" / "python"
+    missing_file = env / "missing.json"
+    if not missing_file.is_file():
+        subprocess.run([base, "-m", "venv", "--clear", str(env)], check=True, capture_output=True)
+        missing = []
+        for name in names:
+            done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                   name], capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                missing.append(name)
+        missing_file.write_text(json.dumps(missing), encoding="utf-8")
+    return str(python), json.loads(missing_file.read_text(encoding="utf-8"))
 
 
 def outcome_kind(result: dict[str, Any]) -> str:
@@ -172,6 +279,11 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
              if p.endswith(".py") and not is_test_path(p)]
     before = export(mirror, parent, scratch / f"{fix[:10]}-before")
     after = export(mirror, fix, scratch / f"{fix[:10]}-after")
+    python, missing = environment(before, int(git(mirror, "show", "-s", "--format=%cd", "--date=format:%Y",
+                                                  fix).strip()))
+    version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    row["environment"] = {"python": version, "declared": declared_dependencies(before), "not installed": missing}
     for path in paths:
         if not (after / path).exists() or not (before / path).exists():
             continue
@@ -183,15 +295,41 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
             row["functions"].append({
                 "path": path, "qualname": target.qualname,
                 "static_before": static_hypothesis(path, old_source, target.qualname),
-                "before": await probe(before, target),
-                "after": await probe(after, target),
+                "before": await probe(before, target, python),
+                "after": await probe(after, target, python),
             })
     row["confirmed_before"] = any(f["before"]["confirmed"] for f in row["functions"])
     row["confirmed_after"] = any(f["after"]["confirmed"] for f in row["functions"])
     return row
 
 
-def precision() -> None:
+SHARED_CLAIM = "One instance of this code is shared by all the server's request threads."
+MAX_PRECISION_TARGETS = 12
+
+
+def changed_callables(case: Any) -> list[Target]:
+    """The top-level functions and methods an honest PR adds lines to (its product code, not its tests): each is
+    probed for a race with no hypothesis asking for it, the hardest test of the probe's precision."""
+    found = []
+    for changed in case.files:
+        if changed.content is None or not changed.path.endswith(".py") or is_test_path(changed.path) \
+                or changed.status == "removed":
+            continue
+        try:
+            tree = ast.parse(changed.content)
+        except SyntaxError:
+            continue
+        added = set(changed.added_lines)
+        for func, is_method, qualname in TaintPass._functions(tree):
+            if added & set(range(func.lineno, (func.end_lineno or func.lineno) + 1)):
+                found.append(Target(path=changed.path, qualname=qualname, params=(), is_method=is_method))
+    return found
+
+
+async def precision() -> None:
+    """The race hypotheses on honest merged PRs as they are written, and as if each said its code runs
+    concurrently (every read-modify-write of instance state becomes a hypothesis): each of the latter is probed in
+    the PR's head tree, exactly as a review probes it. An honest PR must give no confirmed race."""
     from app.review.assembly import prepare
     from app.review.gitrepo import GitRepo
     from app.settings import load_settings
@@ -199,7 +337,7 @@ def precision() -> None:
 
     fixtures = Path(__file__).resolve().parents[1] / "tests" / "realworld" / "fixtures"
     prs = json.loads((fixtures / "prs.json").read_text(encoding="utf-8"))
-    total = 0
+    total = stated_total = confirmed = probed = reached = 0
     with tempfile.TemporaryDirectory() as root:
         for bundle in sorted(fixtures.glob("*.bundle")):
             subprocess.run(["git", "clone", "-q", "--bare", str(bundle), f"{root}/{bundle.stem}"], check=True)
@@ -208,9 +346,27 @@ def precision() -> None:
             prepared = prepare(GitRepo.open(f"{root}/{pr['repo']}"), pr["base"], pr["head"], settings=settings,
                                title=pr["title"], body=pr["body"] or "")
             races = [h.label() for h in collect_hypotheses(prepared.case, prepared.rubric) if h.kind == RACE_KIND]
+            claimed = prepared.case.model_copy(update={"body": f"{prepared.case.body}\n\n{SHARED_CLAIM}"})
+            stated = [h for h in collect_hypotheses(claimed, prepared.rubric) if h.kind == RACE_KIND and h.target]
+            changed = changed_callables(prepared.case)[:MAX_PRECISION_TARGETS]
+            head = export(Path(f"{root}/{pr['repo']}"), pr["head"], Path(root) / "trees" / pr["id"]) if changed \
+                else None
+            found = []
+            for target in changed:
+                assert head is not None
+                result = await probe(head, target, sys.executable)
+                if result["confirmed"]:
+                    found.append(f"{target.qualname}: {result['tried'][-1]['effect'][:200]}")
+                reached += outcome_kind(result) != "not reached"
             total += len(races)
-            print(f"{pr['id']}: {len(races)} race hypotheses {races}")
-    print(f"race hypotheses on {len(prs)} honest PRs: {total}")
+            stated_total += len(stated)
+            probed += len(changed)
+            confirmed += len(found)
+            print(f"{pr['id']}: {len(races)} race hypotheses {races}; said to run concurrently: {len(stated)}; "
+                  f"changed callables probed: {len(changed)}, confirmed {len(found)} {found}", flush=True)
+    print(f"race hypotheses on {len(prs)} honest PRs: {total}; as if each said its code runs concurrently: "
+          f"{stated_total}; every changed function and method probed without a hypothesis: {probed} ({reached} "
+          f"reached), {confirmed} confirmed")
 
 
 async def main() -> None:
@@ -221,7 +377,7 @@ async def main() -> None:
     parser.add_argument("--precision", action="store_true", help="count race hypotheses on honest real PRs")
     args = parser.parse_args()
     if args.precision:
-        precision()
+        await precision()
         return
     rows = []
     started = time.monotonic()

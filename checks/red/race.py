@@ -48,6 +48,7 @@ def _literal(text: object) -> str | None:
 
 
 def module_of(path: str) -> str:
+    path = path.removeprefix("src/")
     name = path[:-3].replace("/", ".") if path.endswith(".py") else path
     return name.removesuffix(".__init__")
 
@@ -55,52 +56,62 @@ def module_of(path: str) -> str:
 def reproducer(attack: Attack, data: dict[str, Any]) -> str | None:
     """A short script that shows the race outside LogoMesh: the same calls one after another, then from threads
     released together while a trace hook yields in the changed module. None when the probe's report is not plain,
-    and for a coroutine (its race is shown by the effect: tasks gathered together)."""
+    for a coroutine (its race is shown by the effect: tasks gathered together), for a pair of methods and for a
+    metaclass's method (the effect names what was called)."""
     target = attack.hypothesis.target
-    call_args = _literal(data.get("call_args"))
-    init_args = _literal(data.get("init_args"))
+    calls = _literal(data.get("call_args"))
+    init = _literal(data.get("init_args"))
     module = module_of(target.path) if target else ""
-    if target is None or call_args is None or data.get("coroutine") or not MODULE_NAME.fullmatch(module) \
-            or not QUALNAME.fullmatch(target.qualname):
+    receiver = data.get("receiver")
+    if target is None or calls is None or init is None or data.get("coroutine") or data.get("companion") \
+            or receiver not in ("init", "new", "function") or not MODULE_NAME.fullmatch(module) \
+            or not QUALNAME.fullmatch(target.qualname) or len(calls) + len(init) > 1000:
         return None
     if target.is_method:
         owner, method = target.qualname.split(".")
-        build = (f"target.{owner}(**{init_args}).{method}" if init_args not in (None, "{}")
-                 else f"target.{owner}().{method}" if init_args == "{}" else
-                 f"target.{owner}.__new__(target.{owner}).{method}")
+        build = (f"target.{owner}.__new__(target.{owner}).{method}" if receiver == "new" else
+                 f"(lambda a, k: target.{owner}(*a, **k))(*{init}).{method}")
     else:
         build = f"target.{target.qualname}"
     opcodes = attack.family == "opcode-yield"
-    if len(call_args) + len(init_args or "") > 1000:
-        return None
+    total = THREADS * CALLS
     return f'''# {target.qualname} ({target.path}): {THREADS} threads × {CALLS} calls, one after another, then together
 import collections, importlib, sys, threading, time
 import {module} as target
+
+CALLS = {calls}
 
 def yielder(frame, event, arg):  # yield at every {"opcode" if opcodes else "line"} of the changed module
     if frame.f_code.co_filename != target.__file__:
         return None
     frame.f_trace_opcodes = {opcodes}
     def local(frame, event, arg):
-        time.sleep(0)
+        time.sleep(1e-5)
         return local
     return local
+
+def one(call, index):
+    args, kwargs = CALLS[index % len(CALLS)]
+    try:
+        return repr(call(*args, **kwargs))
+    except Exception as exc:
+        return "raised " + type(exc).__name__
 
 def run(together):
     importlib.reload(target)
     call = {build}
     if not together:
-        return collections.Counter(repr(call(**{call_args})) for _ in range({THREADS * CALLS}))
+        return collections.Counter(one(call, i) for i in range({total}))
     results, barrier, installing = [], threading.Barrier({THREADS}), threading.Lock()
-    def worker():
+    def worker(number):
         barrier.wait()
         with installing:
             sys.settrace(yielder)
-        for _ in range({CALLS}):
-            results.append(repr(call(**{call_args})))
+        for i in range({CALLS}):
+            results.append(one(call, i * {THREADS} + number))
         with installing:
             sys.settrace(None)
-    threads = [threading.Thread(target=worker) for _ in range({THREADS})]
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range({THREADS})]
     [t.start() for t in threads]
     [t.join() for t in threads]
     return collections.Counter(results)

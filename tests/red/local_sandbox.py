@@ -37,8 +37,9 @@ def _scratch() -> Iterator[Path]:
 
 
 class LocalProbeSandbox:
-    def __init__(self, repo: Path) -> None:
+    def __init__(self, repo: Path, python: str = sys.executable) -> None:
         self.repo = repo
+        self.python = python  # the interpreter of the repository's environment (its dependencies installed)
         self.probes: list[str] = []  # attack probes
         self.imports: list[str] = []  # import probes
 
@@ -58,7 +59,7 @@ class LocalProbeSandbox:
                    "HOME": str(tmp)}
             started = time.monotonic()
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", str(probe), cwd=work, env=env,
+                self.python, "-I", str(probe), cwd=work, env=env,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             try:
                 out, err = await asyncio.wait_for(proc.communicate(), timeout_seconds)

@@ -10,10 +10,14 @@ from pathlib import Path
 import pytest
 
 from checks.red.assumptions import stated_concurrency
-from checks.red.hypotheses import RACE_KIND
+from checks.red.hypotheses import RACE_KIND, Hypothesis, Target
+from checks.red.hypotheses import Attack as Probe
+from checks.red.payloads import families
+from checks.red.probes import ProbeOutcome, build_probe, judge_probe, probe_nonce
 from checks.red.taint import TaintPass
 from tests.red.conftest import Attack
 from tests.red.fixtures import write_repo
+from tests.red.local_sandbox import LocalProbeSandbox
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ratelimit"
 LIMITER = (EXAMPLE / "feature" / "ratelimit" / "limiter.py").read_text(encoding="utf-8")
@@ -154,3 +158,170 @@ async def test_a_coroutine_checking_then_acting_across_an_await_is_confirmed_wit
     fixed, _a, _b = await attack({"shop/admission.py": locked},
                                  body="Admission is shared by the concurrent requests of the server.")
     assert fixed.findings == ()
+
+
+REGISTRY = '''"""One client per service, made on first use."""
+
+
+class Client:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._made: dict[str, Client] = {}
+
+    def client(self, name: str) -> Client:
+        found = self._made.get(name)
+        if found is None:
+            found = Client(name)
+            self._made[name] = found
+        return found
+'''
+ZONES = '''"""Time zones, one instance per name, the most recently used kept alive."""
+from collections import OrderedDict
+
+
+class _Cached(type):
+    def __init__(cls, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        cls._recent = OrderedDict()
+        cls._keep = 3
+
+    def __call__(cls, name):
+        instance = super().__call__(name)
+        cls._recent[name] = cls._recent.pop(name, instance)
+        if len(cls._recent) > cls._keep:
+            cls._recent.popitem(last=False)
+        return instance
+
+
+class Zone(metaclass=_Cached):
+    def __init__(self, name):
+        self.name = name
+'''
+ZONE_TESTS = '''from shop.zones import Zone
+
+
+def test_names():
+    for zone in (Zone("UTC"), Zone("CET"), Zone("EST"), Zone("PST"), Zone("JST"), Zone(name="IST")):
+        assert zone.name
+'''
+POOL = '''"""Connections waiting to be reused."""
+
+
+class Pool:
+    def __init__(self) -> None:
+        self.idle: list[str] = []
+        self.closed = False
+
+    def put(self, conn: str) -> None:
+        if self.closed:
+            return
+        self.idle.append(conn)
+
+    def close(self) -> None:
+        self.closed = True
+        while self.idle:
+            self.idle.pop()
+'''
+STATED = "The registry is shared by all the server's request threads."
+
+
+def _locked(source: str, methods: dict[str, str]) -> str:
+    """``source`` with the bodies of ``methods`` (name → first body line) under one lock of the module."""
+    lines = ["import threading", "_LOCK = threading.RLock()", *source.splitlines()]
+    out: list[str] = []
+    inside = ""
+    for line in lines:
+        stripped = line.strip()
+        if inside and line.startswith("        ") and stripped:
+            out.append("    " + line)
+            continue
+        inside = ""
+        out.append(line)
+        for name in methods:
+            if stripped.startswith(f"def {name}("):
+                out.append("        with _LOCK:")
+                inside = name
+    return "\n".join(out) + "\n"
+
+
+async def _probe(tmp_path: Path, modules: dict[str, str], path: str, qualname: str) -> ProbeOutcome:
+    """The race probe of one callable, run for real whatever the static pass says (a locked version too)."""
+    repo = write_repo(tmp_path / f"direct{len(list(tmp_path.iterdir()))}", modules)
+    target = Target(path=path, qualname=qualname, params=(), is_method="." in qualname)
+    hypothesis = Hypothesis(kind=RACE_KIND, path=path, line=1, sink="state", detail="state", target=target)
+    sandbox = LocalProbeSandbox(repo)
+    for family in families(RACE_KIND):
+        probe = Probe(hypothesis, "*", family.name)
+        nonce = probe_nonce(7, probe)
+        outcome = judge_probe(probe, nonce, await sandbox.run_probe(build_probe(probe, nonce, 7), 60.0))
+        if outcome.confirmed:
+            return outcome
+    return outcome
+
+
+async def test_an_object_built_twice_for_one_key_is_confirmed(attack: Attack, tmp_path: Path) -> None:
+    analysis, _agent, _sandbox = await attack({"shop/registry.py": REGISTRY}, body=STATED)
+    (race,) = analysis.findings
+    assert race.confirmed and race.effect is not None
+    assert "one object expected, several built" in race.effect and "client#0" in race.effect
+    locked = _locked(REGISTRY, {"client": ""})
+    assert "with _LOCK:" in locked
+    fixed = await _probe(tmp_path, {"shop/registry.py": locked}, "shop/registry.py", "Registry.client")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)")
+
+
+async def test_a_metaclass_cache_is_driven_through_its_classes_with_the_tests_arguments(
+        attack: Attack, tmp_path: Path) -> None:
+    modules = {"shop/zones.py": ZONES, "tests/test_zones.py": ZONE_TESTS}
+    analysis, _agent, _sandbox = await attack(modules, body="Zone lookups are shared by the request threads.")
+    (race,) = [f for f in analysis.findings if f.id.startswith(RACE_KIND)]
+    assert race.confirmed and race.effect is not None
+    # six names from the tests, three kept: two threads both evicting leave fewer than any order of the calls, or
+    # one evicts what the other just moved; with one inferred name the cache never evicts and nothing is seen
+    assert race.effect.startswith(("a broken size: self._recent holds", "an exception only under concurrency"))
+    assert "every sequential order 3" in race.effect or "KeyError" in race.effect
+    assert race.reproducer is None
+    locked = _locked(ZONES, {"__call__": ""})
+    fixed = await _probe(tmp_path, {"shop/zones.py": locked, "tests/test_zones.py": ZONE_TESTS}, "shop/zones.py",
+                         "_Cached.__call__")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)")
+
+
+async def test_a_check_in_one_method_and_an_act_in_another_are_driven_together(
+        attack: Attack, tmp_path: Path) -> None:
+    analysis, _agent, _sandbox = await attack({"shop/pool.py": POOL},
+                                              body="One pool is shared by the worker threads.")
+    (race,) = analysis.findings
+    assert race.confirmed and race.effect is not None
+    # close() alone has no race; a put() that checked `closed` before close() emptied the pool leaves a connection,
+    # or one that appended between close()'s check and its pop makes the pop fail
+    assert race.effect.startswith(("a broken size: self.idle holds 1", "an exception only under concurrency"))
+    assert "(close and put called together)" in race.effect and race.reproducer is None
+    locked = _locked(POOL, {"put": "", "close": ""})
+    fixed = await _probe(tmp_path, {"shop/pool.py": locked}, "shop/pool.py", "Pool.close")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)")
+
+
+async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> None:
+    modules = {"src/tally/__init__.py": "", "src/tally/base.py": "START = 0\n",
+               "src/tally/counter.py": COUNTER.replace("import threading\n",
+                                                       "import threading\n\nfrom .base import START\n")
+               .replace("self.value = 0", "self.value = START")}
+    analysis, _agent, _sandbox = await attack(modules)
+    (race,) = analysis.findings
+    assert race.confirmed and race.effect is not None and "lost update" in race.effect
+    assert race.reproducer is not None and "import tally.counter as target" in race.reproducer
+
+
+def test_the_race_program_is_written_for_python_3_9_and_newer() -> None:
+    """A project's test environment may run an older Python than LogoMesh (an old project's code needs it)."""
+    from checks.red.probe_source import RACE_TEMPLATE
+
+    program = RACE_TEMPLATE.replace("__CONFIG__", repr("{}"), 1)
+    ast.parse(program, feature_version=(3, 9))
+    with pytest.raises(SyntaxError):
+        ast.parse(program + "\nmatch 1:\n    case 1:\n        pass\n", feature_version=(3, 9))

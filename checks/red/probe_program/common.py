@@ -34,12 +34,21 @@ def module_name(path: str) -> str:
 
 
 def import_module(path: str) -> ModuleType:
-    if REPO not in sys.path:
-        sys.path.insert(0, REPO)
-    name = module_name(path)
+    """The changed module under its real name: from the repository's root, or from its ``src/`` directory (a src
+    layout); a file outside any package is loaded on its own. An import that fails inside the project (a missing
+    dependency, a syntax this Python rejects) fails with its own error."""
+    roots = [REPO] + ([os.path.join(REPO, "src")] if path.startswith("src/") else [])
+    for root in reversed(roots):
+        if root not in sys.path:
+            sys.path.insert(0, root)
+    name = module_name(path.removeprefix("src/") if path.startswith("src/") else path)
+    if os.path.isfile(os.path.join(os.path.dirname(os.path.join(REPO, path)), "__init__.py")):
+        return importlib.import_module(name)
     try:
         return importlib.import_module(name)
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not name.startswith(exc.name):
+            raise
         spec = importlib.util.spec_from_file_location(name.rpartition(".")[2], os.path.join(REPO, path))
         if spec is None or spec.loader is None:
             raise

@@ -1,23 +1,34 @@
 # ruff: noqa: I001 - the lines above the program line are not part of the program's import block
-"""The race probe: drives one changed callable from several threads at once with forced interleavings and compares
-what they leave behind with the same calls made one after another.
+"""The race probe: drives one changed callable — alone, and paired with another method of the same object that
+touches the same state — from several threads at once with forced interleavings, and compares what they leave
+behind with the same calls made one after another.
 
-Each trial reloads the changed module (fresh module state) and builds a fresh instance (for a method), then runs the
-same ``threads × calls`` calls three ways: one after another in one thread (the reference), from threads
-serialised by one lock (the control: what threads alone change, e.g. thread-local state), and from threads released
-together by a barrier while a trace hook on the changed module yields (``time.sleep(0)``) at its lines or opcodes,
-under a tiny switch interval. Clocks are frozen so that time-based state is the same in every run. It reports the
-first trial whose concurrent run differs from the reference while the control does not.
+The subject is built the way the project builds it: a method's receiver from its class's constructor, with the
+arguments of a call the project's own tests make (literal arguments only) or, failing that, values inferred from
+the parameters' defaults, annotations and names; a metaclass method's receiver is a class built with that
+metaclass. Calls cycle through the literal argument sets the tests pass to the callable (so that a cache sees
+several keys), else use one inferred set (so that every call touches the same state).
+
+Each trial reloads the changed module (fresh module state) and builds a fresh receiver, then runs the same calls
+three ways: one after another in one thread (the reference), from threads serialised by one lock (the control:
+another sequential order, plus what threads alone change, e.g. thread-local state), and from threads released
+together by a barrier while a trace hook on the changed module yields (a 10 µs sleep) at its lines or
+opcodes, under a tiny switch interval. Clocks are frozen so that time-based state is the same in every run. A
+concurrent run is a race when it gives what neither sequential order gives: an exception, more successes, more
+distinct objects for one key (a cache or singleton built twice), a container of another size, or — when both
+sequential orders agree exactly — other results or another final state.
 """
 
 # Above the program line: for linters and type checkers only (the joined program defines these names itself).
-from checks.red.probe_program.common import CONFIG, WATCH, emit, failure, import_module
+from checks.red.probe_program.common import CONFIG, REPO, WATCH, emit, failure, import_module
 
 # --- program ---
+import ast
 import asyncio
 import collections
 import importlib
 import inspect
+import os
 import random
 import re
 import sys
@@ -29,10 +40,18 @@ from typing import Any
 NUMERIC = re.compile(r"(limit|max|rate|capacity|count|size|burst|num|n$|amount|quota|tokens|per_)")
 SECONDS = re.compile(r"(window|period|seconds|interval|timeout|ttl|delay|duration|refill)")
 ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+TEST_FILE = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$")
 FROZEN = 1_700_000_000.0
+YIELD_SECONDS = 1e-5
+MAX_TEST_FILES = 400
+MAX_ARGUMENT_SETS = 12
+MAX_COMPANIONS = 3
+# methods that are a class's way in for callers: a check and an act on the same state are usually two of these
+PROTOCOL = ("__getitem__", "__setitem__", "__delitem__", "__contains__", "__len__", "__call__", "__iter__")
 _sleep = time.sleep
 # Installing a trace function runs audit hooks, which may switch threads: two threads installing at once fail.
 INSTALLING = threading.Lock()
+Call = tuple[tuple[object, ...], dict[str, object]]
 
 
 def freeze_clocks() -> None:
@@ -75,10 +94,70 @@ def arguments(func: Any, skip_first: bool) -> dict[str, object]:
     return values
 
 
+class TestCalls:
+    """The literal argument sets of the calls the project's tests make, by the called name."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, list[Call]] | None = None
+
+    def _scan(self) -> dict[str, list[Call]]:
+        found: dict[str, list[Call]] = collections.defaultdict(list)
+        seen: set[tuple[str, str]] = set()
+        files = 0
+        for root, dirs, names in os.walk(REPO):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv"))
+            for file in sorted(names):
+                rel = os.path.relpath(os.path.join(root, file), REPO).replace(os.sep, "/")
+                if not file.endswith(".py") or not TEST_FILE.search(rel) or files >= MAX_TEST_FILES:
+                    continue
+                files += 1
+                try:
+                    with open(os.path.join(root, file), encoding="utf-8", errors="replace") as handle:
+                        tree = ast.parse(handle.read(300_000))
+                except (SyntaxError, ValueError, OSError, RecursionError):
+                    continue
+                for node in ast.walk(tree):
+                    if not isinstance(node, ast.Call):
+                        continue
+                    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                    if not isinstance(name, str):
+                        continue
+                    try:
+                        call: Call = (tuple(ast.literal_eval(a) for a in node.args),
+                                      {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg})
+                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                        continue
+                    if any(k.arg is None for k in node.keywords) or (name, repr(call)) in seen:
+                        continue
+                    seen.add((name, repr(call)))
+                    found[name].append(call)
+        return found
+
+    def of(self, name: str, func: Any, skip_first: bool = False) -> list[Call]:
+        """The tests' literal calls of ``name`` that ``func``'s signature accepts."""
+        if self.by_name is None:
+            self.by_name = self._scan()
+        try:
+            signature = inspect.signature(func)
+        except (TypeError, ValueError):
+            return []
+        accepted = []
+        for args, kwargs in self.by_name.get(name, []):
+            try:
+                signature.bind(*((None,) if skip_first else ()), *args, **kwargs)
+            except TypeError:
+                continue
+            accepted.append((args, kwargs))
+        return accepted[:MAX_ARGUMENT_SETS]
+
+
+TESTS = TestCalls()
+
+
 def snapshot(value: object, depth: int = 0) -> object:
     """A comparable picture of a state value: containers as sorted multisets (order of equal calls is no race),
     objects by their attributes, locks and callables by their type."""
-    if isinstance(value, bool | int | str | bytes | type(None)):
+    if isinstance(value, (bool, int, str, bytes, type(None))):
         return value
     if isinstance(value, float):
         return round(value, 6)
@@ -86,7 +165,7 @@ def snapshot(value: object, depth: int = 0) -> object:
         return type(value).__name__
     if isinstance(value, dict):
         return sorted((repr(snapshot(k, depth + 1)), repr(snapshot(v, depth + 1))) for k, v in value.items())[:500]
-    if isinstance(value, list | tuple | set | frozenset | collections.deque):
+    if isinstance(value, (list, tuple, set, frozenset, collections.deque)):
         return sorted(repr(snapshot(v, depth + 1)) for v in value)[:500]
     if callable(value) or isinstance(value, ModuleType) or "lock" in type(value).__name__.lower():
         return type(value).__name__
@@ -96,50 +175,153 @@ def snapshot(value: object, depth: int = 0) -> object:
     return type(value).__name__
 
 
-def state(module: ModuleType, owner: Any) -> object:
-    if owner is not None:
-        return {"instance": snapshot(owner), "class": snapshot({k: v for k, v in vars(type(owner)).items()
-                                                               if not k.startswith("__")})}
-    return snapshot({k: v for k, v in vars(module).items() if not k.startswith("__")})
+def sizes(values: dict[str, Any]) -> dict[str, int]:
+    """The length of every container among ``values`` (a cache's size does not depend on the order of calls)."""
+    found = {}
+    for name, value in values.items():
+        if isinstance(value, (dict, list, set, collections.deque)) and not name.startswith("__"):
+            found[name] = len(value)
+    return found
 
 
-def outcome(call: Any) -> str:
+def outcome(call: Any) -> tuple[str, object]:
     try:
-        return ADDRESS.sub("", repr(call()))[:200]
+        value = call()
+        return ADDRESS.sub("", repr(value))[:200], value
     except Exception as exc:
-        return "raised " + type(exc).__name__
+        return "raised " + type(exc).__name__, None
+
+
+def is_value(obj: object) -> bool:
+    return isinstance(obj, (bool, int, float, str, bytes, type(None)))
 
 
 class Subject:
-    """A fresh copy of the changed module and of the instance the calls share."""
+    """A fresh copy of the changed module, the receiver the calls share, and the calls each thread makes."""
 
-    def __init__(self) -> None:
+    def __init__(self, companion: str | None = None) -> None:
         loaded = set(sys.modules)
         module = import_module(CONFIG["path"])
         self.module = importlib.reload(module) if module.__name__ in loaded else module
         parts = CONFIG["qualname"].split(".")
         self.owner: Any = None
-        self.init_args: dict[str, object] = {}
+        self.init_args: Call = ((), {})
+        self.name = parts[-1]
         if CONFIG["is_method"]:
             cls = getattr(self.module, parts[0])
-            self.init_args = arguments(cls.__init__, skip_first=True) if "__init__" in vars(cls) else {}
-            try:
-                self.owner = cls(**self.init_args)
-            except Exception:
-                self.init_args = {}
-                self.owner = cls.__new__(cls)
+            self.owner = self.receiver(cls)
             self.target = getattr(self.owner, parts[1])
         else:
             self.target = self.module
             for part in parts:
                 self.target = getattr(self.target, part)
-        self.call_args = arguments(self.target, skip_first=False)
+        self.calls = self.calls_of(self.name, self.target)
+        self.companion = companion
+        self.companion_target = getattr(self.owner, companion) if companion else None
+        self.companion_calls = self.calls_of(companion, self.companion_target) if companion else []
 
-    def call(self) -> str:
-        return outcome(lambda: self.target(**self.call_args))
+    def receiver(self, cls: type) -> Any:
+        if isinstance(cls, type) and issubclass(cls, type):
+            return self.built_with(cls)
+        own_init = "__init__" in vars(cls)
+        for args, kwargs in TESTS.of(cls.__name__, cls.__init__, skip_first=True) if own_init else []:
+            try:
+                made = cls(*args, **kwargs)
+            except Exception:  # noqa: S112 - a test's call may need its fixtures: try the next one
+                continue
+            self.init_args = (args, kwargs)
+            return made
+        inferred = arguments(cls.__init__, skip_first=True) if own_init else {}
+        try:
+            made = cls(**inferred)
+            self.init_args = ((), inferred)
+            return made
+        except Exception:
+            self.init_args = ((), {"__new__": True})
+            return cls.__new__(cls)
+
+    def built_with(self, metaclass: type) -> Any:
+        """A class built with ``metaclass`` (the receiver of its methods): in the changed module, else in another
+        loaded module of the project, which is reloaded so that the class is rebuilt with the fresh metaclass."""
+
+        def built(value: object) -> bool:
+            kind = type(value)
+            return isinstance(value, type) and kind.__qualname__ == metaclass.__qualname__ \
+                and kind.__module__ == metaclass.__module__
+
+        for _, value in sorted(vars(self.module).items()):
+            if built(value) and getattr(value, "__module__", "") == self.module.__name__:
+                return value
+        top = self.module.__name__.split(".")[0]
+        for name, mod in sorted(sys.modules.items()):
+            if mod is None or mod is self.module or not (name == top or name.startswith(top + ".")):
+                continue
+            for attribute, value in sorted(vars(mod).items()):
+                if built(value) and getattr(value, "__module__", "") == name:
+                    fresh = getattr(importlib.reload(mod), attribute, None)
+                    if isinstance(fresh, metaclass):
+                        return fresh
+        raise LookupError(f"no class built with {metaclass.__qualname__} in the project's modules")
+
+    def calls_of(self, name: str, func: Any) -> list[Call]:
+        # a metaclass's method is called by calling the class built with it: the tests call that class
+        called = self.owner.__name__ if isinstance(self.owner, type) and name == self.name else name
+        return TESTS.of(called, func) or [((), arguments(func, skip_first=False))]
+
+    def call(self, index: int) -> tuple[str, object]:
+        """Call ``index`` of one run: the target's, or (odd calls of a paired run) its companion's."""
+        if self.companion_target is not None and index % 2:
+            args, kwargs = self.companion_calls[(index // 2) % len(self.companion_calls)]
+            return outcome(lambda: self.companion_target(*args, **kwargs))
+        args, kwargs = self.calls[(index // (2 if self.companion else 1)) % len(self.calls)]
+        return outcome(lambda: self.target(*args, **kwargs))
+
+    def key(self, index: int) -> str:
+        """Which calls are expected to give the same object (the same callable and arguments)."""
+        if self.companion_target is not None and index % 2:
+            return f"{self.companion}#{(index // 2) % len(self.companion_calls)}"
+        return f"{self.name}#{(index // (2 if self.companion else 1)) % len(self.calls)}"
 
     def state(self) -> object:
-        return state(self.module, self.owner)
+        if self.owner is not None:
+            return {"instance": snapshot(self.owner), "class": snapshot(
+                {k: v for k, v in vars(type(self.owner)).items() if not k.startswith("__")})}
+        return snapshot({k: v for k, v in vars(self.module).items() if not k.startswith("__")})
+
+    def sizes(self) -> dict[str, int]:
+        if self.owner is not None:
+            return sizes({**{f"class.{k}": v for k, v in vars(type(self.owner)).items()},
+                          **{f"self.{k}": v for k, v in getattr(self.owner, "__dict__", {}).items()}})
+        return sizes(vars(self.module))
+
+    def describe(self) -> dict[str, object]:
+        """How the subject was built and called, as literals (the reproducer rebuilds it from them)."""
+        receiver = "metaclass" if isinstance(self.owner, type) else "new" if "__new__" in self.init_args[1] \
+            else "init" if self.owner is not None else "function"
+        return {"receiver": receiver, "init_args": repr(self.init_args), "call_args": repr(self.calls)[:2000]}
+
+
+def companions(subject: Subject) -> list[str]:
+    """Other methods of the receiver's class that read or write the attributes the target touches: a check in one
+    and an act in the other race as surely as a read-modify-write in one."""
+    owner = subject.owner
+    if owner is None or isinstance(owner, type):
+        return []
+    code = getattr(getattr(subject.target, "__func__", None), "__code__", None)
+    state = set(getattr(owner, "__dict__", {}))
+    if code is None or not state:
+        return []
+    touched = set(code.co_names) & state
+    found = []
+    for name, member in sorted(vars(type(owner)).items()):
+        func = getattr(member, "__code__", None)
+        if name == subject.name or func is None or (name.startswith("__") and name not in PROTOCOL):
+            continue
+        if touched & set(func.co_names):
+            found.append(name)
+    # the container protocol first (get/set pairs are where a cache checks and acts), then public methods, then
+    # the private helpers a public method hands the state to (returning a connection to a pool)
+    return sorted(found, key=lambda n: (n not in PROTOCOL, n.startswith("_"), n))[:MAX_COMPANIONS]
 
 
 def interleaver(filename: str, opcodes: bool, rng: random.Random) -> Any:
@@ -147,7 +329,9 @@ def interleaver(filename: str, opcodes: bool, rng: random.Random) -> Any:
 
     def local(frame: FrameType, event: str, arg: object) -> Any:
         if event in ("line", "opcode") and rng.random() < 0.7:
-            _sleep(0)
+            # a sleep of zero may hand the interpreter straight back to this thread (as Python 3.9 does): a short
+            # real sleep lets another thread run
+            _sleep(YIELD_SECONDS)
         return local
 
     def hook(frame: FrameType, event: str, arg: object) -> Any:
@@ -159,74 +343,92 @@ def interleaver(filename: str, opcodes: bool, rng: random.Random) -> Any:
     return hook
 
 
-def run_tasks(subject: Subject, threads: int, calls: int, mode: str) -> list[str]:
+def run_tasks(subject: Subject, threads: int, calls: int, mode: str) -> list[tuple[int, tuple[str, object]]]:
     """A coroutine target: the same calls awaited one after another, or from tasks gathered together (they
     interleave at every ``await``; the control makes them take turns with one ``asyncio.Lock``)."""
 
-    async def one() -> str:
+    async def one(index: int) -> tuple[int, tuple[str, object]]:
+        args, kwargs = subject.calls[index % len(subject.calls)]
         try:
-            return ADDRESS.sub("", repr(await subject.target(**subject.call_args)))[:200]
+            value = await subject.target(*args, **kwargs)
+            return index, (ADDRESS.sub("", repr(value))[:200], value)
         except Exception as exc:
-            return "raised " + type(exc).__name__
+            return index, ("raised " + type(exc).__name__, None)
 
-    async def task(turns: asyncio.Lock | None) -> list[str]:
+    async def task(worker: int, turns: asyncio.Lock | None) -> list[tuple[int, tuple[str, object]]]:
         mine = []
-        for _ in range(calls):
+        for number in range(calls):
             if turns is None:
-                mine.append(await one())
+                mine.append(await one(worker * calls + number))
             else:
                 async with turns:
-                    mine.append(await one())
+                    mine.append(await one(worker * calls + number))
         return mine
 
-    async def drive() -> list[str]:
+    async def drive() -> list[tuple[int, tuple[str, object]]]:
         if mode == "sequential":
-            return [await one() for _ in range(threads * calls)]
+            return [await one(index) for index in range(threads * calls)]
         turns = asyncio.Lock() if mode == "control" else None
-        parts = await asyncio.wait_for(asyncio.gather(*(task(turns) for _ in range(threads))), 5.0)
+        parts = await asyncio.wait_for(asyncio.gather(*(task(w, turns) for w in range(threads))), 5.0)
         return [result for part in parts for result in part]
 
     return asyncio.run(drive())
 
 
-def run(threads: int, calls: int, mode: str, seed: int) -> dict[str, Any]:
-    subject = Subject()
-    results: list[str] = []
-    if inspect.iscoroutinefunction(subject.target):
-        results = run_tasks(subject, threads, calls, mode)
-        return {"results": collections.Counter(results), "state": subject.state(), "subject": subject}
-    if mode == "sequential":
-        results = [subject.call() for _ in range(threads * calls)]
-        return {"results": collections.Counter(results), "state": subject.state(), "subject": subject}
-    barrier = threading.Barrier(threads)
-    serial = threading.Lock()
-    filename = getattr(subject.module, "__file__", "") or ""
-    guard = threading.Lock()
+def orders(total: int) -> dict[str, list[int]]:
+    """Sequential orders of the same calls beyond the first: reversed, and (for a pair) all of one method's calls
+    before the other's either way — the extremes a state that depends on the order of calls can take."""
+    forward = list(range(total))
+    evens, odds = forward[0::2], forward[1::2]
+    return {"sequential-reversed": forward[::-1], "sequential-evens": evens + odds, "sequential-odds": odds + evens}
 
-    def worker(index: int) -> None:
-        mine: list[str] = []
-        barrier.wait()
-        if mode != "control":
+
+def run(threads: int, calls: int, mode: str, seed: int, companion: str | None) -> dict[str, Any]:
+    subject = Subject(companion)
+    done: list[tuple[int, tuple[str, object]]] = []
+    hung = 0
+    if inspect.iscoroutinefunction(subject.target) and companion is None:
+        done = run_tasks(subject, threads, calls, mode if mode in ("control", "sequential") else "concurrent")
+    elif mode.startswith("sequential"):
+        order = orders(threads * calls).get(mode, list(range(threads * calls)))
+        done = [(index, subject.call(index)) for index in order]
+    else:
+        barrier = threading.Barrier(threads)
+        serial = threading.Lock()
+        filename = getattr(subject.module, "__file__", "") or ""
+        guard = threading.Lock()
+
+        def worker(number: int) -> None:
+            mine: list[tuple[int, tuple[str, object]]] = []
+            barrier.wait()
+            if mode != "control":
+                with INSTALLING:
+                    sys.settrace(interleaver(filename, mode == "opcode-yield", random.Random(seed * 1000 + number)))  # noqa: S311 - a schedule, not a secret
+            for call in range(calls):
+                index = call * threads + number  # a paired run: neighbouring threads call the target and its pair
+                if mode == "control":
+                    with serial:
+                        mine.append((index, subject.call(index)))
+                else:
+                    mine.append((index, subject.call(index)))
             with INSTALLING:
-                sys.settrace(interleaver(filename, mode == "opcode-yield", random.Random(seed * 1000 + index)))  # noqa: S311 - a schedule, not a secret
-        for _ in range(calls):
-            if mode == "control":
-                with serial:
-                    mine.append(subject.call())
-            else:
-                mine.append(subject.call())
-        with INSTALLING:
-            sys.settrace(None)
-        with guard:
-            results.extend(mine)
+                sys.settrace(None)
+            with guard:
+                done.extend(mine)
 
-    workers = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(threads)]
-    for thread in workers:
-        thread.start()
-    for thread in workers:
-        thread.join(timeout=5.0)
-    hung = sum(thread.is_alive() for thread in workers)
-    return {"results": collections.Counter(results), "state": subject.state(), "hung": hung, "subject": subject}
+        workers = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(threads)]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join(timeout=5.0)
+        hung = sum(thread.is_alive() for thread in workers)
+    objects: dict[str, set[int]] = collections.defaultdict(set)
+    for index, (_, value) in done:
+        if not is_value(value):
+            objects[subject.key(index)].add(id(value))
+    return {"results": collections.Counter(text for _, (text, _) in done), "state": subject.state(),
+            "sizes": subject.sizes(), "distinct": {k: len(v) for k, v in objects.items()}, "hung": hung,
+            "subject": subject, "keep": done, "identical": companion is None and len(subject.calls) == 1}
 
 
 def successes(counter: collections.Counter[str]) -> int:
@@ -234,18 +436,44 @@ def successes(counter: collections.Counter[str]) -> int:
                value.startswith("raised "))
 
 
-def compare(reference: dict[str, Any], other: dict[str, Any]) -> str | None:
-    """How ``other`` differs from the reference (None: not at all)."""
+def invariant_broken(serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
+    """What ``other`` gives that no sequential order of the same calls gave (they differ only in order)."""
     if other.get("hung"):
         return f"{other['hung']} thread(s) never finished"
-    raised = {v for v in other["results"] if v.startswith("raised ")} - set(reference["results"])
+    raised = {v for v in other["results"] if v.startswith("raised ")} - {
+        v for run in serial for v in run["results"]}
     if raised:
         return "an exception only under concurrency: " + ", ".join(sorted(raised))
+    allowed = max(successes(run["results"]) for run in serial)
+    if successes(other["results"]) > allowed:
+        return (f"a limit exceeded: {successes(other['results'])} calls succeeded, one after another only "
+                f"{allowed} do")
+    for key, count in sorted(other["distinct"].items()):
+        most = max(run["distinct"].get(key, 0) for run in serial)
+        if count > most and most <= 2:
+            return (f"one object expected, several built: the same call ({key}) returned {count} distinct objects, "
+                    f"one after another {most}")
+    for name, size in sorted(other["sizes"].items()):
+        seen = [run["sizes"][name] for run in serial if name in run["sizes"]]
+        if len(seen) == len(serial) and not min(seen) <= size <= max(seen):
+            after = f"{seen[0]}" if min(seen) == max(seen) else f"{min(seen)} to {max(seen)}"
+            return f"a broken size: {name} holds {size} items, after every sequential order {after}"
+    return None
+
+
+def compare(serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
+    """How ``other`` differs from every sequential run (None: not in a way no sequential order explains)."""
+    broken = invariant_broken(serial, other)
+    if broken is not None:
+        return broken
+    reference = serial[0]
+    exact = reference["identical"] and all(run["results"] == reference["results"] and run["state"] ==
+                                           reference["state"] for run in serial)
+    if not exact:
+        # different calls (several arguments, a pair of methods) may depend on their order: the orders tried are
+        # not all, so only the invariants above tell a race
+        return None
     if other["results"] != reference["results"]:
-        more = successes(other["results"]) - successes(reference["results"])
-        if more > 0:
-            return (f"a limit exceeded: {successes(other['results'])} calls succeeded, one after another only "
-                    f"{successes(reference['results'])} do")
         return "results no sequential order gives: " + ", ".join(
             f"{v} ×{n}" for v, n in sorted(other["results"].items()))[:300]
     if other["state"] != reference["state"]:
@@ -253,38 +481,59 @@ def compare(reference: dict[str, Any], other: dict[str, Any]) -> str | None:
     return None
 
 
+def control_differs(serial: list[dict[str, Any]], control: dict[str, Any]) -> str | None:
+    """What threads change even when their calls never overlap (thread-local or thread-id state): the same
+    invariants, so that an order-dependent cache is not taken for one."""
+    return invariant_broken(serial, control)
+
+
 def main() -> None:
     freeze_clocks()
     threads, calls, trials = CONFIG["threads"], CONFIG["calls"], CONFIG["trials"]
     try:
-        reference = run(threads, calls, "sequential", 0)
+        reference = run(threads, calls, "sequential", 0, None)
     except BaseException as exc:
         emit("import", sightings=WATCH.take(), **failure(exc))
         return
     emit("import", ok=True, sightings=WATCH.take())
     subject: Subject = reference["subject"]
-    described = {"init_args": repr(subject.init_args), "call_args": repr(subject.call_args),
-                 "coroutine": inspect.iscoroutinefunction(subject.target),
+    described = {**subject.describe(), "coroutine": inspect.iscoroutinefunction(subject.target),
                  "sequential": dict(reference["results"])}
-    again = run(threads, calls, "sequential", 0)
+    again = run(threads, calls, "sequential", 0, None)
     if again["results"] != reference["results"] or again["state"] != reference["state"]:
         emit("race", ok=True, inconclusive="the same calls made one after another do not give the same result "
              "twice", trials=0, **described)
         return
+    pairs: list[str | None] = [None, *companions(subject)]
     sys.setswitchinterval(1e-6)
+    skipped: list[str] = []
     for trial in range(trials):
-        control = run(threads, calls, "control", trial)
-        if compare(reference, control) is not None:
-            emit("race", ok=True, inconclusive="threads change the result even when their calls never overlap: "
-                 + str(compare(reference, control)), trials=trial + 1, **described)
-            return
-        concurrent = run(threads, calls, CONFIG["family"], CONFIG["seed"] + trial)
-        found = compare(reference, concurrent)
+        pair = pairs[trial % len(pairs)]
+        try:
+            first = reference if pair is None else run(threads, calls, "sequential", 0, pair)
+            serial = [first] if first["identical"] else \
+                [first, *(run(threads, calls, order, 0, pair) for order in orders(threads * calls))]
+            control = run(threads, calls, "control", trial, pair)
+        except Exception as exc:
+            skipped.append(f"{pair}: {type(exc).__name__}")
+            continue
+        if (why := control_differs(serial, control)) is not None:
+            if pair is None:
+                emit("race", ok=True, inconclusive="threads change the result even when their calls never overlap: "
+                     + why, trials=trial + 1, **described)
+                return
+            skipped.append(f"{pair}: {why}"[:100])
+            continue
+        concurrent = run(threads, calls, CONFIG["family"], CONFIG["seed"] + trial, pair)
+        found = compare([*serial, control], concurrent)
         if found is not None:
+            if pair is not None:
+                found = f"{found} ({CONFIG['qualname'].split('.')[-1]} and {pair} called together)"
+                described["companion"] = pair
             emit("race", ok=True, confirmed=found, trials=trial + 1, concurrent=dict(concurrent["results"]),
                  **described)
             return
-    emit("race", ok=True, trials=trials, **described)
+    emit("race", ok=True, trials=trials, paired=[p for p in pairs if p], **described)
 
 
 main()
