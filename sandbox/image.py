@@ -46,8 +46,11 @@ DEFAULT_SUITE = "bookworm"
 SUITES = {"bookworm": "3.11", "trixie": "3.13"}
 COMPANION_SUITES = ("trixie",)  # built by scripts/sandbox-image.sh beside the main image
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-# the interpreter, and the system tools real suites call (git, less, locales, the time zone database)
-PACKAGES = ("python3", "python3-venv", "python3-pip", "git", "less", "locales", "tzdata")
+# the interpreter, the system tools real suites call (git, less, locales, the time zone database), and a C/C++
+# compiler with the interpreter's headers: a pinned dependency with no wheel for this interpreter (an old psutil)
+# is built from its sdist in the setup phase, as a CI machine would
+PACKAGES = ("python3", "python3-venv", "python3-pip", "python3-dev", "gcc", "g++", "libc6-dev", "make", "git", "less",
+            "locales", "tzdata")
 # generated into the image (C.UTF-8 is built into glibc); what /etc/locale.gen lists
 LOCALES = ("en_US.UTF-8 UTF-8",)
 # the Go toolchains, from bookworm-backports (bookworm's own golang is 1.19, whose ``go test -json`` reads outcomes
@@ -56,7 +59,7 @@ GO_VERSIONS = ("1.21", "1.23")
 GO_SUITE = "bookworm-backports"
 IMAGE_LABEL = "org.logomesh.image"
 # bump when the layout above changes: an image with another version is rebuilt, never run
-IMAGE_VERSION = "4"
+IMAGE_VERSION = "5"
 VERSION_LABEL = "org.logomesh.image-version"
 PYTHON_LABEL = "org.logomesh.python"
 GO_LABEL = "org.logomesh.go"

@@ -32,12 +32,19 @@ def is_test_file(path: str) -> bool:
             or any(p in ("test", "tests", "testing") for p in parts[:-1]))
 
 
-def _interesting(event: str, args: tuple[Any, ...], caller: str) -> bool:
+def _third_party(caller: str, repo: str) -> bool:
+    """Whether a file belongs to an installed distribution (not the repository under review, wherever it lies)."""
+    return not caller.startswith(repo) and ("/site-packages/" in caller or "/dist-packages/" in caller)
+
+
+def _interesting(event: str, args: tuple[Any, ...], caller: str, repo: str) -> bool:
     if event == "exec":
         # modules and functions being run are not interesting; code built from a string is, unless the standard
-        # library built it for a dataclass or a namedtuple
+        # library built it for a dataclass or a namedtuple, or an installed library (typing_inspection, which
+        # pydantic models import, attrs …) built its own: what a library generates for itself is not the
+        # caller's data (a library that evaluates a string the project hands it is the static pass's to see)
         built = getattr(args[0] if args else None, "co_filename", None) in FROM_STRINGS
-        return built and not caller.endswith(CODE_GENERATORS)
+        return built and not caller.endswith(CODE_GENERATORS) and not _third_party(caller, repo)
     if event == "subprocess.Popen":
         argv = args[1] if len(args) > 1 else None
         return isinstance(argv, (list, tuple)) and len(argv) >= 2 and str(argv[0]).endswith("sh") and argv[1] == "-c"
@@ -73,7 +80,7 @@ class Sightings:
             return
         try:
             frame: Any = sys._getframe(1)
-            if not _interesting(event, args, frame.f_code.co_filename):
+            if not _interesting(event, args, frame.f_code.co_filename, self.repo):
                 return
             while frame is not None:
                 filename = frame.f_code.co_filename

@@ -208,3 +208,35 @@ def test_the_audit_hook_sees_string_built_code_but_not_the_standard_librarys_own
     at_import, called = json.loads(out)
     assert at_import == []  # a namedtuple and a dataclass build code, but not from the caller's data
     assert [(s["event"], s["line"]) for s in called] == [("exec", 14), ("exec", 18)]
+
+
+def test_code_an_installed_library_generates_for_itself_is_not_the_project_s_but_the_project_s_own_is(
+        tmp_path: Path) -> None:
+    """typing_inspection (imported by every pydantic model) builds functions with exec at import: an honest
+    project defining pydantic models was 'code injection confirmed'. A library's own generated code is not
+    recorded; code the repository runs from a string is, even from a folder it names site-packages."""
+    import subprocess
+    import sys
+
+    from checks.red import sightings
+
+    library = tmp_path / "venv" / "lib" / "python3" / "site-packages" / "genlib"
+    library.mkdir(parents=True)
+    (library / "__init__.py").write_text("def make():\n    space = {}\n    exec('def f():\\n    return 1\\n', space)\n"
+                                         "    return space['f']\n")
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "models.py").write_text("import genlib\n\nF = genlib.make()\n")
+    (repo / "site-packages").mkdir()
+    (repo / "site-packages" / "hidden.py").write_text("def run(text):\n    return eval(text)\n")
+    program = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom sightings import Sightings\n"
+               "watch = Sightings(sys.argv[2])\n"
+               "sys.path[:0] = [sys.argv[3], sys.argv[2], sys.argv[2] + '/site-packages']\n"
+               "import pkg.models\nat_import = watch.take()\nimport hidden\nhidden.run('1 + 1')\n"
+               "print(json.dumps([at_import, watch.take()]))\n")
+    out = subprocess.run([sys.executable, "-I", "-c", program, str(Path(sightings.__file__).parent), str(repo),
+                          str(library.parent)], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    at_import, called = json.loads(out)
+    assert at_import == []
+    assert [(s["event"], s["path"], s["line"]) for s in called] == [("exec", "site-packages/hidden.py", 2)]
