@@ -45,7 +45,9 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             (``not analysed: <languages>``): ``neutral``, never a score that claims measurement,
                             and never ``fail`` on the CIS alone (it was computed on nothing; a test rule above may
                             still fail it); a changed Python file that could not be read (too large, binary): not
-                            ``pass``. A mixed change is judged on its Python code and the languages left unread are
+                            ``pass``. A change whose only analysable files are dependency files LogoMesh measured
+                            (``checks.dependencies.measured_files``) is judged on them. A mixed change is judged on
+                            its Python code and the languages left unread are
                             named; the project's tests in a language LogoMesh does not run are named when no Python
                             test ran (T is then not measured, never "no tests").
 """
@@ -57,7 +59,7 @@ from dataclasses import dataclass
 
 from checks import cis
 from checks.deciding import score_reason
-from checks.dependencies import holds_back_pass
+from checks.dependencies import holds_back_pass, measured_files
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
 from checks.linguist import language, named_languages, unanalysed_code, unrun_tests
@@ -277,7 +279,13 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         reasons.append("Rule of Measurement: tests not measured: the runs found no Python test, and the project's "
                        f"tests are in {named_languages(unrun)}, which LogoMesh does not run")
     foreign = unanalysed_code(f.path for f in files if f.status != "removed")
-    if not any(f.path.endswith(".py") and f.status != "removed" for f in files):
+    dependencies = set(measured_files(diff, brief.tests)) & {f.path for f in files}
+    if dependencies and not any(f.path.endswith(".py") and f.status != "removed" for f in files):
+        # what these files say was measured (resolved, installed hash-pinned, verified, the tests run in it): the
+        # change is judged on that, as a Python change on its code
+        reasons.append("Rule of Measurement: judged on the dependencies it changes (" + ", ".join(sorted(dependencies))
+                       + "): resolved, installed, verified and tested under the base's tests")
+    elif not any(f.path.endswith(".py") and f.status != "removed" for f in files):
         kinds = sorted({language(f.path) for f in files})
         reasons.append("Rule of Measurement: not analysed: " + ", ".join(kinds) + " (LogoMesh analyses Python code)")
         if verdict == "fail":  # no test rule failed it: the CIS is all that did, and it measured nothing here
