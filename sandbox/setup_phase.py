@@ -364,6 +364,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                                      limits=limits)
             run.helpers.append(helper)
             api.start(helper)
+            network.watch(helper)  # its direct attempts, recorded and refused
             files = {"requirements.txt": ("\n".join(plan.requirements) + "\n").encode()}
             if options.ca_bundle is not None:
                 files["ca.pem"] = options.ca_bundle.read_bytes()
