@@ -45,7 +45,9 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             (``not analysed: <languages>``): ``neutral``, never a score that claims measurement,
                             and never ``fail`` on the CIS alone (it was computed on nothing; a test rule above may
                             still fail it); a changed Python file that could not be read (too large, binary): not
-                            ``pass``. A mixed change is judged on its Python code and the languages left unread are
+                            ``pass``. A change whose only analysable files are dependency files LogoMesh measured
+                            (``checks.dependencies.measured_files``) is judged on them. A mixed change is judged on
+                            its Python code and the languages left unread are
                             named; the project's tests in a language LogoMesh does not run are named when no Python
                             test ran (T is then not measured, never "no tests"). Code in a language whose tests a
                             plug-in runs (Go) is judged on those tests when they ran at base and head, and on the
@@ -61,7 +63,7 @@ from dataclasses import dataclass
 
 from checks import cis
 from checks.deciding import score_reason
-from checks.dependencies import holds_back_pass
+from checks.dependencies import holds_back_pass, measured_files
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
 from checks.linguist import language, named_languages, unanalysed_code, unrun_tests
@@ -288,7 +290,14 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     foreign = unanalysed_code(f.path for f in files if f.status != "removed")
     by_tests = {name: paths for name, paths in foreign.items() if name in tested}
     foreign = {name: paths for name, paths in foreign.items() if name not in tested}
-    if not any(f.path.endswith(".py") and f.status != "removed" for f in files) and not by_tests:
+    dependencies = set(measured_files(diff, brief.tests)) & {f.path for f in files}
+    python_changed = any(f.path.endswith(".py") and f.status != "removed" for f in files)
+    if dependencies and not python_changed and not by_tests:
+        # what these files say was measured (resolved, installed hash-pinned, verified, the tests run in it): the
+        # change is judged on that, as a Python change on its code
+        reasons.append("Rule of Measurement: judged on the dependencies it changes (" + ", ".join(sorted(dependencies))
+                       + "): resolved, installed, verified and tested under the base's tests")
+    elif not python_changed and not by_tests:
         kinds = sorted({language(f.path) for f in files})
         reasons.append("Rule of Measurement: not analysed: " + ", ".join(kinds) + " (LogoMesh analyses Python code"
                        + "".join(f"; the {name} tests could not run: {why}" for name, why in sorted(blocked.items()))

@@ -21,7 +21,7 @@ import re
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from checks.models import DependencyChange, EnvironmentPlan, SetupReport, TestRunResult
+from checks.models import DependencyChange, EnvironmentPlan, SetupReport, TestDiff, TestRunResult
 
 LISTED = 100
 OWNER = re.compile(r"\(from ([A-Za-z0-9_.]+)-[^\s)]+\)")
@@ -115,6 +115,18 @@ def dependency_changes(base: TestRunResult, head: TestRunResult
     had = {startup_key(f) for f in (base.setup.startup if base.setup is not None else ())}
     added = tuple(f for f in (head.setup.startup if head.setup is not None else ()) if startup_key(f) not in had)
     return tuple(changes[:LISTED]), added[:LISTED]
+
+
+def measured_files(diff: TestDiff | None, head: TestRunResult | None) -> tuple[str, ...]:
+    """The changed files LogoMesh measured as dependency files, sorted: each declares a requirement the change adds,
+    removes or re-pins, and the head's environment was built from the change's requirements (resolved, installed
+    and verified; ``setup.status == "installed"``) and its tests ran in it against the base's (a measured
+    differential run). What such a file says is analysed: what it installs, with which versions, and whether that
+    brings start-up code. Any other non-Python file is not (``checks.chief_justice``'s Rule of Measurement)."""
+    if diff is None or diff.status != "measured" or not diff.guarded or head is None or head.setup is None \
+            or head.setup.status != "installed":
+        return ()
+    return tuple(sorted({(c.source or "").split(" ", 1)[0] for c in diff.dependencies} - {""}))
 
 
 def describe(change: DependencyChange) -> str:

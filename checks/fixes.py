@@ -99,6 +99,9 @@ WORDS: dict[str, tuple[str, str]] = {
                        "Retitle the PR: the title is what reviewers and the history read first."),
     "surviving-mutant": ("No test notices a change to this line",
                          "Add an assertion that would fail if this line changed."),
+    "setup-refused": ("The setup phase tried to reach hosts other than the package index",
+                      "Code run while installing (a build, pip or test.setup) connected where it may not; drop what "
+                      "does it, or, if it is a package index, ask the operator to admit its host."),
     "dependency-startup": ("A new dependency runs code at interpreter start-up",
                            "Start-up code (.pth lines, sitecustomize, auto-loaded pytest plugins) can decide what "
                            "the tests report; drop the dependency or explain why it needs it."),

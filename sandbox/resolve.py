@@ -81,6 +81,12 @@ def parse_resolved(output: str) -> tuple[Artefact, ...] | None:
     return None
 
 
+def built_from_source(artefacts: Sequence[Artefact]) -> tuple[str, ...]:
+    """The artefacts that are not wheels (``name==version``): pip runs their build, which is code of theirs."""
+    return tuple(f"{a.name}=={a.version}" for a in sorted(artefacts)
+                 if not a.url.split("#", 1)[0].split("?", 1)[0].endswith(".whl"))
+
+
 def locked_requirements(artefacts: Sequence[Artefact]) -> str:
     """The requirements file pip installs from with ``--require-hashes``: one pinned, hashed line each."""
     return "".join(f"{a.name}=={a.version} --hash=sha256:{a.sha256}\n" for a in artefacts)

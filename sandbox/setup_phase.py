@@ -29,6 +29,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_test_output
 from sandbox.resolve import (
     Artefact,
+    built_from_source,
     locked_install_script,
     locked_requirements,
     parse_resolved,
@@ -285,8 +287,11 @@ def _list_label(labels: dict[str, str] | None, name: str) -> tuple[str, ...]:
     return tuple(str(m) for m in listed) if isinstance(listed, list) else ()
 
 
-def _startup_found(text: str) -> tuple[str, ...]:
-    """The scan's findings, one sentence each: what the environment would run at start-up, and whose it is."""
+def _startup_found(text: str, built: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The scan's findings, one sentence each: what the environment would run at start-up, and whose it is. A file
+    no distribution's RECORD lists was left by something that ran during the install: the builds of the set's
+    sdists (``built``, ``name==version``) are named with it."""
+    unowned = "listed by no distribution" + (f"; built from source here: {', '.join(built)}" if built else "")
     found: list[str] = []
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")
@@ -296,7 +301,7 @@ def _startup_found(text: str) -> tuple[str, ...]:
             continue
         if not isinstance(fields, list) or len(fields) < 2:
             continue
-        owner = f"from {fields[1]}" if fields[1] else "listed by no distribution"
+        owner = f"from {fields[1]}" if fields[1] else unowned
         if kind == "pth" and len(fields) == 3:
             found.append(f"executable .pth line {fields[0]} ({owner}): {fields[2]}")
         elif kind == "custom":
@@ -359,6 +364,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                                      mounts=[], limits=limits)
             run.helpers.append(helper)
             api.start(helper)
+            network.watch(helper)  # its direct attempts, recorded and refused
             files = {"requirements.txt": ("\n".join(plan.requirements) + "\n").encode()}
             if options.ca_bundle is not None:
                 files["ca.pem"] = options.ca_bundle.read_bytes()
@@ -384,8 +390,10 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         locked = None if spec.setup_command else _resolve(sandbox, run, helper, limits, env, python, plan, tag)
         if isinstance(locked, Prepared):
             return locked  # the resolved set (or, unresolvable, the requirement lines) is cached and verified
+        built: tuple[str, ...] = ()
         if locked is not None:
             tag = locked[0]
+            built = built_from_source(locked[1])
         # the resolved set, hash-checked; unresolvable: together, else one by one (a failing line named)
         script = ((locked_install_script(python, ENV_DIR, f"{SETUP_DIR}/locked.txt") if locked is not None
                    else install_script(python, ENV_DIR, f"{SETUP_DIR}/requirements.txt"))
@@ -411,28 +419,38 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         refused = network.refused()
         scan = asyncio.run(sandbox._exec_in(helper, [ENV_PYTHON, "-I", "-S", "-c", SCAN, site], limits, env=env,
                                               workdir="/"))
-        startup = _startup_found(bytes(scan.stdout).decode("utf-8", "replace"))
+        startup = _startup_found(bytes(scan.stdout).decode("utf-8", "replace"), built)
         resolved = installed_found(bytes(scan.stdout).decode("utf-8", "replace"))
     missing = not_installed(clean_test_output(bytes(output), OUTPUT_TAIL * 16))
     labels = {**_image_labels(sandbox, plan), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or "",
               REFUSED_LABEL: json.dumps(list(refused)), NOT_INSTALLED_LABEL: json.dumps(list(missing)),
               STARTUP_LABEL: json.dumps(list(startup)), RESOLVED_LABEL: json.dumps(list(resolved))}
+    repository, _, version = tag.partition(":")
+    # committed under a tag of this build's own and published under the shared tag only once verified: head, base
+    # and guard runs looking the shared tag up meanwhile never find (nor discard) a layer that fails verification
+    building = tag if spec.setup_command else f"{tag}-{uuid.uuid4().hex[:12]}"
     try:
         api.kill(helper)
-        repository, _, version = tag.partition(":")
-        api.commit(helper, repository=repository, tag=version,
+        api.commit(helper, repository=repository, tag=building.partition(":")[2],
                    conf={"Labels": labels, "User": f"{SANDBOX_UID}:{SANDBOX_UID}", "WorkingDir": "/sandbox/repo"})
     except DockerException as exc:
         raise SandboxError(f"the environment could not be committed: {exc}") from exc
     log.info("sandbox environment %s: built in %.3f s", tag, time.monotonic() - started)
     report = SetupReport(status="installed", refused=refused, reason=_reason(missing, startup), startup=startup,
                          resolved=resolved)
-    changed = () if spec.setup_command else verify_image(sandbox, run, tag, ENV_DIR, TOOLS_PYTHON, tools)
-    if changed:  # the build left files pip did not install: used by this review only, and named
-        run.images.append(tag)
+    changed = () if spec.setup_command else verify_image(sandbox, run, building, ENV_DIR, TOOLS_PYTHON, tools)
+    if changed:  # the build left files pip did not install: used by this run only (never cached), and named
+        run.images.append(building)
         report = report.model_copy(update={"reason": "; ".join(filter(None, [
-            report.reason, "files in the environment no distribution installed (not cached): " + "; ".join(changed)]))})
-        return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report)
+            report.reason, "files in the environment no distribution installed (not cached"
+            + (f"; built from source here: {', '.join(built)}" if built else "") + "): " + "; ".join(changed)]))})
+        return Prepared(image=building, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report)
+    if building != tag:
+        try:
+            api.tag(building, repository, version)
+            api.remove_image(building)  # only the build's own tag goes: the image stays under the shared one
+        except DockerException as exc:
+            raise SandboxError(f"the environment could not be tagged: {exc}") from exc
     if spec.setup_command:
         run.images.append(tag)  # it holds this tree: used once, removed with the run
         return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,

@@ -144,6 +144,9 @@ def differential(case: Case, base: TestRunResult, head: TestRunResult, guard: Te
     return classify(base, head, guard, changed, touched, removed_names(case.diff, is_test_path))
 
 
+SETUP_REFUSED_LISTED = 8  # destinations named in the evidence's summary (all of them are in its facts)
+
+
 def _facts(result: TestRunResult) -> dict[str, object]:
     facts: dict[str, object] = {
         "status": result.status,
@@ -186,6 +189,14 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
             summary=(f"{toolchain.language} {toolchain.version or '—'}{wanted}, modules at {modules}"
                      + (", vendored" if toolchain.vendored else ", no external modules" if not toolchain.missing
                         else "") + (f": {toolchain.error}" if toolchain.error else ""))))
+    if result.setup is not None and result.setup.refused:
+        refused = result.setup.refused
+        items.append(Evidence(
+            id=f"{ID}.setup-refused", detective=ID, kind="setup-refused", severity="low", facts=facts,
+            summary=(f"the setup phase (pip, a build or test.setup) tried to reach {len(refused)} destination(s) "
+                     "beyond the package index, refused: " + ", ".join(refused[:SETUP_REFUSED_LISTED])
+                     + (f" and {len(refused) - SETUP_REFUSED_LISTED} more" if len(refused) > SETUP_REFUSED_LISTED
+                        else ""))[:600]))
     if result.status == "not_measured":
         return [*items, Evidence(id=f"{ID}.not-measured", detective=ID, kind="tests-not-measured",
                                  summary=f"Tests not measured: {result.reason}", severity="low", facts=facts)]
@@ -370,6 +381,6 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
     "test-failure", "runtime-sink", "harness-hook", "tests-differential", "test-regressed", "test-new-failing",
     "test-tampered", "test-unattributed", "test-environmental", "test-flaky", "test-retired", "test-removed",
     "test-expectation-changed", "test-mutation", "surviving-mutant", "tests-past-cap", "dependency-change",
-    "dependency-startup"))
+    "dependency-startup", "setup-refused"))
 def build(resources: CourtResources) -> TestRunner:
     return TestRunner(resources.sandbox, resources.sandbox_missing)

@@ -114,3 +114,47 @@ def test_start_up_code_the_base_already_had_is_no_news_even_re_pinned() -> None:
     # without it at base, the same plugin is news, also when it comes in with another requirement
     verdict, _, shown = verdict_of(ran(plan()), ran(plan(("pytest-extras", "requirements.txt")), startup=(COV,)))
     assert verdict == "pass" and len(shown) == 1 and "it comes with the change's dependencies" in shown[0]
+
+
+def dependency_only_verdict(base: TestRunResult, head: TestRunResult, *paths: str, guarded: bool = True
+                            ) -> tuple[str, list[str]]:
+    changes, startup = dependency_changes(base, head)
+    diff = classify(base, head, None, ()).model_copy(update={"dependencies": changes, "startup_added": startup,
+                                                              "guarded": guarded})
+    brief = Brief(case=Case(base_sha="a" * 40, head_sha="b" * 40, diff="", files=tuple(
+        ChangedFile(path=p, status="modified", added_lines=(1,), content="x\n") for p in paths)),
+        evidence=(), tests=head, semantic=None, red=RedAnalysis(), differential=diff,
+        components={"rationale": None, "architecture": None, "testing": 0.85})
+    reasons: list[str] = []
+    return rules_of_tests(brief, "pass", reasons), reasons
+
+
+def test_a_change_to_a_dependency_file_alone_is_judged_on_what_it_installs() -> None:
+    base = ran(plan(("attrs", "requirements.txt")), resolved=("attrs==23.2.0",))
+    head = ran(plan(("attrs", "requirements.txt"), ("lm-plain==1.0.0", "requirements-test.txt")),
+               resolved=("attrs==23.2.0", "lm-plain==1.0.0"))
+    verdict, reasons = dependency_only_verdict(base, head, "requirements-test.txt")
+    assert verdict == "pass", reasons
+    assert reasons == ["Rule of Measurement: judged on the dependencies it changes (requirements-test.txt): "
+                       "resolved, installed, verified and tested under the base's tests"]
+    # a pyproject.toml's dependency table is named by its file
+    pyproject = ran(plan(("attrs", "requirements.txt"), ("lm-plain", "pyproject.toml [project] dependencies")))
+    assert dependency_only_verdict(base, pyproject, "pyproject.toml")[0] == "pass"
+    # a text file beside it is not read, and does not keep the change from being judged on what was
+    assert dependency_only_verdict(base, head, "requirements-test.txt", "NOTES.txt")[0] == "pass"
+
+
+def test_a_dependency_file_logomesh_did_not_measure_is_not_analysed() -> None:
+    base = ran(plan(("attrs", "requirements.txt")), resolved=("attrs==23.2.0",))
+    head = ran(plan(("attrs", "requirements.txt"), ("lm-plain==1.0.0", "requirements-test.txt")))
+    # a text file that declares nothing the environment installs: nothing of it was measured
+    verdict, reasons = dependency_only_verdict(base, head, "requirements-docs.txt")
+    assert verdict == "neutral" and reasons[-1].startswith("Rule of Measurement: not analysed: text"), reasons
+    # the head's environment was not built (its setup failed): what the file asks for was never measured
+    failed = head.model_copy(update={"setup": SetupReport(status="failed", reason="pip failed")})
+    assert dependency_only_verdict(base, failed, "requirements-test.txt")[0] == "neutral"
+    # no run of the change's code under the base's tests: the requirements were not tested against the base
+    assert dependency_only_verdict(base, head, "requirements-test.txt", guarded=False)[0] == "neutral"
+    # the same requirements, only re-spaced: no requirement changed, so the file was read but nothing measured
+    same = ran(plan(("attrs", "requirements.txt")))
+    assert dependency_only_verdict(base, same, "requirements.txt")[0] == "neutral"

@@ -85,3 +85,24 @@ def one_package_index(root: Path, name: str, version: str, source: str) -> Itera
     folder.mkdir(parents=True)
     with serve_index(root, {name: build_wheel(folder, name, version, source)}) as url:
         yield url
+
+
+def write_sdist(dest: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """A source distribution (``name-version.tar.gz``) of ``files`` built by setuptools from the index: a
+    ``PKG-INFO``, a ``pyproject.toml`` naming setuptools as its backend unless ``files`` has one."""
+    import io
+    import tarfile
+
+    dist = f"{name.replace('-', '_')}-{version}"
+    files = {"PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             "pyproject.toml": ('[build-system]\nrequires = ["setuptools>=70"]\n'
+                                'build-backend = "setuptools.build_meta"\n\n'
+                                f'[project]\nname = "{name}"\nversion = "{version}"\n'), **files}
+    sdist = dest / f"{dist}.tar.gz"
+    with tarfile.open(sdist, "w:gz", format=tarfile.PAX_FORMAT) as archive:
+        for path, text in sorted(files.items()):
+            data = text.encode()
+            info = tarfile.TarInfo(f"{dist}/{path}")
+            info.size, info.mtime, info.mode = len(data), 1_700_000_000, 0o644
+            archive.addfile(info, io.BytesIO(data))
+    return sdist

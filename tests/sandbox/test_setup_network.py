@@ -3,7 +3,8 @@
 Listeners on this host (one bound to loopback, one to every address) and one in another container wait for a
 connection. A repository's setup command tries each directly — through the setup network's gateway, the engine's
 default bridge (``docker0``), this host's own address and the other container's address — and through the proxy.
-No listener is ever reached; what was asked of the proxy is recorded in the setup report.
+No listener is ever reached; what was asked of the proxy, and every direct attempt, is recorded in the setup
+report.
 """
 
 from __future__ import annotations
@@ -133,6 +134,9 @@ async def test_setup_code_reaches_no_listener_of_the_host_or_other_containers_an
         assert probe["gateways"] and gateway_targets, probe  # the setup network's gateway was tried too
         assert len(probe["direct"]) == len(targets) + len(gateway_targets), probe
         assert "OPEN" not in probe["direct"].values(), probe
+        # refused at once (the recorder answers a SYN with a RST), not left to time out, and each recorded
+        assert set(probe["direct"].values()) == {"ConnectionRefusedError"}, json.dumps(probe)
+        assert {f"direct tcp {t}" for t in probe["direct"]} <= set(result.setup.refused), (probe, result.setup)
         assert set(probe["proxied"].values()) == {"403"}, probe
         assert (loopback.accepted, anywhere.accepted) == (0, 0)
         # everything asked of the proxy is recorded as refused
@@ -158,8 +162,16 @@ def test_the_proxy_and_network_carry_the_sandbox_labels_and_go_with_the_run(
         with setup_network(sandbox, run, frozenset({("pypi.org", 443)})) as network:
             containers = docker_engine.api.containers(filters=owned)
             networks = {n["Name"] for n in docker_engine.api.networks(filters=owned)}
-            assert len(containers) == 1 and networks == {network.name}
-            proxy = docker_engine.api.inspect_container(containers[0]["Id"])
+            assert len(containers) == 2 and networks == {network.name}
+            inspected = [docker_engine.api.inspect_container(c["Id"]) for c in containers]
+            proxy = next(c for c in inspected if "bridge" in c["NetworkSettings"]["Networks"])
+            recording = next(c for c in inspected if c is not proxy)
+            # the recorder: on the setup network alone, read-only, no capability but a packet socket's
+            assert set(recording["NetworkSettings"]["Networks"]) == {network.name}
+            assert recording["HostConfig"]["CapAdd"] == ["CAP_NET_RAW"] or recording["HostConfig"]["CapAdd"] == [
+                "NET_RAW"], recording["HostConfig"]["CapAdd"]
+            assert recording["HostConfig"]["CapDrop"] == ["ALL"] and recording["HostConfig"]["ReadonlyRootfs"]
+            assert recording["Config"]["Labels"][LABEL] == "1"
             assert proxy["Config"]["Labels"][LABEL] == "1"
             assert proxy["Config"]["User"] == f"{SANDBOX_UID}:{SANDBOX_UID}" and proxy["HostConfig"]["ReadonlyRootfs"]
             assert set(proxy["NetworkSettings"]["Networks"]) == {"bridge", network.name}

@@ -20,7 +20,7 @@ from sandbox.limits import SandboxLimits
 from sandbox.setup_phase import env_tag, environment_image
 from tests.gitfixture import RepoBuilder
 from tests.images import SANDBOX_IMAGE
-from tests.sandbox.index import build_wheel, serve_index, write_wheel
+from tests.sandbox.index import build_wheel, serve_index, write_sdist, write_wheel
 
 IMAGE = SANDBOX_IMAGE
 
@@ -57,6 +57,20 @@ sys.meta_path.insert(0, _Finder())
 '''
 
 
+DROP_SETUP = """
+import os, sys
+from setuptools import setup
+site = os.path.join(sys.prefix, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+for name, text in (("aaa_lm_drop.pth", "import lm_drop_hook\\n"), ("lm_drop_hook.py", HOOK_SOURCE)):
+    try:
+        with open(os.path.join(site, name), "w") as handle:
+            handle.write(text)
+    except OSError:
+        pass
+setup(packages=["lm_drop"])
+"""
+
+
 def full_wheel(dest: Path, distribution: str) -> Path:
     """An installed distribution packed whole (modules, data, ``.pth`` files, entry points) as a wheel."""
     dist = importlib.metadata.distribution(distribution)
@@ -86,6 +100,12 @@ def index(tmp_path_factory: pytest.TempPathFactory, docker_engine: docker.Docker
                                                    "\ndef install(path):\n    pass\n").encode()})
     wheels["lm-plain"] = build_wheel(root / "simple" / "lm-plain", "lm-plain", "1.0.0", "def one():\n    return 1\n")
     wheels["setuptools"] = full_wheel(root / "simple" / "setuptools", "setuptools")
+    # an sdist whose build (pip runs its setup.py in the environment's interpreter) drops the hook beside the
+    # installed artefacts: its wheel is clean, the file is in no RECORD
+    (root / "simple" / "lm-drop").mkdir(parents=True)
+    wheels["lm-drop"] = write_sdist(root / "simple" / "lm-drop", "lm-drop", "1.0.0", {
+        "lm_drop/__init__.py": "VALUE = 1\n",
+        "setup.py": DROP_SETUP.replace("HOOK_SOURCE", repr(SWALLOW_HOOK))})
     with serve_index(root, wheels) as url:
         yield url
 
@@ -333,5 +353,35 @@ async def test_a_review_of_an_honest_dependency_added_alone_runs_the_guard_and_s
     assert diff.guard_tests.setup is not None and "lm-plain==1.0.0" in diff.guard_tests.setup.resolved
     assert [(c.name, c.change, c.source, c.head_resolved) for c in diff.dependencies] == [
         ("lm-plain", "added", "requirements-test.txt", "1.0.0")]
-    assert not diff.startup_added and evaluation.verdict != "fail", evaluation.verdict_reasons
-    assert not any("Start-up" in r for r in evaluation.verdict_reasons), evaluation.verdict_reasons
+    assert not diff.startup_added and evaluation.verdict == "pass", evaluation.verdict_reasons
+    assert any(r.startswith("Rule of Measurement: judged on the dependencies it changes (requirements-test.txt)")
+               for r in evaluation.verdict_reasons), evaluation.verdict_reasons
+
+
+@pytest.mark.docker
+async def test_a_review_of_an_honest_change_using_a_new_dependency_passes(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    evaluation = await review_change(tmp_path, index, "Count from lm-plain's one in add", "add uses lm_plain.one.", {
+        **PLAIN, "tests/test_calc.py": BROKEN["tests/test_calc.py"] + "\n\ndef test_add_zero():\n"
+                                                                       "    assert add(-1, 1) == 0\n"})
+    assert evaluation.tests is not None and evaluation.tests.setup is not None
+    assert "lm-plain==1.0.0" in evaluation.tests.setup.resolved and not evaluation.tests.setup.startup
+    assert evaluation.verdict == "pass", evaluation.verdict_reasons
+
+
+@pytest.mark.docker
+async def test_a_review_of_a_broken_change_whose_new_sdist_build_drops_the_hook_fails_and_names_both(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    evaluation = await review_change(tmp_path, index, "Simplify add", "Make add simpler.", {
+        "calc.py": BROKEN["calc.py"], "requirements-test.txt": "lm-drop==1.0.0\n"})
+    assert evaluation.tests is not None and evaluation.tests.setup is not None, evaluation.tests
+    assert evaluation.tests.failed >= 1 and evaluation.verdict == "fail", evaluation.verdict_reasons
+    reason = evaluation.tests.setup.reason or ""
+    # the dropped file is in no RECORD: named, with the sdist whose build ran here, and the layer is not cached
+    assert "executable .pth line aaa_lm_drop.pth:1 (listed by no distribution; built from source here: " \
+           "lm-drop==1.0.0): import lm_drop_hook" in reason, reason
+    assert "files in the environment no distribution installed (not cached; built from source here: " \
+           "lm-drop==1.0.0)" in reason and "aaa_lm_drop.pth is listed by no installed distribution's RECORD" \
+           in reason, reason
+    startup = {e.kind: e for e in evaluation.evidence}["dependency-startup"]
+    assert "aaa_lm_drop.pth" in startup.summary and "lm-drop==1.0.0" in startup.summary, startup.summary
