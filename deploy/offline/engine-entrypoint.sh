@@ -5,6 +5,24 @@
 # client certificate is served. Without it the engine listens on its unix socket only (never unauthenticated TCP).
 set -eu
 
+# Not privileged but holding CAP_SYS_ADMIN (a host whose own bounding set lacks a capability cannot start
+# privileged containers): the cgroup v1 hierarchies are mounted read-only. Then the engine runs in a cgroup
+# namespace of its own, with the hierarchies mounted afresh, writable, as /proc/self/cgroup lists them, so it
+# can put its containers' limits in place.
+cgroup_writable() { mkdir /sys/fs/cgroup/cpuset/.probe 2>/dev/null && rmdir /sys/fs/cgroup/cpuset/.probe; }
+if [ -d /sys/fs/cgroup/cpuset ] && ! cgroup_writable; then
+  if [ -z "${LOGOMESH_ENGINE_CGROUPNS:-}" ]; then
+    LOGOMESH_ENGINE_CGROUPNS=1 exec unshare --cgroup "$0" "$@"
+  fi
+  mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup
+  while IFS=: read -r _ controllers _; do
+    [ -n "$controllers" ] || continue
+    dir=/sys/fs/cgroup/${controllers#name=}
+    mkdir -p "$dir"
+    mount -t cgroup -o "$controllers" cgroup "$dir"
+  done </proc/self/cgroup
+fi
+
 certs=${DOCKER_TLS_CERTDIR:-}
 
 generate() {

@@ -43,10 +43,12 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 APP_IMAGE = "logomesh:compose-test"
+IMAGES_PYTHON = "logomesh-offline/python:3.11-bookworm"
 SANDBOX_IMAGE = os.environ.get("LOGOMESH_TEST_SANDBOX_IMAGE", "logomesh-sandbox:latest")
 APP_ID = 31
 REPO, NUMBER = "octo/shop", 12
-UP_SECONDS, REVIEW_SECONDS = 900, 600
+# a cold build downloads the App's dependencies (minutes); later runs reuse the cached layers
+BUILD_SECONDS, UP_SECONDS, REVIEW_SECONDS = 2400, 600, 600
 # a fixed port for the CPU torch index: the build argument naming it is part of the image's layer cache key
 TORCH_INDEX_PORT = 47831
 
@@ -120,21 +122,26 @@ def _torch_pin() -> str:
 
 @contextlib.contextmanager
 def _torch_index(folder: Path, host: str) -> Iterator[dict[str, str]]:
-    """The build arguments that take torch from a CPU wheel this host's pip has (its index or wheel folders),
-    served to the build as an index; none when pip finds only a CUDA wheel (then the PyTorch CPU index is used)."""
-    wheels = folder / "simple" / "torch"
-    wheels.mkdir(parents=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", "-d",
-                    str(wheels), f"torch=={_torch_pin()}"], check=True, capture_output=True, timeout=600)
-    [wheel] = wheels.glob("torch-*.whl")
-    if "+cpu" not in wheel.name:
+    """The build arguments that take torch (and what it needs) from a CPU wheel this host's pip finds (its index or
+    wheel folders), served to the build as an index; none when pip finds only a CUDA wheel (then the build uses the
+    PyTorch CPU index)."""
+    wheels = folder / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:", "-d", str(wheels),
+                    f"torch=={_torch_pin()}"], check=True, capture_output=True, timeout=600)
+    [torch] = wheels.glob("torch-*.whl")
+    if "+cpu" not in torch.name:
         yield {}
         return
+    projects: dict[str, Path] = {}
+    for wheel in sorted(wheels.glob("*.whl")):
+        name = wheel.name.split("-")[0].lower().replace("_", "-")
+        (folder / "simple" / name).mkdir(parents=True)
+        projects[name] = wheel.rename(folder / "simple" / name / wheel.name)
     with contextlib.ExitStack() as stack:
         try:
-            url = stack.enter_context(serve_index(folder, {"torch": wheel}, port=TORCH_INDEX_PORT))
+            url = stack.enter_context(serve_index(folder, projects, port=TORCH_INDEX_PORT))
         except OSError:  # the port is taken: any port (the torch layer is then rebuilt)
-            url = stack.enter_context(serve_index(folder, {"torch": wheel}))
+            url = stack.enter_context(serve_index(folder, projects))
         yield {"LOGOMESH_TORCH_INDEX_URL": url.replace(INDEX_HOST, host),
                "LOGOMESH_PIP_EXTRA_ARGS": f"--trusted-host {host}"}
 
@@ -181,7 +188,38 @@ class Compose:
         return self.run("logs", "--no-color", "--tail", "60").stdout[-8000:]
 
 
-def _world(tmp_path: Path, github_url: str, index_url: str, archive: Path) -> tuple[Path, Path]:
+# capability bits 0-37 (linux/capability.h), the ones Docker 20.10 accepts by name
+CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+                "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW",
+                "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT",
+                "SYS_ADMIN", "SYS_BOOT", "SYS_NICE", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE",
+                "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM",
+                "BLOCK_SUSPEND", "AUDIT_READ")
+
+
+def _engine_service(client: Any) -> dict[str, Any]:
+    """What the dind service needs on this host, beyond deploy/compose.yaml: nothing where a privileged container
+    starts. A host whose own capability bounding set lacks one (a machine that is itself a container) cannot start
+    privileged containers; there dind gets every capability the host has, no seccomp or AppArmor profile and every
+    device, and the engine image's entry point mounts the cgroups it needs (deploy/offline/engine-entrypoint.sh)."""
+    from docker.errors import APIError
+
+    try:
+        client.containers.run(IMAGES_PYTHON, ["true"], privileged=True, remove=True, network_disabled=True)
+        return {}
+    except APIError as exc:
+        if "apply caps" not in str(exc):
+            raise
+    bounding = int(next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
+                        if line.startswith("CapBnd:")), 16)
+    return {"privileged": False, "cap_add": [name for bit, name in enumerate(CAPABILITIES) if bounding >> bit & 1],
+            "security_opt": ["seccomp:unconfined", "apparmor:unconfined"], "device_cgroup_rules": ["a *:* rwm"],
+            # /proc/sys is read-only without privileges: the engine's bridges need forwarding on
+            "sysctls": {"net.ipv4.ip_forward": "1"}}
+
+
+def _world(tmp_path: Path, github_url: str, index_url: str, archive: Path,
+           engine: dict[str, Any]) -> tuple[Path, Path]:
     """deploy/.env, deploy/secrets/ and the test's compose file, in a directory of the test's own."""
     directory = tmp_path / "deploy"
     (directory / "secrets").mkdir(parents=True)
@@ -203,10 +241,13 @@ def _world(tmp_path: Path, github_url: str, index_url: str, archive: Path) -> tu
     (directory / ".env").write_text("".join(f"{name}={value}\n" for name, value in settings.items()))
     app = {"image": APP_IMAGE, "build": {"context": str(ROOT)}}
     test_file = directory / "compose.test.yaml"
-    test_file.write_text(yaml.safe_dump({"version": "3.8", "services": {
+    services: dict[str, Any] = {
         "web": app,
         "worker": {**app, "volumes": [f"{archive}:/run/logomesh/sandbox-image.tar:ro"]},
-    }}))
+    }
+    if engine:
+        services["dind"] = engine
+    test_file.write_text(yaml.safe_dump({"version": "3.8", "services": services}))
     return directory, test_file
 
 
@@ -249,13 +290,17 @@ def test_compose_reviews_a_pr_with_a_dependency_end_to_end(offline_images: None,
     with one_package_index(tmp_path / "index", "lm-discounts", "1.0.0", source) as index, \
             _torch_index(tmp_path / "torch", gateway) as build_args, _serve(github.app(), gateway) as github_url:
         # the setup proxy runs inside dind, whose own host is dind: the index is reached at this host's address
-        directory, test_file = _world(tmp_path, github_url, index.replace(INDEX_HOST, gateway), archive)
+        directory, test_file = _world(tmp_path, github_url, index.replace(INDEX_HOST, gateway), archive,
+                                      _engine_service(client))
         port = _free_port()
         compose = Compose(directory, [DEPLOY / "compose.yaml", DEPLOY / "compose.offline.yaml", test_file],
                           {"LOGOMESH_WEB_PORT": str(port), **build_args})
         started = time.monotonic()
         try:
-            up = compose.run("up", "-d", "--build", "--scale", "worker=1", timeout=UP_SECONDS)
+            build = compose.run("build", timeout=BUILD_SECONDS)
+            assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+            built = time.monotonic()
+            up = compose.run("up", "-d", "--no-build", "--scale", "worker=1", timeout=UP_SECONDS)
             assert up.returncode == 0, up.stdout[-4000:] + up.stderr[-4000:]
             url = f"http://127.0.0.1:{port}"
             _wait_ready(compose, url)
@@ -264,7 +309,7 @@ def test_compose_reviews_a_pr_with_a_dependency_end_to_end(offline_images: None,
             answer = _post_webhook(url, payload)
             assert answer.status_code == 202, answer.text
             run = _wait_for_verdict(compose, github, head)
-            elapsed = time.monotonic() - started
+            reviewed = time.monotonic()
         finally:
             down = compose.run("down", "-v", "--remove-orphans", "--timeout", "20", timeout=300)
     assert down.returncode == 0, down.stderr[-2000:]
@@ -279,7 +324,8 @@ def test_compose_reviews_a_pr_with_a_dependency_end_to_end(offline_images: None,
     assert float(cells["T tests"].split()[0]) > 0, (cells, comment[:3000])
     summary = run["output"]["summary"]
     assert "not measured" not in cells["T tests"], summary[:3000]
-    print(f"compose review: {elapsed:.0f} s from `up` to the published verdict ({run['conclusion']})")
+    print(f"compose review: build {built - started:.0f} s, up to the published verdict {reviewed - built:.0f} s "
+          f"({run['conclusion']}: {run['output']['title']})")
 
 
 def _wait_for_verdict(compose: Compose, github: FakeGitHub, head: str) -> dict[str, Any]:

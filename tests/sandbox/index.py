@@ -69,7 +69,10 @@ def serve_index(root: Path, wheels: dict[str, Path], port: int = 0) -> Iterator[
 
     # the setup phase's proxy runs in a container: it reaches this host as host.docker.internal (the engine's
     # host gateway), so the index listens on every address of this host
-    server = socketserver.ThreadingTCPServer(("0.0.0.0", port), Handler)
+    class Server(socketserver.ThreadingTCPServer):
+        allow_reuse_address = True  # a fixed port is free again as soon as the last run closed it
+
+    server = Server(("0.0.0.0", port), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
