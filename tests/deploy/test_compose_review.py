@@ -91,6 +91,17 @@ def _host_gateway(client: Any) -> str:
     return str(client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"])
 
 
+def _outward_address(fallback: str) -> str:
+    """This host's address on its way out (the source of its default route; no packet is sent). Inside ``dind``
+    the engine's default bridge may take the host's docker0 subnet, so the index must not be named by that."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("1.1.1.1", 53))
+            return str(probe.getsockname()[0])
+        except OSError:
+            return fallback
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -290,7 +301,8 @@ def test_compose_reviews_a_pr_with_a_dependency_end_to_end(offline_images: None,
     with one_package_index(tmp_path / "index", "lm-discounts", "1.0.0", source) as index, \
             _torch_index(tmp_path / "torch", gateway) as build_args, _serve(github.app(), gateway) as github_url:
         # the setup proxy runs inside dind, whose own host is dind: the index is reached at this host's address
-        directory, test_file = _world(tmp_path, github_url, index.replace(INDEX_HOST, gateway), archive,
+        outward = _outward_address(gateway)
+        directory, test_file = _world(tmp_path, github_url, index.replace(INDEX_HOST, outward), archive,
                                       _engine_service(client))
         port = _free_port()
         compose = Compose(directory, [DEPLOY / "compose.yaml", DEPLOY / "compose.offline.yaml", test_file],
