@@ -248,6 +248,8 @@ def _world(tmp_path: Path, github_url: str, index_url: str, archive: Path,
         "LOGOMESH_HOME": "/var/lib/logomesh", "LOGOMESH_CONCURRENCY": "1", "LOGOMESH_LLM_PROVIDER": "offline",
         "LOGOMESH_SANDBOX_IMAGE": SANDBOX_IMAGE, "LOGOMESH_SANDBOX_IMAGE_ARCHIVE": "/run/logomesh/sandbox-image.tar",
         "LOGOMESH_SANDBOX_INDEX_URL": index_url,
+        # a passing verdict gets its comment too (the default comments only when the verdict is not pass)
+        "LOGOMESH_COMMENT": "always",
     }
     (directory / ".env").write_text("".join(f"{name}={value}\n" for name, value in settings.items()))
     app = {"image": APP_IMAGE, "build": {"context": str(ROOT)}}
