@@ -25,17 +25,16 @@ Layout the sandbox relies on (both images):
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
-from docker.errors import DockerException, ImageNotFound
+from docker.errors import ImageNotFound
 
 from sandbox.docker_sandbox import docker_client
 from sandbox.errors import SandboxError
 from sandbox.limits import SANDBOX_UID
+from sandbox.rootfs import Say, apt_mirror, chroot, debootstrap, import_rootfs
 
 DEFAULT_TAG = "logomesh-sandbox:latest"
 DEFAULT_CACHE = Path("/var/cache/logomesh")
@@ -45,7 +44,6 @@ DEFAULT_SUITE = "bookworm"
 # beside the main image so a project whose ``requires-python`` needs another interpreter gets it
 SUITES = {"bookworm": "3.11", "trixie": "3.13"}
 COMPANION_SUITES = ("trixie",)  # built by scripts/sandbox-image.sh beside the main image
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # the interpreter, the system tools real suites call (git, less, locales, the time zone database), and a C/C++
 # compiler with the interpreter's headers: a pinned dependency with no wheel for this interpreter (an old psutil)
 # is built from its sdist in the setup phase, as a CI machine would
@@ -100,29 +98,6 @@ def companion_tag(tag: str, python: str) -> str:
         repository, version = tag, "latest"
     return f"{repository}:{version}-python{python}"
 
-Say = Callable[[str], None]
-
-
-def apt_mirror(sources: tuple[Path, ...] = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))) -> str:
-    """The Debian mirror apt uses here (deb822 ``URIs:`` or one-line ``deb URL``), else deb.debian.org."""
-    files: list[Path] = []
-    for source in sources:
-        if source.is_dir():
-            files.extend(sorted(p for p in source.iterdir() if p.suffix in (".list", ".sources")))
-        elif source.is_file():
-            files.append(source)
-    for path in files:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for match in re.finditer(r"^(?:URIs:\s*|deb\s+(?:\[[^\]]*\]\s+)?)(\S+)", text, re.M):
-            uri = match.group(1).rstrip("/")
-            if uri.startswith(("http://", "https://")) and uri.endswith("/debian"):
-                return uri
-    return DEFAULT_MIRROR
-
-
 def image_exists(tag: str) -> bool:
     """Whether ``tag`` exists with this layout's version (an image of an older layout does not count)."""
     client = docker_client()
@@ -137,20 +112,9 @@ def image_exists(tag: str) -> bool:
 
 def _debootstrap(rootfs: Path, suite: str, mirror: str, say: Say) -> None:
     python = SUITES[suite]
-    if shutil.which("debootstrap") is None:
-        raise SandboxError("debootstrap is not installed (apt-get install debootstrap)")
-    if os.geteuid() != 0:
-        raise SandboxError("debootstrap needs root: run `logomesh sandbox build-image` as root")
     partial = rootfs.with_name(rootfs.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    say(f"debootstrap {suite} from {mirror} (one-off, about a minute)")
-    proc = subprocess.run(
-        ["debootstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES), suite, str(partial), mirror],
-        capture_output=True, text=True, check=False,
-    )
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise SandboxError(f"debootstrap failed (exit {proc.returncode}):\n{tail}")
+    debootstrap(partial, suite=suite, mirror=mirror, include=PACKAGES, say=say)
     _add_user(partial)
     _add_locales(partial, say)
     _add_tools(partial, say, python)
@@ -178,11 +142,8 @@ def _add_tools(root: Path, say: Say, python: str) -> None:
              ["python3", "-m", "pip", "--python", TOOLS + "/bin/python", "install", "--quiet", "--no-index",
               "--no-cache-dir", "--find-links", "/tmp/logomesh-wheels", *TOOL_REQUIREMENTS])  # noqa: S108
     for argv in steps:
-        proc = subprocess.run(["chroot", str(root), *argv], capture_output=True, text=True, check=False,
-                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
-                                   "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_BREAK_SYSTEM_PACKAGES": "1"})
-        if proc.returncode != 0:
-            raise SandboxError(f"building the tools venv failed ({' '.join(argv[:3])}):\n{proc.stderr[-2000:]}")
+        chroot(root, argv, f"building the tools venv ({' '.join(argv[:3])})",
+               env={"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_BREAK_SYSTEM_PACKAGES": "1"})
     shutil.rmtree(wheels)
     envs = root / ENVS.lstrip("/")
     envs.mkdir(parents=True, exist_ok=True)
@@ -257,10 +218,7 @@ def _add_locales(root: Path, say: Say) -> None:
     """Generate the locales tests set (``en_US.UTF-8``) into ``/usr/lib/locale``; ``C.UTF-8`` comes with glibc."""
     say("generating the locales " + ", ".join(LOCALES))
     (root / "etc/locale.gen").write_text("".join(f"{name}\n" for name in LOCALES), encoding="utf-8")
-    proc = subprocess.run(["chroot", str(root), "locale-gen"], capture_output=True, text=True, check=False,
-                          env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
-    if proc.returncode != 0:
-        raise SandboxError(f"locale-gen failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-2000:]}")
+    chroot(root, ["locale-gen"], "locale-gen")
 
 
 def _add_user(root: Path) -> None:
@@ -296,21 +254,6 @@ def build_image(tag: str = DEFAULT_TAG, *, cache_dir: Path = DEFAULT_CACHE, suit
         _debootstrap(rootfs, suite, mirror or apt_mirror(), say)
     else:
         say(f"reusing the cached root file system {rootfs}")
-    archive = rootfs.with_name(rootfs.name + ".tar")
-    say(f"packing {rootfs}")
-    excludes = [f"--exclude={e}" for e in EXCLUDES]
-    subprocess.run(["tar", "-C", str(rootfs), *excludes, "-cf", str(archive), "."], check=True)
-    client = docker_client(timeout=900)
-    try:
-        repository, _, version = tag.partition(":")
-        say(f"importing as {tag}")
-        client.api.import_image(src=str(archive), repository=repository, tag=version or "latest",
-                                changes=list(changes(SUITES[suite], go_versions(suite))))
-        client.images.get(tag)
-    except DockerException as exc:
-        raise SandboxError(f"docker import failed: {exc}") from exc
-    finally:
-        client.close()
-        archive.unlink(missing_ok=True)
+    import_rootfs(rootfs, tag, changes=changes(SUITES[suite], go_versions(suite)), excludes=EXCLUDES, say=say)
     say(f"built {tag}")
     return True

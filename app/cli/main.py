@@ -31,6 +31,7 @@ from app.cli.console import (
     result_line,
 )
 from app.cli.dbom import dbom_cli
+from app.cli.deploy import deploy_cli
 from app.cli.sandbox import sandbox_cli
 
 if TYPE_CHECKING:
@@ -330,6 +331,7 @@ from app.cli.services import serve, worker  # noqa: E402 - the App's commands li
 cli.command()(serve)
 cli.command()(worker)
 cli.add_typer(sandbox_cli, name="sandbox")
+cli.add_typer(deploy_cli, name="deploy")
 
 
 # Commands whose work is durable when they return (output written, DBOM committed): the process may end at once

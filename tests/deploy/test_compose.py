@@ -9,6 +9,7 @@ the settings come from ``.env`` with ``LOGOMESH_*`` names.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -152,7 +153,7 @@ def test_logomesh_services_are_locked_down() -> None:
         assert service["command"][0] in {"serve", "worker"}, name
     assert services["web"]["command"] == ["serve"]
     assert services["worker"]["command"] == ["worker"]
-    assert services["web"]["ports"] == ["8000:8000"]
+    assert services["web"]["ports"] == ["${LOGOMESH_WEB_PORT:-8000}:8000"]
 
 
 def test_secrets_are_mounted_files_not_values() -> None:
@@ -233,9 +234,12 @@ def _project(tmp_path: Path, compose_text: str | None = None) -> Path:
     return project
 
 
-def _config(project: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*_compose_command(), "-f", "compose.yaml", "config"], cwd=project,
-                          capture_output=True, text=True, timeout=120)
+def _config(project: Path, *files: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    argv = [*_compose_command()]
+    for name in ("compose.yaml", *files):
+        argv += ["-f", name]
+    return subprocess.run([*argv, "config"], cwd=project, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
 
 
 def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
@@ -248,6 +252,40 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
     assert worker_env["DOCKER_HOST"] == "tcp://dind:2376"
     assert "DOCKER_HOST" not in resolved["services"]["web"]["environment"]
     assert resolved["services"]["worker"]["deploy"]["replicas"] >= 2
+    assert resolved["services"]["web"]["ports"] == [{"published": 8000, "target": 8000}]
+
+
+def test_the_published_web_port_can_be_moved(tmp_path: Path) -> None:
+    result = _config(_project(tmp_path), env={"LOGOMESH_WEB_PORT": "18080"})
+    assert result.returncode == 0, result.stderr
+    assert yaml.safe_load(result.stdout)["services"]["web"]["ports"] == [{"published": 18080, "target": 8000}]
+
+
+def test_the_offline_file_swaps_images_and_build_arguments_only(tmp_path: Path) -> None:
+    """deploy/compose.offline.yaml names the base images `logomesh deploy build-images` makes; everything else
+    (networks, volumes, secrets, settings, privileges) is deploy/compose.yaml's."""
+    from app.deploy_images import IMAGES
+
+    project = _project(tmp_path)
+    shutil.copy(DEPLOY / "compose.offline.yaml", project / "compose.offline.yaml")
+    shipped, offline = _config(project), _config(project, "compose.offline.yaml")
+    assert shipped.returncode == 0 and offline.returncode == 0, offline.stderr
+    before, after = yaml.safe_load(shipped.stdout), yaml.safe_load(offline.stdout)
+    images = {name: after["services"][name]["image"] for name in ("redis", "postgres", "dind")}
+    assert images == {"redis": IMAGES["redis"].tag, "postgres": IMAGES["postgres"].tag,
+                      "dind": IMAGES["engine"].tag}
+    for name in ("web", "worker"):
+        args = after["services"][name]["build"]["args"]
+        assert args["BASE_IMAGE"] == IMAGES["python"].tag and args["RUNTIME_PACKAGES"] == ""
+        assert after["services"][name]["image"] == before["services"][name]["image"]
+    for data in (before, after):  # merging two files reorders lists and spells an empty network {} (not null)
+        for name, service in data["services"].items():
+            service.pop("build", None)
+            if name in images:
+                service.pop("image")
+            service["volumes"] = sorted(service.get("volumes", []), key=str)
+            service["networks"] = {net: options or {} for net, options in service.get("networks", {}).items()}
+    assert before == after
 
 
 def test_docker_compose_config_rejects_a_broken_file(tmp_path: Path) -> None:

@@ -52,8 +52,9 @@ def installed_wheel(dest: Path, distribution: str, package: str) -> Path:
 
 
 @contextlib.contextmanager
-def serve_index(root: Path, wheels: dict[str, Path]) -> Iterator[str]:
-    """Serve ``wheels`` (project name → wheel file under ``root/simple/<name>/``) as a simple index."""
+def serve_index(root: Path, wheels: dict[str, Path], port: int = 0) -> Iterator[str]:
+    """Serve ``wheels`` (project name → wheel file under ``root/simple/<name>/``) as a simple index, on ``port``
+    (any free one by default)."""
     simple = root / "simple"
     for name, wheel in wheels.items():
         (simple / name / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>\n')
@@ -68,7 +69,10 @@ def serve_index(root: Path, wheels: dict[str, Path]) -> Iterator[str]:
 
     # the setup phase's proxy runs in a container: it reaches this host as host.docker.internal (the engine's
     # host gateway), so the index listens on every address of this host
-    server = socketserver.ThreadingTCPServer(("0.0.0.0", 0), Handler)
+    class Server(socketserver.ThreadingTCPServer):
+        allow_reuse_address = True  # a fixed port is free again as soon as the last run closed it
+
+    server = Server(("0.0.0.0", port), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
