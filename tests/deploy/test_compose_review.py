@@ -35,10 +35,11 @@ import yaml
 
 from tests.app.conftest import INSTALLATION, generate_app_key, pr_payload, score_cells, verdict_title
 from tests.app.fakegithub import FakeGitHub
+from tests.deploy.builds import needs_image_builds
 from tests.gitfixture import RepoBuilder
 from tests.sandbox.index import INDEX_HOST, one_package_index, serve_index
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, needs_image_builds]
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.deploy.builds import needs_image_builds
 from tests.deploy.dockerfile_lint import final_stage, lint, parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,6 +184,7 @@ def _base_requirements() -> list[str]:
 
 @pytest.mark.docker
 @pytest.mark.slow
+@needs_image_builds
 def test_image_builds_offline_and_runs_logomesh(tmp_path: Path) -> None:
     client = _docker()
     base = _offline_python_base()
