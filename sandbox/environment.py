@@ -320,14 +320,15 @@ def _cfg_list(value: str) -> list[str]:
 NOT_INSTALLED = "LOGOMESH-NOT-INSTALLED"
 
 
-def install_script(python: str, env_dir: str, requirements_file: str) -> str:
+def install_script(python: str, env_dir: str, requirements_file: str, options: str = "") -> str:
     """The shell script that makes the venv and installs a plan's requirements, one failure not sinking the rest.
 
     The requirements are installed together first (one resolution, pins honoured together). When that fails, each
-    line is installed on its own: a line pip cannot install is printed as ``LOGOMESH-NOT-INSTALLED <line>``
-    followed by pip's last error line, and the others stay installed. Only when none of them installs does the
-    script fail (an index that cannot be reached, say)."""
-    pip = f"{env_dir}/bin/python -m pip install --quiet"
+    line is installed on its own (from a one-line requirements file, so a hashed line keeps its hash): a line pip
+    cannot install is printed as ``LOGOMESH-NOT-INSTALLED <line>`` followed by pip's last error line, and the
+    others stay installed. Only when none of them installs does the script fail (an index that cannot be reached,
+    say). ``options`` go to every pip call (``--require-hashes --no-deps`` for a resolved set)."""
+    pip = f"{env_dir}/bin/python -m pip install --quiet" + (f" {options}" if options else "")
     return f"""set -e
 {python} -m venv {env_dir}
 if ! {pip} -r {requirements_file} 2>/tmp/logomesh-pip.log; then
@@ -337,7 +338,8 @@ if ! {pip} -r {requirements_file} 2>/tmp/logomesh-pip.log; then
   while IFS= read -r requirement; do
     [ -n "$requirement" ] || continue
     total=$((total + 1))
-    if ! {pip} "$requirement" 2>/tmp/logomesh-pip.log; then
+    printf '%s\\n' "$requirement" > /tmp/logomesh-one.txt
+    if ! {pip} -r /tmp/logomesh-one.txt 2>/tmp/logomesh-pip.log; then
       failed=$((failed + 1))
       echo "{NOT_INSTALLED} $requirement"
       grep -v '^[[:space:]]*$' /tmp/logomesh-pip.log | grep -iv 'notice' | tail -n 1

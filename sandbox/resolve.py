@@ -93,11 +93,12 @@ def locked_requirements(artefacts: Sequence[Artefact]) -> str:
 
 
 def locked_install_script(python: str, env_dir: str, locked_file: str) -> str:
-    """Make the venv and install exactly the resolved set: pinned, hash-checked, nothing resolved again."""
-    return f"""set -e
-{python} -m venv {env_dir}
-{env_dir}/bin/python -m pip install --quiet --require-hashes --no-deps -r {locked_file}
-"""
+    """Make the venv and install exactly the resolved set: pinned, hash-checked, nothing resolved again; when the
+    set fails as a whole (an sdist that does not build here), each artefact alone, the failing ones named
+    (:func:`sandbox.environment.install_script`)."""
+    from sandbox.environment import install_script
+
+    return install_script(python, env_dir, locked_file, options="--require-hashes --no-deps")
 
 
 def resolved_key(material: Sequence[object], artefacts: Sequence[Artefact]) -> str:

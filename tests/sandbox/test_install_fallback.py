@@ -63,3 +63,14 @@ async def test_when_nothing_installs_the_environment_fails_and_says_so(
     assert result.setup is not None and result.setup.status == "failed"
     assert result.status == "env_error"
     assert "lm-nowhere-to-be-found==9.9" in result.output and "lm-rates==77.0" in result.output
+
+
+def test_a_resolved_set_that_fails_whole_is_installed_artefact_by_artefact_each_still_hash_checked() -> None:
+    from sandbox.resolve import locked_install_script
+
+    script = locked_install_script("python3.11", "/env", "/setup/locked.txt")
+    pip_calls = [line for line in script.splitlines() if "-m pip install" in line]
+    assert len(pip_calls) == 2 and all("--require-hashes --no-deps" in line for line in pip_calls)
+    assert "-r /setup/locked.txt" in pip_calls[0] and "-r /tmp/logomesh-one.txt" in pip_calls[1]
+    # one line (with its hash) per file: a hashed requirement is never split from its hash
+    assert "printf '%s\\n' \"$requirement\" > /tmp/logomesh-one.txt" in script
