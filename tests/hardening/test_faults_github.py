@@ -67,7 +67,7 @@ def short_outage(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(app.worker.jobs, "OUTAGE_BASE_SECONDS", 0.2)
     monkeypatch.setattr(app.github, "_retry_after", lambda response: 0.0)
-    harness.settings = harness.settings.model_copy(update={"github_outage_seconds": 3})
+    harness.settings = harness.settings.model_copy(update={"github_outage_seconds": 6})  # room for max_tries retries on a slow machine
 
 
 @pytest.mark.usefixtures("short_outage")
