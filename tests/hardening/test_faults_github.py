@@ -67,7 +67,8 @@ def short_outage(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(app.worker.jobs, "OUTAGE_BASE_SECONDS", 0.2)
     monkeypatch.setattr(app.github, "_retry_after", lambda response: 0.0)
-    harness.settings = harness.settings.model_copy(update={"github_outage_seconds": 6})  # room for max_tries retries on a slow machine
+    # the budget is time: room for more retries than max_tries even when each try is slow
+    harness.settings = harness.settings.model_copy(update={"github_outage_seconds": 6})
 
 
 @pytest.mark.usefixtures("short_outage")
