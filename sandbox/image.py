@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from docker.errors import ImageNotFound
@@ -45,22 +46,27 @@ DEFAULT_SUITE = "bookworm"
 SUITES = {"bookworm": "3.11", "trixie": "3.13"}
 COMPANION_SUITES = ("trixie",)  # built by scripts/sandbox-image.sh beside the main image
 # the interpreter, the system tools real suites call (git, less, locales, the time zone database), and a C/C++
-# compiler with the interpreter's headers: a pinned dependency with no wheel for this interpreter (an old psutil)
-# is built from its sdist in the setup phase, as a CI machine would
-PACKAGES = ("python3", "python3-venv", "python3-pip", "python3-dev", "gcc", "g++", "libc6-dev", "make", "git", "less",
-            "locales", "tzdata")
+# compiler with the interpreter's headers and the C libraries' headers that common sdists build against (cffi needs
+# libffi's): a pinned dependency with no wheel for this interpreter (an old psutil, cffi) is built from its sdist in
+# the setup phase, as a CI machine would
+PACKAGES = ("python3", "python3-venv", "python3-pip", "python3-dev", "gcc", "g++", "libc6-dev", "make", "pkg-config",
+            "libffi-dev", "git", "less", "locales", "tzdata")
 # generated into the image (C.UTF-8 is built into glibc); what /etc/locale.gen lists
 LOCALES = ("en_US.UTF-8 UTF-8",)
 # the Go toolchains, from bookworm-backports (bookworm's own golang is 1.19, whose ``go test -json`` reads outcomes
 # from the tests' text output, where a test can print a forged ``--- PASS`` line)
 GO_VERSIONS = ("1.21", "1.23")
 GO_SUITE = "bookworm-backports"
+# Node.js and npm from the main suite (bookworm: Node 18), for JavaScript/TypeScript projects; label org.logomesh.node
+NODE_PACKAGES = ("nodejs", "npm")
 IMAGE_LABEL = "org.logomesh.image"
 # bump when the layout above changes: an image with another version is rebuilt, never run
-IMAGE_VERSION = "5"
+IMAGE_VERSION = "6"
 VERSION_LABEL = "org.logomesh.image-version"
 PYTHON_LABEL = "org.logomesh.python"
 GO_LABEL = "org.logomesh.go"
+NODE_LABEL = "org.logomesh.node"
+NODE_VERSION_FILE = "/opt/logomesh/node-version"  # the Node.js major version the image carries
 TOOLS = "/opt/logomesh/tools"
 ENVS = "/opt/logomesh/envs"
 # what the runner needs in the tools venv; wheels come from the host's package index, installed with --no-index
@@ -70,8 +76,9 @@ EXCLUDES = ("./var/cache/apt/archives", "./var/lib/apt/lists", "./usr/share/doc"
             "./usr/share/locale", "./usr/share/info", "./usr/share/i18n")
 
 
-def changes(python: str, go: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The image's configuration (``docker import --change``) for an image offering ``python`` (and ``go``)."""
+def changes(python: str, go: tuple[str, ...] = (), node: str = "") -> tuple[str, ...]:
+    """The image's configuration (``docker import --change``) for an image offering ``python`` (and ``go``, and
+    Node.js ``node``)."""
     return (
         f"USER {SANDBOX_UID}:{SANDBOX_UID}",
         "WORKDIR /sandbox/repo",
@@ -80,6 +87,7 @@ def changes(python: str, go: tuple[str, ...] = ()) -> tuple[str, ...]:
         f"LABEL {VERSION_LABEL}={IMAGE_VERSION}",
         f"LABEL {PYTHON_LABEL}={python}",
         *([f"LABEL {GO_LABEL}={','.join(go)}"] if go else []),
+        *([f"LABEL {NODE_LABEL}={node}"] if node else []),
         'CMD ["python3"]',
     )
 
@@ -120,6 +128,8 @@ def _debootstrap(rootfs: Path, suite: str, mirror: str, say: Say) -> None:
     _add_tools(partial, say, python)
     if go_versions(suite):
         _add_go(partial, suite, mirror, say)
+    if suite == DEFAULT_SUITE:  # like Go, Node runs use the main image
+        (partial / NODE_VERSION_FILE.lstrip("/")).write_text(_add_node(partial, say) + "\n", encoding="utf-8")
     (partial / "opt/logomesh/image-version").write_text(IMAGE_VERSION + "\n", encoding="utf-8")
     partial.rename(rootfs)
 
@@ -157,21 +167,38 @@ def _add_go(root: Path, suite: str, mirror: str, say: Say) -> None:
     say("installing " + ", ".join(packages) + f" from {suite}-backports")
     listing = root / "etc/apt/sources.list.d/logomesh-backports.list"
     listing.write_text(f"deb {mirror} {suite}-backports main\n", encoding="utf-8")
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
     try:
-        for argv in (["apt-get", "update", "-q"],
-                     ["apt-get", "install", "-y", "-q", "--no-install-recommends", "-t", f"{suite}-backports",
-                      *packages]):
-            proc = subprocess.run(["chroot", str(root), *argv], capture_output=True, text=True, check=False, env=env)
-            if proc.returncode != 0:
-                raise SandboxError(f"installing the Go toolchains failed ({' '.join(argv[:2])}):\n"
-                                   f"{(proc.stdout + proc.stderr)[-2000:]}")
+        _apt_install(root, packages, "the Go toolchains", release=f"{suite}-backports")
     finally:
         listing.unlink(missing_ok=True)
     for version in GO_VERSIONS:
         if not (root / f"usr/lib/go-{version}/bin/go").exists():
             raise SandboxError(f"golang-{version}-go installed no /usr/lib/go-{version}/bin/go")
     _warm_go_caches(root, say)
+
+
+def _add_node(root: Path, say: Say) -> str:
+    """Node.js and npm from the image's own suite; the Node major version, for the image's label."""
+    say("installing " + ", ".join(NODE_PACKAGES))
+    _apt_install(root, NODE_PACKAGES, "Node.js")
+    proc = subprocess.run(["chroot", str(root), "/usr/bin/node", "--version"], capture_output=True, text=True,
+                          check=False, env={"PATH": "/usr/bin:/bin"})
+    if proc.returncode != 0 or not proc.stdout.startswith("v"):
+        raise SandboxError(f"nodejs installed no working /usr/bin/node:\n{(proc.stdout + proc.stderr)[-2000:]}")
+    return proc.stdout.strip().lstrip("v").split(".")[0]
+
+
+def _apt_install(root: Path, packages: Sequence[str], what: str, *, release: str | None = None) -> None:
+    """``apt-get install`` of ``packages`` in the chroot ``root`` (from ``release`` when given), lists and archives
+    left for :data:`EXCLUDES` to drop."""
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
+    target = ["-t", release] if release else []
+    for argv in (["apt-get", "update", "-q"],
+                 ["apt-get", "install", "-y", "-q", "--no-install-recommends", *target, *packages]):
+        proc = subprocess.run(["chroot", str(root), *argv], capture_output=True, text=True, check=False, env=env)
+        if proc.returncode != 0:
+            raise SandboxError(f"installing {what} failed ({' '.join(argv[:2])}):\n"
+                               f"{(proc.stdout + proc.stderr)[-2000:]}")
 
 
 # what a Go test binary and most small suites import: compiled once into each toolchain's warm build cache, which a
@@ -254,6 +281,8 @@ def build_image(tag: str = DEFAULT_TAG, *, cache_dir: Path = DEFAULT_CACHE, suit
         _debootstrap(rootfs, suite, mirror or apt_mirror(), say)
     else:
         say(f"reusing the cached root file system {rootfs}")
-    import_rootfs(rootfs, tag, changes=changes(SUITES[suite], go_versions(suite)), excludes=EXCLUDES, say=say)
+    node_file = rootfs / NODE_VERSION_FILE.lstrip("/")
+    node = node_file.read_text(encoding="utf-8").strip() if node_file.is_file() else ""
+    import_rootfs(rootfs, tag, changes=changes(SUITES[suite], go_versions(suite), node), excludes=EXCLUDES, say=say)
     say(f"built {tag}")
     return True
