@@ -182,7 +182,7 @@ def _add_node(root: Path, say: Say) -> str:
     say("installing " + ", ".join(NODE_PACKAGES))
     _apt_install(root, NODE_PACKAGES, "Node.js")
     proc = subprocess.run(["chroot", str(root), "/usr/bin/node", "--version"], capture_output=True, text=True,
-                          check=False, env={"PATH": "/usr/bin:/bin"})
+                          check=False, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
     if proc.returncode != 0 or not proc.stdout.startswith("v"):
         raise SandboxError(f"nodejs installed no working /usr/bin/node:\n{(proc.stdout + proc.stderr)[-2000:]}")
     return proc.stdout.strip().lstrip("v").split(".")[0]

@@ -21,6 +21,15 @@ MAX_DETAIL = 300
 # standard-library modules that build their own code from strings (dataclass methods, namedtuple's __new__):
 # what they execute is theirs, not the caller's data
 CODE_GENERATORS = ("/dataclasses.py", "/collections/__init__.py")
+# standard-library modules that evaluate a type annotation written as a string (``typing.ForwardRef``, what
+# ``typing.get_type_hints`` and pydantic run for ``from __future__ import annotations``; ``inspect.get_annotations``):
+# the string is the project's source text, not data, unless it reaches for what a payload needs
+ANNOTATION_EVALUATORS = ("/typing.py", "/inspect.py", "/annotationlib.py")
+# names an annotation never needs and code execution through ``eval`` does (dunders are refused as a class:
+# ``__import__``, ``__class__``, ``__subclasses__``, ``__globals__``, ``__builtins__`` …)
+UNSAFE_NAMES = frozenset({"eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "globals", "locals",
+                          "vars", "breakpoint", "input", "system", "popen", "spawn", "run", "call", "check_output",
+                          "loads", "load", "import_module"})
 # the file names code compiled from a string gets: exec/eval/compile, timeit, code.interact and the like
 FROM_STRINGS = frozenset({"<string>", "<timeit-src>", "<input>", "<stdin>", "<console>"})
 
@@ -37,14 +46,28 @@ def _third_party(caller: str, repo: str) -> bool:
     return not caller.startswith(repo) and ("/site-packages/" in caller or "/dist-packages/" in caller)
 
 
+def _annotation(code: Any) -> bool:
+    """Whether code ``typing`` evaluates reads like a type annotation: no name a payload needs, anywhere in it."""
+    names: set[str] = set()
+    stack = [code]
+    while stack:  # nested code objects (a lambda, a comprehension) are searched too
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if hasattr(c, "co_names"))
+    return not any(name in UNSAFE_NAMES or (name.startswith("__") and name.endswith("__")) for name in names)
+
+
 def _interesting(event: str, args: tuple[Any, ...], caller: str, repo: str) -> bool:
     if event == "exec":
         # modules and functions being run are not interesting; code built from a string is, unless the standard
         # library built it for a dataclass or a namedtuple, or an installed library (typing_inspection, which
         # pydantic models import, attrs …) built its own: what a library generates for itself is not the
-        # caller's data (a library that evaluates a string the project hands it is the static pass's to see)
-        built = getattr(args[0] if args else None, "co_filename", None) in FROM_STRINGS
-        return built and not caller.endswith(CODE_GENERATORS) and not _third_party(caller, repo)
+        # caller's data (a library that evaluates a string the project hands it is the static pass's to see); nor
+        # is a string annotation ``typing`` evaluates, unless it names what a payload needs
+        code = args[0] if args else None
+        built = getattr(code, "co_filename", None) in FROM_STRINGS
+        return (built and not caller.endswith(CODE_GENERATORS) and not _third_party(caller, repo)
+                and not (caller.endswith(ANNOTATION_EVALUATORS) and _annotation(code)))
     if event == "subprocess.Popen":
         argv = args[1] if len(args) > 1 else None
         return isinstance(argv, (list, tuple)) and len(argv) >= 2 and str(argv[0]).endswith("sh") and argv[1] == "-c"

@@ -240,3 +240,37 @@ def test_code_an_installed_library_generates_for_itself_is_not_the_project_s_but
     at_import, called = json.loads(out)
     assert at_import == []
     assert [(s["event"], s["path"], s["line"]) for s in called] == [("exec", "site-packages/hidden.py", 2)]
+
+
+def test_a_string_annotation_typing_evaluates_is_not_code_injection_but_a_payload_through_it_is(
+        tmp_path: Path) -> None:
+    """pydantic-settings#940: with ``from __future__ import annotations`` a pydantic model's annotations are
+    strings that ``typing.ForwardRef`` evaluates with ``eval`` while the model is defined (the sandbox's pydantic
+    does it at import): an honest PR was 'code injection confirmed'. An annotation is not recorded; a payload
+    handed to the same evaluator is."""
+    import subprocess
+    import sys
+
+    from checks.red import sightings
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "models.py").write_text(
+        "from __future__ import annotations\n\nimport typing\nfrom typing import Annotated, Optional\n\n\n"
+        "def positive(x):\n    return x\n\n\n"
+        "class Settings:\n    name: Optional[str]\n    sizes: dict[str, list[int]] | None\n"
+        "    limit: Annotated[int, positive(1)]\n\n\n"
+        "HINTS = typing.get_type_hints(Settings, include_extras=True)\n\n\n"
+        "def hint(text):\n    try:\n        return typing.ForwardRef(text)._evaluate(globals(), None, frozenset())\n"
+        "    except Exception:  # not a type: evaluated all the same\n        return None\n")
+    program = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom sightings import Sightings\n"
+               "watch = Sightings(sys.argv[2])\nsys.path.insert(0, sys.argv[2])\nimport pkg.models\n"
+               "at_import = watch.take()\nassert pkg.models.HINTS['name'] == pkg.models.Optional[str]\n"
+               "pkg.models.hint(\"__import__('os').getcwd()\")\ndunder = watch.take()\n"
+               "pkg.models.hint('getattr(typing, \"Any\")')\nprint(json.dumps([at_import, dunder, watch.take()]))\n")
+    out = subprocess.run([sys.executable, "-I", "-c", program, str(Path(sightings.__file__).parent), str(tmp_path)],
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    at_import, dunder, builtin = json.loads(out)
+    assert at_import == []
+    assert [(s["event"], s["path"], s["line"]) for s in dunder] == [("exec", "pkg/models.py", 22)]
+    assert [(s["event"], s["path"], s["line"]) for s in builtin] == [("exec", "pkg/models.py", 22)]
