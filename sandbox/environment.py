@@ -31,6 +31,7 @@ import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from checks.models import DeclaredRequirement, EnvironmentPlan
@@ -157,11 +158,29 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
     origin: dict[str, str] = {}  # requirement line -> the first source naming it
 
     skipped: list[str] = []
+    conflicts: list[str] = []
+    specifiers: dict[str, list[tuple[str, SpecifierSet]]] = {}  # project name -> (line, its specifier), in order
+
+    def admitted(line: str, source: str) -> bool:
+        """Whether ``line`` can hold beside the lines before it: a pin (``==``) another line of the same project
+        excludes makes the set unsatisfiable (alembic's deprecated tox.ini pins another black than its
+        pyproject.toml), so the later line is left out and named; the first source wins."""
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            return True
+        name = _normal(requirement.name)
+        for earlier, spec in specifiers.get(name, []):
+            if _excludes(spec, requirement.specifier) or _excludes(requirement.specifier, spec):
+                conflicts.append(f"{line} ({source}; conflicts with {earlier}, kept)")
+                return False
+        specifiers.setdefault(name, []).append((line, requirement.specifier))
+        return True
 
     def add(source: str, lines: Sequence[str]) -> None:
         # pip gets requirements only: a path, a bare URL or a leftover ``factor:`` prefix is named, not installed
         skipped.extend(line for line in lines if not requirement_ok(line) and line not in skipped)
-        fresh = [line for line in lines if line not in requirements and requirement_ok(line)]
+        fresh = [line for line in lines if line not in requirements and requirement_ok(line) and admitted(line, source)]
         if lines:
             sources.append(source)
         requirements.extend(fresh)
@@ -264,6 +283,8 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
         skipped.extend(line for line in tool.skipped if line not in skipped)
     if skipped:
         sources.append("not requirements pip installs from the index, left out: " + ", ".join(skipped[:10]))
+    if conflicts:
+        sources.append("pins that contradict an earlier source, left out: " + ", ".join(conflicts[:10]))
     src_layout = any(p.startswith("src/") and p.endswith(".py") for p in names)
     requirements = requirements[:MAX_REQUIREMENTS]
     return EnvironmentPlan(
@@ -280,6 +301,12 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
         error=error,
         declared=tuple(DeclaredRequirement(requirement=r, source=origin[r]) for r in requirements),
     )
+
+
+def _excludes(pins: SpecifierSet, other: SpecifierSet) -> bool:
+    """Whether ``pins`` holds an exact pin (``==X``, no wildcard) that ``other`` does not admit."""
+    return any(spec.operator in ("==", "===") and "*" not in spec.version
+               and not other.contains(spec.version, prereleases=True) for spec in pins)
 
 
 def _poetry(table: dict[str, object]) -> list[str]:

@@ -124,3 +124,27 @@ def test_without_requires_python_the_classifiers_choose_among_the_offered_interp
     assert choose_python(None, ("3.11", "3.13"), ["Programming Language :: Python :: 3.8"]) == ("3.13", None)
     files = {"pyproject.toml": '[project]\nname = "p"\nclassifiers = ["Programming Language :: Python :: 3.11"]\n'}
     assert plan_environment(reader(files), sorted(files), ("3.11", "3.13")).python == "3.11"
+
+
+def test_a_pin_a_deprecated_tox_ini_contradicts_is_left_out_and_named_the_first_source_wins() -> None:
+    """alembic#1822: pyproject.toml's test group pins black==26.5.1, its deprecated tox.ini black==25.9.0; pip
+    cannot satisfy both, so the whole environment failed and the tests were not measured."""
+    pyproject = ('[project]\nname = "alembic"\ndependencies = ["SQLAlchemy>=1.4.0"]\n'
+                 '[dependency-groups]\ntests = ["pytest>8,<10", "black==26.5.1", "zimports"]\n')
+    tox = ("[tox]\nBLACK_VERSION = 25.9.0\n[testenv]\ndeps=pytest>4.6,<8.4\n     zimports\n"
+           "     black=={[tox]BLACK_VERSION}\n     greenlet>=1\n")
+    requirements, sources = plan({"pyproject.toml": pyproject, "tox.ini": tox, "tests/test_x.py": ""})
+    assert "black==26.5.1" in requirements and "black==25.9.0" not in requirements
+    assert "pytest>4.6,<8.4" in requirements  # a range that overlaps the other's is no contradiction
+    assert "greenlet>=1" in requirements
+    note = next(s for s in sources if s.startswith("pins that contradict"))
+    assert "black==25.9.0 (tox.ini [testenv] deps; conflicts with black==26.5.1, kept)" in note
+    # a range the earlier pin falls outside of contradicts it too; names are compared normalised
+    requirements, sources = plan({"requirements-test.txt": "Foo_Bar==1.0\n", "tox.ini": "[testenv]\ndeps=foo-bar>=2\n",
+                                  "test_x.py": ""})
+    assert requirements == ["Foo_Bar==1.0"]
+    # agreeing pins and unpinned lines are all kept
+    requirements, sources = plan({"requirements-test.txt": "foo==1.0\nbar\n",
+                                  "tox.ini": "[testenv]\ndeps=foo>=1\n  bar<3\n", "test_x.py": ""})
+    assert requirements == ["foo==1.0", "bar", "foo>=1", "bar<3"]
+    assert not any(s.startswith("pins that contradict") for s in sources)
