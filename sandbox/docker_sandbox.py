@@ -606,13 +606,17 @@ class DockerSandbox:
                 limits: SandboxLimits | None = None) -> Any:
         """A container holding still (``sleep``) until exec'd; ``network`` None means no network at all.
 
+        No network is ``network_mode=none`` (a namespace of its own with only the loopback), never the engine's
+        ``NetworkDisabled``, which isolates no more and leaves ``/etc/hosts`` empty: ``localhost`` would not
+        resolve, and every test that starts a local server by that name (requests' test server) would fail.
+
         The holder runs as root (without capabilities) so that nothing exec'd as the sandbox user can stop it:
         the runner ends every process of that user before it writes its results, and the container stays up.
         """
         api = self.client.api
         created = api.create_container(
             image, command=["sleep", "infinity"], user="0:0", environment=ENV,
-            working_dir="/", labels=self._labels(), network_disabled=network is None,
+            working_dir="/", labels=self._labels(),
             host_config=self._host_config(network=network, read_only=read_only, mounts=mounts, limits=limits),
         )
         return created["Id"]

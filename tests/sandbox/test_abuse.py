@@ -99,9 +99,15 @@ async def test_network_is_off_by_name_and_by_ip(
 
         def test_only_loopback():
             assert sorted(os.listdir("/sys/class/net")) == ["lo"]
+
+        def test_a_local_server_by_the_name_localhost():  # requests' test server binds and dials 'localhost'
+            server = socket.create_server(("localhost", 0))
+            with socket.create_connection(("localhost", server.getsockname()[1]), timeout=3):
+                pass
+            server.close()
     """}
     result = await sandboxes(make_repo(files)).run_tests(Spec())
-    assert (result.status, result.passed, result.failed) == ("ran", 5, 0), result.output
+    assert (result.status, result.passed, result.failed) == ("ran", 6, 0), result.output
 
 
 async def test_writing_outside_the_work_dir_fails(
