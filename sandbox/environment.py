@@ -355,7 +355,9 @@ def install_script(python: str, env_dir: str, requirements_file: str, options: s
     cannot install is printed as ``LOGOMESH-NOT-INSTALLED <line>`` followed by pip's last error line, and the
     others stay installed. Only when none of them installs does the script fail (an index that cannot be reached,
     say). ``options`` go to every pip call (``--require-hashes --no-deps`` for a resolved set)."""
-    pip = f"{env_dir}/bin/python -m pip install --quiet" + (f" {options}" if options else "")
+    # --use-pep517: a setup.py-only sdist is built into a wheel (installed with its RECORD, so the environment
+    # verifies and is cached), never run as ``setup.py install`` (an egg-info, no RECORD), which pip 23 still does
+    pip = f"{env_dir}/bin/python -m pip install --quiet --use-pep517" + (f" {options}" if options else "")
     return f"""set -e
 {python} -m venv {env_dir}
 if ! {pip} -r {requirements_file} 2>/tmp/logomesh-pip.log; then

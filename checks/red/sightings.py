@@ -96,14 +96,22 @@ class Sightings:
         self.details = details
         self.seen: dict[tuple[str, str, int, str], dict[str, Any]] = {}
         self.active = True
+        self.literal: Any = None  # the frame whose last ``exec``/``eval`` compiled a string literal of its own code
         sys.addaudithook(self._audit)
 
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "compile" and "exec" in self.events and self.active:
+            self._note_literal(args)
+            return
         if not self.active or event not in self.events or len(self.seen) >= self.limit:
             return
         try:
             frame: Any = sys._getframe(1)
             if not _interesting(event, args, frame.f_code.co_filename, self.repo):
+                return
+            if event == "exec" and frame is self.literal:
+                # six's ``exec_("def reraise(...)")`` at import: the code is a literal of the file, not data
+                self.literal = None
                 return
             while frame is not None:
                 filename = frame.f_code.co_filename
@@ -120,6 +128,18 @@ class Sightings:
                 frame = frame.f_back
         except Exception:  # an audit hook must never break the code it watches
             return
+
+    def _note_literal(self, args: tuple[Any, ...]) -> None:
+        """Remember the frame compiling a string that is a constant of its own code (``exec("...")``), so the
+        ``exec`` that follows is not taken for code built from data; anything formatted or passed in is."""
+        try:
+            frame: Any = sys._getframe(2)  # past this method and the hook
+            source = args[0] if args else None
+            if isinstance(source, bytes):
+                source = source.decode("utf-8")
+            self.literal = frame if isinstance(source, str) and source in frame.f_code.co_consts else None
+        except Exception:  # an audit hook must never break the code it watches
+            self.literal = None
 
     def take(self) -> list[dict[str, Any]]:
         """Everything seen since the last call, oldest first."""

@@ -274,3 +274,30 @@ def test_a_string_annotation_typing_evaluates_is_not_code_injection_but_a_payloa
     assert at_import == []
     assert [(s["event"], s["path"], s["line"]) for s in dunder] == [("exec", "pkg/models.py", 22)]
     assert [(s["event"], s["path"], s["line"]) for s in builtin] == [("exec", "pkg/models.py", 22)]
+
+
+def test_a_string_literal_the_project_executes_is_not_injected_code_but_a_formatted_one_is(tmp_path: Path) -> None:
+    """six defines ``reraise`` with ``exec_("def reraise(...)")`` at import: a literal of its own file, not data;
+    an honest six PR was 'code injection confirmed'. Code formatted from a value, or handed in, is still seen."""
+    import subprocess
+    import sys
+
+    from checks.red import sightings
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "compat.py").write_text(
+        "import builtins\n\nexec_ = getattr(builtins, 'exec')\n\n"
+        "exec_('''def reraise(tp, value, tb=None):\n    raise value\n''')\n\n\n"
+        "def formatted(name):\n    exec_('%s = 1' % name, {})\n\n\n"
+        "def handed(text):\n    exec_(text, {})\n")
+    program = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom sightings import Sightings\n"
+               "watch = Sightings(sys.argv[2])\nsys.path.insert(0, sys.argv[2])\nimport pkg.compat\n"
+               "at_import = watch.take()\npkg.compat.formatted('x')\npkg.compat.handed('y = 2')\n"
+               "print(json.dumps([at_import, watch.take()]))\n")
+    out = subprocess.run([sys.executable, "-I", "-c", program, str(Path(sightings.__file__).parent), str(tmp_path)],
+                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    at_import, called = json.loads(out)
+    assert at_import == []
+    assert [(s["event"], s["path"], s["line"]) for s in called] == [("exec", "pkg/compat.py", 11),
+                                                                     ("exec", "pkg/compat.py", 15)]

@@ -38,6 +38,17 @@ def write_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) ->
     return wheel
 
 
+def full_wheel(dest: Path, distribution: str) -> Path:
+    """An installed distribution packed whole (modules, data, ``.pth`` files, entry points) as a wheel."""
+    dist = importlib.metadata.distribution(distribution)
+    skip = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "METADATA", "WHEEL")
+    files = {str(f): f.read_binary() for f in dist.files or ()
+             if "__pycache__" not in str(f) and not str(f).startswith("..")
+             and not (".dist-info/" in str(f) and str(f).rsplit("/", 1)[-1] in skip)
+             and Path(str(f.locate())).is_file()}
+    return write_wheel(dest, distribution, dist.version, files)
+
+
 def build_wheel(dest: Path, name: str, version: str, source: str) -> Path:
     """A one-module wheel: ``<name>/__init__.py`` holding ``source``."""
     return write_wheel(dest, name, version, {f"{name.replace('-', '_')}/__init__.py": source.encode()})
@@ -91,9 +102,10 @@ def one_package_index(root: Path, name: str, version: str, source: str) -> Itera
         yield url
 
 
-def write_sdist(dest: Path, name: str, version: str, files: dict[str, str]) -> Path:
+def write_sdist(dest: Path, name: str, version: str, files: dict[str, str], *, legacy: bool = False) -> Path:
     """A source distribution (``name-version.tar.gz``) of ``files`` built by setuptools from the index: a
-    ``PKG-INFO``, a ``pyproject.toml`` naming setuptools as its backend unless ``files`` has one."""
+    ``PKG-INFO``, a ``pyproject.toml`` naming setuptools as its backend unless ``files`` has one or the sdist is
+    ``legacy`` (a ``setup.py`` alone, as old releases are)."""
     import io
     import tarfile
 
@@ -102,6 +114,8 @@ def write_sdist(dest: Path, name: str, version: str, files: dict[str, str]) -> P
              "pyproject.toml": ('[build-system]\nrequires = ["setuptools>=70"]\n'
                                 'build-backend = "setuptools.build_meta"\n\n'
                                 f'[project]\nname = "{name}"\nversion = "{version}"\n'), **files}
+    if legacy:
+        files.pop("pyproject.toml", None)
     sdist = dest / f"{dist}.tar.gz"
     with tarfile.open(sdist, "w:gz", format=tarfile.PAX_FORMAT) as archive:
         for path, text in sorted(files.items()):

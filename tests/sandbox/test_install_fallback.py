@@ -14,7 +14,7 @@ from sandbox.environment import install_script, not_installed
 from sandbox.limits import SandboxLimits
 from tests.gitfixture import RepoBuilder
 from tests.images import SANDBOX_IMAGE
-from tests.sandbox.index import one_package_index
+from tests.sandbox.index import full_wheel, one_package_index, serve_index, write_sdist, write_wheel
 
 IMAGE = SANDBOX_IMAGE
 TESTS = "from lm_rates import rate\n\n\ndef test_rate():\n    assert rate('TEN') == 10\n"
@@ -74,3 +74,45 @@ def test_a_resolved_set_that_fails_whole_is_installed_artefact_by_artefact_each_
     assert "-r /setup/locked.txt" in pip_calls[0] and "-r /tmp/logomesh-one.txt" in pip_calls[1]
     # one line (with its hash) per file: a hashed requirement is never split from its hash
     assert "printf '%s\\n' \"$requirement\" > /tmp/logomesh-one.txt" in script
+
+
+def vendored_wheel(dest: Path, name: str) -> Path:
+    """The release of ``name`` that this Python's setuptools vendors, packed as a wheel."""
+    import setuptools
+
+    vendor = Path(setuptools.__file__).parent / "_vendor"
+    info = next(vendor.glob(f"{name}-*.dist-info"))
+    files = {str(path.relative_to(vendor)): path.read_bytes() for path in sorted((vendor / name).rglob("*"))
+             if path.is_file() and "__pycache__" not in path.parts}
+    return write_wheel(dest, name, info.name[len(name) + 1:-len(".dist-info")], files)
+
+
+@pytest.fixture(scope="module")
+def legacy_index(tmp_path_factory: pytest.TempPathFactory, docker_engine: docker.DockerClient) -> Iterator[str]:
+    """An old-style release (a ``setup.py``, no ``pyproject.toml``, no wheel), as cffi's and psutil's pins of
+    older projects are, beside the build requirements pip asks the index for (setuptools and ``wheel``)."""
+    root = tmp_path_factory.mktemp("legacy-index")
+    wheels = {}
+    for name in ("lm-legacy", "setuptools", "wheel"):
+        (root / "simple" / name).mkdir(parents=True)
+    wheels["lm-legacy"] = write_sdist(root / "simple" / "lm-legacy", "lm-legacy", "1.0.0", {
+        "lm_rates/__init__.py": "def rate(code):\n    return {'TEN': 10}.get(code, 0)\n",
+        "setup.py": "from setuptools import setup\n\nsetup(name='lm-legacy', version='1.0.0', packages=['lm_rates'])\n",
+    }, legacy=True)
+    wheels["setuptools"] = full_wheel(root / "simple" / "setuptools", "setuptools")
+    # pip asks for 'wheel' beside setuptools for a setup.py-only project: the copy setuptools vendors, packed
+    wheels["wheel"] = vendored_wheel(root / "simple" / "wheel", "wheel")
+    with serve_index(root, wheels) as url:
+        yield url
+
+
+@pytest.mark.docker
+async def test_a_setup_py_only_sdist_is_built_into_a_wheel_so_the_environment_verifies_and_is_cached(
+        tmp_path: Path, legacy_index: str, docker_engine: docker.DockerClient) -> None:
+    """werkzeug#2413: the image's pip (23.0) installs a setup.py-only sdist by running ``setup.py install``, which
+    writes no RECORD: every file of cffi was 'listed by no installed distribution's RECORD', the environment was
+    never cached and the report named an honest dependency's files as unexplained."""
+    result = await run(tmp_path, legacy_index, "lm-legacy==1.0.0\n", docker_engine)
+    assert result.setup is not None and result.setup.status == "installed", result.output
+    assert "no distribution installed" not in (result.setup.reason or ""), result.setup.reason
+    assert (result.status, result.passed, result.failed) == ("ran", 1, 0), result.output[-2000:]

@@ -5,7 +5,6 @@ against the real sandbox image and a real package index on loopback."""
 from __future__ import annotations
 
 import datetime
-import importlib.metadata
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from sandbox.limits import SandboxLimits
 from sandbox.setup_phase import env_tag, environment_image
 from tests.gitfixture import RepoBuilder
 from tests.images import SANDBOX_IMAGE
-from tests.sandbox.index import build_wheel, serve_index, write_sdist, write_wheel
+from tests.sandbox.index import build_wheel, full_wheel, serve_index, write_sdist, write_wheel
 
 IMAGE = SANDBOX_IMAGE
 
@@ -69,17 +68,6 @@ for name, text in (("aaa_lm_drop.pth", "import lm_drop_hook\\n"), ("lm_drop_hook
         pass
 setup(packages=["lm_drop"])
 """
-
-
-def full_wheel(dest: Path, distribution: str) -> Path:
-    """An installed distribution packed whole (modules, data, ``.pth`` files, entry points) as a wheel."""
-    dist = importlib.metadata.distribution(distribution)
-    skip = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "METADATA", "WHEEL")
-    files = {str(f): f.read_binary() for f in dist.files or ()
-             if "__pycache__" not in str(f) and not str(f).startswith("..")
-             and not (".dist-info/" in str(f) and str(f).rsplit("/", 1)[-1] in skip)
-             and Path(str(f.locate())).is_file()}
-    return write_wheel(dest, distribution, dist.version, files)
 
 
 @pytest.fixture(scope="module")
