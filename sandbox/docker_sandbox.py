@@ -176,10 +176,17 @@ def docker_client(timeout: int = 60) -> docker.DockerClient:
     return client
 
 
-def require_image(client: docker.DockerClient, image: str) -> None:
-    """The image must exist and have the layout the runner expects (its tools venv, its labels)."""
+def outdated_layout(labels: dict[str, str] | None) -> str | None:
+    """Why an image with these labels lacks the layout the runner expects (:data:`sandbox.image.IMAGE_VERSION`);
+    None when it has it."""
     from sandbox.image import IMAGE_VERSION, VERSION_LABEL
 
+    version = (labels or {}).get(VERSION_LABEL)
+    return None if version == IMAGE_VERSION else f"has an older layout (version {version or '1'}, need {IMAGE_VERSION})"
+
+
+def require_image(client: docker.DockerClient, image: str) -> None:
+    """The image must exist and have the layout the runner expects (its tools venv, its labels)."""
     try:
         labels = client.images.get(image).labels or {}
     except ImageNotFound as exc:
@@ -190,10 +197,10 @@ def require_image(client: docker.DockerClient, image: str) -> None:
         raise SandboxUnavailable(f"cannot inspect the sandbox image {image} ({exc.__class__.__name__}); check that "
                                  "the Docker engine runs, or rebuild the image with `logomesh sandbox build-image`",
                                  image) from exc
-    if labels.get(VERSION_LABEL) != IMAGE_VERSION:
+    outdated = outdated_layout(labels)
+    if outdated is not None:
         raise SandboxUnavailable(
-            f"the sandbox image {image} has an older layout (version {labels.get(VERSION_LABEL) or '1'}, "
-            f"need {IMAGE_VERSION}); rebuild it with `logomesh sandbox build-image --force`", image)
+            f"the sandbox image {image} {outdated}; rebuild it with `logomesh sandbox build-image --force`", image)
 
 
 @dataclass

@@ -10,7 +10,10 @@ with an empty image store. So at start-up the worker:
    missing one is loaded from ``archive`` (a ``docker save`` tarball shipped with the worker's own image or mounted
    into the pod) or, without one, pulled; in both cases, when the operator names the image's ``digest``
    (``sha256:…``, the image id of ``docker image inspect`` or a registry digest), an image that is not that one is
-   refused and removed, so a swapped archive or a moved tag never becomes the sandbox.
+   refused and removed, so a swapped archive or a moved tag never becomes the sandbox. An image in the store that
+   is not ``current`` (the caller's test: an older sandbox layout kept in an engine's volume across an upgrade of
+   the App) is replaced the same way, loaded or pulled, rather than refused at every start; an archive or registry
+   that offers no current image either is named.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def wait_for_engine(timeout: float, *, poll: float = 1.0, on_wait: Callable[[str
 class Provisioned:
     image: str
     image_id: str
-    how: str  # "present", "loaded" or "pulled"
+    how: str  # "present", "loaded" or "pulled"; "replaced, loaded" or "replaced, pulled" for a stale present one
 
 
 def _matches(image: docker.models.images.Image, digest: str) -> bool:
@@ -62,8 +65,10 @@ def _matches(image: docker.models.images.Image, digest: str) -> bool:
 
 
 def provision_image(client: docker.DockerClient, image: str, *, archive: Path | None = None,
-                    digest: str | None = None) -> Provisioned:
-    """Make ``image`` present in the engine's store (see the module's docstring)."""
+                    digest: str | None = None,
+                    outdated: Callable[[docker.models.images.Image], str | None] | None = None) -> Provisioned:
+    """Make ``image`` present in the engine's store (see the module's docstring). ``outdated`` says why an image
+    is not current (None when it is)."""
     if digest is not None and not digest.startswith(DIGEST_PREFIX):
         raise SandboxUnavailable(f"the sandbox image digest must start with {DIGEST_PREFIX} (got {digest[:80]!r})",
                                  image)
@@ -74,6 +79,19 @@ def provision_image(client: docker.DockerClient, image: str, *, archive: Path | 
         found, how = _fetch(client, image, archive), "loaded" if archive is not None else "pulled"
     except DockerException as exc:
         raise SandboxUnavailable(f"cannot inspect the sandbox image {image}: {exc}", image) from exc
+    stale = outdated(found) if outdated is not None else None
+    if how == "present" and stale is not None:
+        old = found.id
+        found = _fetch(client, image, archive, why=stale)
+        how = "replaced, " + ("loaded" if archive is not None else "pulled")
+        if found.id != old:  # the old image, now untagged, is not left taking the engine's disk
+            with contextlib.suppress(DockerException):
+                client.images.remove(old)
+        stale = outdated(found) if outdated is not None else None
+    if stale is not None:
+        source = f"the archive {archive}" if archive is not None else "its registry"
+        raise SandboxUnavailable(f"the sandbox image {image} {stale}, and {source} offers no current one; "
+                                 "build it (`logomesh sandbox build-image`) and load or push it", image)
     if digest is not None and not _matches(found, digest):
         if how != "present":
             with contextlib.suppress(DockerException):  # refused either way; the janitor finds what is left
@@ -83,7 +101,8 @@ def provision_image(client: docker.DockerClient, image: str, *, archive: Path | 
     return Provisioned(image, found.id, how)
 
 
-def _fetch(client: docker.DockerClient, image: str, archive: Path | None) -> docker.models.images.Image:
+def _fetch(client: docker.DockerClient, image: str, archive: Path | None,
+           why: str = "is missing") -> docker.models.images.Image:
     if archive is not None:
         try:
             with archive.open("rb") as stream:
@@ -101,7 +120,7 @@ def _fetch(client: docker.DockerClient, image: str, archive: Path | None) -> doc
     try:
         return client.images.pull(image)
     except DockerException as exc:
-        raise SandboxUnavailable(f"the sandbox image {image} is missing and could not be pulled "
+        raise SandboxUnavailable(f"the sandbox image {image} {why} and could not be pulled "
                                  f"({type(exc).__name__}); build it (`logomesh sandbox build-image`), load it "
                                  "(LOGOMESH_SANDBOX_IMAGE_ARCHIVE) or let the engine reach its registry",
                                  image) from exc

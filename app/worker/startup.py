@@ -55,7 +55,7 @@ def _docker(settings: Settings) -> tuple[str | None, Any, int | None]:
     A required sandbox (``LOGOMESH_SANDBOX=docker``) waits up to ``docker_wait_seconds`` for its engine (a sidecar
     may still be starting; the worker is not ready meanwhile), and a missing image is loaded or pulled
     (:mod:`sandbox.engine`)."""
-    from sandbox.docker_sandbox import require_image
+    from sandbox.docker_sandbox import outdated_layout, require_image
     from sandbox.engine import provision_image, wait_for_engine
     from sandbox.errors import SandboxUnavailable
     from sandbox.janitor import Swept, sweep
@@ -81,8 +81,10 @@ def _docker(settings: Settings) -> tuple[str | None, Any, int | None]:
         defaults = SandboxLimits()
         capacity = sandbox_capacity(client.info(), defaults.memory_mb, defaults.cpus)
         try:
+            # an image of an older layout (an engine's volume kept across an upgrade) is replaced, not refused
             provisioned = provision_image(client, settings.sandbox_image, archive=settings.sandbox_image_archive,
-                                          digest=settings.sandbox_image_digest)
+                                          digest=settings.sandbox_image_digest,
+                                          outdated=lambda image: outdated_layout(image.labels))
             if provisioned.how != "present":
                 log.info(f"sandbox image {provisioned.how}", image=provisioned.image, image_id=provisioned.image_id)
             require_image(client, settings.sandbox_image)

@@ -156,6 +156,45 @@ def test_an_archive_is_loaded_when_its_digest_matches_and_refused_when_not(
                 engine.images.remove(name, force=True)
 
 
+def test_a_present_image_of_an_older_layout_is_replaced_from_the_archive(tmp_path: Path,
+                                                                          engine: docker.DockerClient) -> None:
+    """An engine's volume kept across an upgrade holds the sandbox image of the previous layout under the same tag:
+    the worker loads the archive's image over it (and drops the old one), rather than refusing to start forever."""
+    tag = f"logomesh-provision-test:{uuid.uuid4().hex[:10]}"
+    newer = f"logomesh-provision-newer:{uuid.uuid4().hex[:10]}"
+    old_id = _tiny_image(engine, tag)
+    new_id = _tiny_image(engine, newer)
+    archive = tmp_path / "sandbox.tar"
+    engine.api.tag(newer, *tag.split(":"), force=True)
+    _save(engine, tag, archive)  # the archive names the tag and holds the new image
+    engine.images.remove(tag)
+    engine.images.remove(newer, force=True)
+    engine.api.tag(old_id, *tag.split(":"))  # the store: the old image under the tag
+
+    def outdated(image: docker.models.images.Image) -> str | None:
+        return None if image.id == new_id else "has an older layout (version 5, need 6)"
+
+    try:
+        got = provision_image(engine, tag, archive=archive, outdated=outdated, digest=new_id)
+        assert (got.how, got.image_id) == ("replaced, loaded", new_id)
+        with pytest.raises(docker.errors.ImageNotFound):
+            engine.images.get(old_id)
+        assert provision_image(engine, tag, archive=archive, outdated=outdated).how == "present"
+
+        # an archive that holds only the old layout too: named, not run
+        with pytest.raises(SandboxUnavailable, match=r"older layout \(version 5, need 6\), and the archive .* offers "
+                                                     "no current one"):
+            provision_image(engine, tag, archive=archive, outdated=lambda image: "has an older layout "
+                                                                                   "(version 5, need 6)")
+        # no archive and no registry: the message says the present image is stale, not missing
+        with pytest.raises(SandboxUnavailable, match=r"has an older layout \(version 5, need 6\) and could not be "
+                                                     "pulled"):
+            provision_image(engine, tag, outdated=lambda image: "has an older layout (version 5, need 6)")
+    finally:
+        with contextlib.suppress(docker.errors.DockerException):
+            engine.images.remove(tag, force=True)
+
+
 def test_a_missing_image_with_no_archive_and_no_registry_says_how_to_get_it(engine: docker.DockerClient) -> None:
     with pytest.raises(SandboxUnavailable, match=r"could not be pulled.*LOGOMESH_SANDBOX_IMAGE_ARCHIVE"):
         provision_image(engine, f"logomesh-nowhere-{uuid.uuid4().hex[:8]}:1")
