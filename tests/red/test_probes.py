@@ -201,14 +201,19 @@ def watched(repo: Path, steps: str, *front: Path) -> list[Any]:
     return list(json.loads(out))
 
 
+def package(root: Path, module: str, source: str) -> None:
+    """``root/pkg/<module>.py`` holding ``source``, ``pkg`` a package."""
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / f"{module}.py").write_text(source)
+
+
 def test_the_audit_hook_sees_string_built_code_but_not_the_standard_librarys_own(tmp_path: Path) -> None:
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "mod.py").write_text(
+    package(tmp_path, "mod", (
         "import builtins, timeit\nfrom collections import namedtuple\nfrom dataclasses import dataclass\n\n"
         "P = namedtuple('P', 'a b')\n\n\n@dataclass\nclass A:\n    x: int = 1\n\n\n"
         "def run(text):\n    return getattr(builtins, 'ev' + 'al')(text)\n\n\n"
-        "def timed(text):\n    return timeit.timeit(text, number=1)\n")
+        "def timed(text):\n    return timeit.timeit(text, number=1)\n"))
     at_import, called = watched(tmp_path, "import pkg.mod\nat_import = watch.take()\npkg.mod.run('1 + 1')\n"
                                 "pkg.mod.timed('1 + 1')\nprint(json.dumps([at_import, watch.take()]))\n")
     assert at_import == []  # a namedtuple and a dataclass build code, but not from the caller's data
@@ -243,16 +248,14 @@ def test_a_string_annotation_typing_evaluates_is_not_code_injection_but_a_payloa
     strings that ``typing.ForwardRef`` evaluates with ``eval`` while the model is defined (the sandbox's pydantic
     does it at import): an honest PR was 'code injection confirmed'. An annotation is not recorded; a payload
     handed to the same evaluator is."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "models.py").write_text(
+    package(tmp_path, "models", (
         "from __future__ import annotations\n\nimport typing\nfrom typing import Annotated, Optional\n\n\n"
         "def positive(x):\n    return x\n\n\n"
         "class Settings:\n    name: Optional[str]\n    sizes: dict[str, list[int]] | None\n"
         "    limit: Annotated[int, positive(1)]\n\n\n"
         "HINTS = typing.get_type_hints(Settings, include_extras=True)\n\n\n"
         "def hint(text):\n    try:\n        return typing.ForwardRef(text)._evaluate(globals(), None, frozenset())\n"
-        "    except Exception:  # not a type: evaluated all the same\n        return None\n")
+        "    except Exception:  # not a type: evaluated all the same\n        return None\n"))
     at_import, dunder, builtin = watched(
         tmp_path, "import pkg.models\nat_import = watch.take()\n"
         "assert pkg.models.HINTS['name'] == pkg.models.Optional[str]\n"
@@ -266,13 +269,11 @@ def test_a_string_annotation_typing_evaluates_is_not_code_injection_but_a_payloa
 def test_a_string_literal_the_project_executes_is_not_injected_code_but_a_formatted_one_is(tmp_path: Path) -> None:
     """six defines ``reraise`` with ``exec_("def reraise(...)")`` at import: a literal of its own file, not data;
     an honest six PR was 'code injection confirmed'. Code formatted from a value, or handed in, is still seen."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "compat.py").write_text(
+    package(tmp_path, "compat", (
         "import builtins\n\nexec_ = getattr(builtins, 'exec')\n\n"
         "exec_('''def reraise(tp, value, tb=None):\n    raise value\n''')\n\n\n"
         "def formatted(name):\n    exec_('%s = 1' % name, {})\n\n\n"
-        "def handed(text):\n    exec_(text, {})\n")
+        "def handed(text):\n    exec_(text, {})\n"))
     at_import, called = watched(tmp_path, "import pkg.compat\nat_import = watch.take()\n"
                                 "pkg.compat.formatted('x')\npkg.compat.handed('y = 2')\n"
                                 "print(json.dumps([at_import, watch.take()]))\n")
