@@ -135,15 +135,33 @@ def _version(text: str) -> Version | str:
         return text
 
 
-def wheel_script(python: str, sdists_file: str, wheels_dir: str) -> str:
+def wheel_script(python: str, sdists_file: str, wheels_dir: str, hashed: bool = True) -> str:
     """Build the sdists of a resolved set into ``wheels_dir`` (the throw-away container's): each sdist checked
     against its hash, nothing resolved again; when they fail together, each alone, a failing one printed as
     ``LOGOMESH-NOT-INSTALLED <line>`` with pip's last error line. Never fails as a whole: what did not build is
-    named, the rest of the set is installed."""
+    named, the rest of the set is installed. Not ``hashed`` (requirement lines that did not resolve): each line
+    with its dependencies, downloaded or built, into wheels the same way."""
     from sandbox.environment import each_script
 
-    pip = f"{python} -m pip wheel --quiet --require-hashes --no-deps --wheel-dir {wheels_dir}"
-    return f"set -e\nmkdir -p {wheels_dir}\n" + each_script(pip, sdists_file, fail_when_none=False)
+    options = "--require-hashes --no-deps " if hashed else ""
+    pip = f"{python} -m pip wheel --quiet {options}--wheel-dir {wheels_dir}"
+    venv = python.rsplit("/bin/", 1)[0]
+    return (f"set -e\nmkdir -p {wheels_dir}\n[ -x {python} ] || python3 -m venv {venv}\n"
+            + each_script(pip, sdists_file, fail_when_none=False))
+
+
+def wheel_artefacts(files: dict[str, bytes]) -> tuple[Artefact, ...]:
+    """The wheels among ``files`` (file name → bytes) as artefacts pinned by the sha256 LogoMesh computes; one
+    per name and version, sorted."""
+    found: dict[tuple[str, object], Artefact] = {}
+    for filename, data in sorted(files.items()):
+        try:
+            name, version, _build, _tags = parse_wheel_filename(filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        found.setdefault((str(name), version), Artefact(name=str(name), version=str(version),
+                                                        sha256=hashlib.sha256(data).hexdigest(), url=filename))
+    return tuple(sorted(found.values()))
 
 
 def locked_requirements(artefacts: Sequence[Artefact], built: dict[Artefact, BuiltWheel] | None = None) -> str:
@@ -154,13 +172,15 @@ def locked_requirements(artefacts: Sequence[Artefact], built: dict[Artefact, Bui
                    for a in artefacts)
 
 
-def locked_install_script(python: str, env_dir: str, locked_file: str, wheels_dir: str | None = None) -> str:
+def locked_install_script(python: str, env_dir: str, locked_file: str, wheels_dir: str | None = None,
+                          offline: bool = False) -> str:
     """Make the venv and install exactly the resolved set: pinned, hash-checked, nothing resolved again; the
-    built wheels found in ``wheels_dir`` (removed afterwards). When the set fails as a whole, each artefact
-    alone, the failing ones named (:func:`sandbox.environment.install_script`)."""
+    built wheels found in ``wheels_dir`` (removed afterwards; ``offline``: the only place looked in). When the set
+    fails as a whole, each artefact alone, the failing ones named (:func:`sandbox.environment.install_script`)."""
     from sandbox.environment import install_script
 
-    options = "--require-hashes --no-deps" + (f" --find-links {wheels_dir}" if wheels_dir else "")
+    options = ("--require-hashes --no-deps" + (" --no-index" if offline else "")
+               + (f" --find-links {wheels_dir}" if wheels_dir else ""))
     script = install_script(python, env_dir, locked_file, options=options)
     return script + (f"rm -rf {wheels_dir}\n" if wheels_dir else "")
 

@@ -56,6 +56,7 @@ from sandbox.resolve import (
     parse_resolved,
     resolve_script,
     resolved_key,
+    wheel_artefacts,
     wheel_script,
 )
 from sandbox.setup_network import SetupNetwork, plain_http_index, setup_network
@@ -371,14 +372,16 @@ def _missing_reason(missing: tuple[str, ...]) -> str | None:
 
 @dataclass(frozen=True)
 class _Locked:
-    """A resolved set ready to install: its entry's tag, the artefacts the cached layer gets (index wheels by
-    their hash, built wheels by theirs), the wheel files and the sdists that did not build (with the reason)."""
+    """A set ready to install: its entry's tag, the artefacts the cached layer gets (index wheels by their hash,
+    built wheels by theirs), the wheel files and what did not build (with the reason)."""
 
     tag: str
     artefacts: tuple[Artefact, ...]
     built: dict[Artefact, BuiltWheel]
     wheels: dict[str, bytes]
     failed: tuple[str, ...]
+    offline: bool = False  # the wheels are all there is (requirement lines that did not resolve)
+    log: str = ""  # what the build container said
 
 
 def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree, spec: TestSpec,
@@ -418,6 +421,12 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
             if isinstance(outcome, Prepared):
                 return outcome  # the resolved set (or, unresolvable, the requirement lines) is cached and verified
             locked = outcome
+            if locked is not None and not locked.artefacts:
+                why = "installing the environment failed: nothing could be downloaded or built"
+                log.info("sandbox environment %s: %s after %.3f s", tag, why, time.monotonic() - started)
+                return Prepared(image=sandbox.image_for(plan.python), output=locked.log[-OUTPUT_TAIL:],
+                                failure=why + (": " + "; ".join(locked.failed) if locked.failed else ""),
+                                report=SetupReport(status="failed", reason=why, refused=network.refused()))
         helper = _setup_container(sandbox, run, plan, network, limits, files, tree if spec.setup_command else None)
         if locked is not None:
             tag = locked.tag
@@ -428,7 +437,8 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                                                   removable_by=SANDBOX_UID))
         # the resolved set, hash-checked (built wheels by their own hash); unresolvable: together, else one by one
         script = ((locked_install_script(python, ENV_DIR, f"{SETUP_DIR}/locked.txt",
-                                         WHEELS_DIR if locked.wheels else None) if locked is not None
+                                         WHEELS_DIR if locked.wheels else None, offline=locked.offline)
+                   if locked is not None
                    else install_script(python, ENV_DIR, f"{SETUP_DIR}/requirements.txt"))
                   + f"echo {tools} > {site}/zz-logomesh-tools.pth\n")
         steps: list[tuple[list[str], str]] = [(["sh", "-c", script], "/")]
@@ -443,10 +453,11 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                        else "setup ran out of memory" if result.oom_killed
                        else f"installing the environment failed (exit code {result.exit_code})"
                        if argv[0] == "sh" else f"the setup command failed (exit code {result.exit_code})")
-                text = clean_test_output(bytes(output), OUTPUT_TAIL * 4)[-OUTPUT_TAIL:]
+                before = (locked.log.encode() if locked is not None else b"")
+                text = clean_test_output(before + bytes(output), OUTPUT_TAIL * 4)[-OUTPUT_TAIL:]
                 last = [line for line in text.splitlines() if line.strip()][-3:]
                 if locked is not None and locked.failed:
-                    last = [*last, _failed_reason(locked.failed)]
+                    last = [*last, "not built: " + "; ".join(locked.failed)]
                 log.info("sandbox environment %s: %s after %.3f s", tag, why, time.monotonic() - started)
                 return Prepared(image=sandbox.image_for(plan.python),
                                 failure=why + (": " + " | ".join(last) if last else ""), output=text,
@@ -540,7 +551,7 @@ def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: S
         if artefacts is None:
             log.info("sandbox environment %s: the requirements do not resolve to hashed artefacts; installed by "
                      "line", tag)
-            return cached(sandbox, run, tag)
+            return cached(sandbox, run, tag) or _wheels_by_line(sandbox, builder, limits, env, tag)
         found = resolved_tag(sandbox, plan, artefacts)
         with _LOCKS_GUARD:
             _RESOLVED[(sandbox.owner, tag)] = found
@@ -571,6 +582,21 @@ def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: S
             sandbox.client.api.remove_container(builder, force=True)
 
 
+def _wheels_by_line(sandbox: DockerSandbox, builder: str, limits: SandboxLimits, env: dict[str, str],
+                    tag: str) -> _Locked:
+    """Requirement lines that do not resolve as a whole: each line's wheels (with its dependencies; downloaded
+    or built) made in the throw-away container, together else line by line; the cached layer installs those
+    wheels by the hashes LogoMesh computes, from them alone."""
+    building = asyncio.run(sandbox._exec_in(
+        builder, ["sh", "-c", wheel_script(RESOLVE_PYTHON, f"{SETUP_DIR}/requirements.txt", WHEELS_DIR,
+                                           hashed=False)], limits, env=env, workdir="/"))
+    text = clean_test_output(bytes(building.combined), OUTPUT_TAIL * 16)
+    wheels = _wheels_of(sandbox, builder)
+    artefacts = wheel_artefacts(wheels)
+    return _Locked(tag, artefacts, {}, {a.url: wheels[a.url] for a in artefacts}, not_installed(text),
+                   offline=True, log=text)
+
+
 def _build_failure(artefact: Artefact, reasons: tuple[str, ...], timed_out: bool) -> str:
     """``name==version (did not build: pip's last error line)``."""
     pinned = f"{artefact.name}=={artefact.version}"
@@ -579,10 +605,6 @@ def _build_failure(artefact: Artefact, reasons: tuple[str, ...], timed_out: bool
             said = reason.partition(" (")[2].rstrip(")")
             return f"{pinned} (did not build{': ' + said if said else ''})"
     return f"{pinned} (did not build{': timed out' if timed_out else ''})"
-
-
-def _failed_reason(failed: tuple[str, ...]) -> str:
-    return "sdists that did not build: " + "; ".join(failed)
 
 
 def _wheels_of(sandbox: DockerSandbox, builder: str) -> dict[str, bytes]:

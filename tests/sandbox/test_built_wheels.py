@@ -16,7 +16,7 @@ import pytest
 from checks.models import TestSpec
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.limits import SandboxLimits
-from sandbox.resolve import Artefact, built_wheels, locked_requirements, wheel_script
+from sandbox.resolve import Artefact, built_wheels, locked_requirements, wheel_artefacts, wheel_script
 from sandbox.setup_phase import environment_image
 from tests.gitfixture import RepoBuilder
 from tests.images import SANDBOX_IMAGE
@@ -148,10 +148,31 @@ async def test_one_sdist_that_does_not_build_is_named_and_the_rest_of_the_set_in
     assert shown and "lm-broken==1.0.0 (did not build" in str(shown[0].facts["setup"]), shown
 
 
+@pytest.mark.docker
+async def test_lines_that_do_not_resolve_are_built_in_the_throw_away_container_too(
+        tmp_path: Path, index: str, docker_engine: docker.DockerClient) -> None:
+    # a line the index lacks: no resolved set, so each line is made into wheels on its own, still away from the
+    # layer that is cached, which installs those wheels by their hashes with no index at all
+    root = tmp_path / "unresolved"
+    RepoBuilder(root).commit("Uses lm-mark, and a package nowhere", {
+        **MARKED, "requirements-test.txt": "lm-mark==1.0.0\nlm-plain==1.0.0\nlm-nowhere-to-be-found==9.9\n"})
+    result = await sandbox(root, index, docker_engine).run_tests(TestSpec())
+    assert result.setup is not None and result.setup.status == "installed", result.reason
+    assert (result.status, result.passed, result.failed) == ("ran", 1, 0), result.output[-3000:]
+    reason = result.setup.reason or ""
+    assert "lm-nowhere-to-be-found==9.9" in reason and "lm-mark" not in reason, reason
+    assert {"lm-mark==1.0.0", "lm-plain==1.0.0"} <= set(result.setup.resolved), result.setup
+
+
 def test_the_sdists_build_script_never_fails_as_a_whole_and_checks_each_sdists_hash() -> None:
     script = wheel_script("/tmp/venv/bin/python", "/setup/sdists.txt", "/wheels")
     assert "pip wheel --quiet --require-hashes --no-deps --wheel-dir /wheels" in script
     assert "exit 1" not in script and "LOGOMESH-NOT-INSTALLED" in script
+    by_line = wheel_script("/tmp/venv/bin/python", "/setup/requirements.txt", "/wheels", hashed=False)
+    assert "pip wheel --quiet --wheel-dir /wheels -r /setup/requirements.txt" in by_line
+    wheels = wheel_artefacts({"lm_plain-1.0.0-py3-none-any.whl": b"a", "notes.txt": b"b"})
+    assert wheels == (Artefact(name="lm-plain", version="1.0.0", sha256=hashlib.sha256(b"a").hexdigest(),
+                               url="lm_plain-1.0.0-py3-none-any.whl"),)
 
 
 def test_a_built_wheel_is_matched_to_its_sdist_by_name_and_version_and_pinned_by_its_own_hash() -> None:
