@@ -242,6 +242,9 @@ class SetupReport(Model):
                                      "sentence each naming the file and its distribution")
     resolved: tuple[str, ...] = Field(default=(), description="the distributions installed, ``name==version``, "
                                       "sorted")
+    built: tuple[str, ...] = Field(default=(), description="the sdists of the resolved set built into wheels in a "
+                                   "throw-away container, each with the sha256 of the wheel the environment holds "
+                                   "and of its sdist, sorted")
 
 
 class HookSite(Model):

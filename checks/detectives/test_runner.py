@@ -164,8 +164,11 @@ def _facts(result: TestRunResult) -> dict[str, object]:
                                 "requirements": list(env.requirements)[:30], "overridden": env.overridden,
                                 "lock_files": list(env.lock_files)}
     if result.setup is not None:
-        facts["setup"] = {"status": result.setup.status, "install": result.setup.install,
-                          "refused": list(result.setup.refused), "reason": result.setup.reason}
+        setup: dict[str, object] = {"status": result.setup.status, "install": result.setup.install,
+                                    "refused": list(result.setup.refused), "reason": result.setup.reason}
+        if result.setup.built:  # the wheels built from sdists, with the hashes the environment holds them by
+            setup["built"] = list(result.setup.built)
+        facts["setup"] = setup
     return facts
 
 
