@@ -166,10 +166,10 @@ async def test_lines_that_do_not_resolve_are_built_in_the_throw_away_container_t
 
 def test_the_sdists_build_script_never_fails_as_a_whole_and_checks_each_sdists_hash() -> None:
     script = wheel_script("/tmp/venv/bin/python", "/setup/sdists.txt", "/wheels")
-    assert "pip wheel --quiet --require-hashes --no-deps --wheel-dir /wheels" in script
+    assert "pip wheel --quiet --use-pep517 --require-hashes --no-deps --wheel-dir /wheels" in script
     assert "exit 1" not in script and "LOGOMESH-NOT-INSTALLED" in script
     by_line = wheel_script("/tmp/venv/bin/python", "/setup/requirements.txt", "/wheels", hashed=False)
-    assert "pip wheel --quiet --wheel-dir /wheels -r /setup/requirements.txt" in by_line
+    assert "pip wheel --quiet --use-pep517 --wheel-dir /wheels -r /setup/requirements.txt" in by_line
     wheels = wheel_artefacts({"lm_plain-1.0.0-py3-none-any.whl": b"a", "notes.txt": b"b"})
     assert wheels == (Artefact(name="lm-plain", version="1.0.0", sha256=hashlib.sha256(b"a").hexdigest(),
                                url="lm_plain-1.0.0-py3-none-any.whl"),)
