@@ -19,7 +19,7 @@ import asyncio
 from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
-from checks.languages import GO, PYTHON, language_of_test, languages_of, merge_runs
+from checks.languages import GO, JAVASCRIPT, PYTHON, language_of_test, languages_of, merge_runs
 from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
@@ -92,7 +92,7 @@ class TestRunner:
         plain = spec.model_copy(update={"mutants": (), "mutation_seconds": 0.0})
         regressed = tuple(c.name for c in diff.regressed[:MAX_RERUN])
         plans = []
-        for language in (PYTHON, GO):
+        for language in (PYTHON, GO, JAVASCRIPT):
             if language == PYTHON and spec.command and not _is_pytest(spec.command):
                 continue  # a custom command reports one outcome for the whole run: there is no test to re-run
             mine = tuple(n for n in regressed if language_of_test(n) == language)
