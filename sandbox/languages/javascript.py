@@ -135,6 +135,13 @@ def _version(text: str) -> tuple[int, int, int]:
     return major, minor, patch
 
 
+def offered_version(label: str) -> tuple[int, int, int]:
+    """The image's Node.js as a version: its label names the major version only (``18``), which stands for the
+    suite's latest release of that line (bookworm's 18.19), so ``^18.17`` holds and an exact ``18.19.0`` does not."""
+    major, minor, patch = _version(label)
+    return (major, minor, patch) if re.fullmatch(r"\d+\.\d+(\.\d+)?", label.strip()) else (major, 99, 99)
+
+
 @dataclass(frozen=True)
 class JavaScriptPlan:
     toolchain: ToolchainPlan
@@ -180,7 +187,7 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
         pass
     elif not offered:
         error = "the sandbox image offers no Node.js (build it with `logomesh sandbox build-image --force`)"
-    elif any(not satisfies(_version(offered), w) for w in wanted):
+    elif any(not satisfies(offered_version(offered), w) for w in wanted):
         error = f"the project asks for Node.js {' and '.join(wanted)}; the sandbox image offers Node.js {offered}"
         version = None
     elif runner is not None:

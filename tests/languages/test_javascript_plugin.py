@@ -15,7 +15,7 @@ import pytest
 from checks.languages import GO, JAVASCRIPT, PYTHON, javascript, language_of_test, languages_of
 from checks.models import Case, ChangedFile
 from checks.testpaths import is_environment_path, is_harness_path, is_test_path
-from sandbox.languages.javascript import MARK, plan_javascript, read_events, satisfies
+from sandbox.languages.javascript import MARK, offered_version, plan_javascript, read_events, satisfies
 
 
 def line(kind: str, name: str, nesting: int = 0, file: str = "test/calc.test.js", **more: object) -> bytes:
@@ -147,3 +147,10 @@ def test_the_plan_names_what_the_sandbox_lacks() -> None:
     (">18", False), ("<=18", True), ("<18", False), ("lts/*", True)])
 def test_engines_ranges(wanted: str, expected: bool) -> None:
     assert satisfies((18, 19, 0), wanted) is expected
+
+
+def test_a_major_only_label_is_that_line_s_latest_release() -> None:
+    assert offered_version("18") == (18, 99, 99) and offered_version("18.19.1") == (18, 19, 1)
+    assert plan({"package.json": '{"engines": {"node": "^18.17"}}', "test/a.test.js": ""}, "18")[0] is None
+    error = plan({"package.json": '{"engines": {"node": "18.19.0"}}', "test/a.test.js": ""}, "18")[0]
+    assert error == "the project asks for Node.js 18.19.0; the sandbox image offers Node.js 18"
