@@ -67,8 +67,13 @@ function message(error) {
 }
 export default async function* logomesh(source) {
   for await (const event of source) {
-    if (event.type !== 'test:start' && event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     const data = event.data || {};
+    if (event.type === 'test:stderr') {
+      yield MARK + JSON.stringify({ type: event.type, name: '', file: data.file ? String(data.file) : null,
+                                    message: String(data.message).slice(0, 8000) }) + '\\n';
+      continue;
+    }
+    if (event.type !== 'test:start' && event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     const error = data.details && data.details.error;
     yield MARK + JSON.stringify({
       type: event.type, name: String(data.name), nesting: Number(data.nesting) || 0,
@@ -232,6 +237,7 @@ def read_events(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResul
     found: dict[str, TestCaseResult] = {}
     errors: dict[str, TestCaseResult] = {}
     failing_files: set[str] = set()
+    stderr: dict[str, list[str]] = {}
     for raw in stream.splitlines():
         if len(raw) > MAX_LINE or not raw.startswith(MARK.encode()):
             continue
@@ -247,6 +253,11 @@ def read_events(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResul
         level = event.get("nesting")
         nesting = level if isinstance(level, int) and 0 <= level < 1000 else 0
         name = str(event["name"])[:MAX_NAME]
+        if event.get("type") == "test:stderr":  # what a test file wrote to its standard error: for its errors
+            said = stderr.setdefault(file, [])
+            if isinstance(event.get("message"), str) and sum(map(len, said)) < MAX_MESSAGE * 4:
+                said.append(event["message"])
+            continue
         stack = stacks.setdefault(file, [])
         whole_file = nesting == 0 and name in (f"{REPO}/{file}", file)
         if event.get("type") == "test:start":
@@ -280,7 +291,9 @@ def read_events(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResul
             found[result.name] = result  # the same id twice: the worse outcome stands
     tests = list(found.values())
     past_cap = max(0, len(tests) - MAX_TESTS)
-    kept_errors = [e for file, e in sorted(errors.items()) if file not in failing_files]
+    kept_errors = [e.model_copy(update={"message": _text("".join(stderr[file]).strip(), MAX_MESSAGE)})
+                   if file in stderr and "".join(stderr[file]).strip() else e
+                   for file, e in sorted(errors.items()) if file not in failing_files]
     return tests[:MAX_TESTS], kept_errors, past_cap
 
 
