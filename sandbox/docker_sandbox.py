@@ -235,6 +235,7 @@ class SetupOptions:
     index_url: str = "https://pypi.org/simple"
     extra_hosts: tuple[str, ...] = ()
     ca_bundle: Path | None = None
+    npm_registry: str = "https://registry.npmjs.org/"  # where ``npm ci`` fetches a Node project's packages
     cache_mb: int = 4096
     memory_mb: int = 1024
     pids: int = 512

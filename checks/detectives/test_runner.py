@@ -181,14 +181,18 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
             summary=(f"Python {env.python or '—'} ({env.layout} layout) from {how}{setup}"
                      + (" — set in .logomesh.yml" if env.overridden else ""))))
     for toolchain in result.toolchains:
-        wanted = f" (go.mod asks for {toolchain.wanted})" if toolchain.wanted else ""
+        go = toolchain.language == "Go"
+        wanted = f" ({'go.mod' if go else 'the project'} asks for {toolchain.wanted})" if toolchain.wanted else ""
         modules = ", ".join(m or "the root" for m in toolchain.modules) or "none"
+        packages = [s for s in toolchain.sources if s.endswith(("package-lock.json", "npm-shrinkwrap.json"))]
         items.append(Evidence(
             id=f"{ID}.toolchain:{toolchain.language}", detective=ID, kind="test-environment", severity="info",
             facts={**facts, "toolchain": toolchain.model_dump(mode="json")},
-            summary=(f"{toolchain.language} {toolchain.version or '—'}{wanted}, modules at {modules}"
-                     + (", vendored" if toolchain.vendored else ", no external modules" if not toolchain.missing
-                        else "") + (f": {toolchain.error}" if toolchain.error else ""))))
+            summary=(f"{toolchain.language} {toolchain.version or '—'}{wanted}"
+                     + ((f", modules at {modules}" + (", vendored" if toolchain.vendored else ", no external modules"
+                                                      if not toolchain.missing else "")) if go
+                        else f", packages from {packages[0]}" if packages else ", no npm packages")
+                     + (f": {toolchain.error}" if toolchain.error else ""))))
     if result.setup is not None and result.setup.refused:
         refused = result.setup.refused
         items.append(Evidence(

@@ -24,20 +24,29 @@ compares with the base.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
 import json
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from docker.errors import DockerException, ImageNotFound
+
 from checks.languages import javascript as court_js
-from checks.models import TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
-from sandbox.limits import SandboxLimits
+from checks.models import SetupReport, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
+from sandbox.egress import allowed_for
+from sandbox.errors import SandboxError
+from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_test_output, redact, stable_text
+from sandbox.setup_network import setup_network
+from sandbox.tarball import owned_files_tar
 
 if TYPE_CHECKING:
-    from sandbox.docker_sandbox import DockerSandbox, _Exec
+    from sandbox.docker_sandbox import DockerSandbox, _Exec, _Run
     from sandbox.trees import Tree
 
 NODE_LABEL = "org.logomesh.node"
@@ -50,6 +59,10 @@ MAX_NAME = 300
 MAX_MESSAGE = 2000
 MAX_LINE = 1 << 20
 DEPENDENCY_KEYS = ("dependencies", "devDependencies", "optionalDependencies")
+NPM_LOCKS = ("npm-shrinkwrap.json", "package-lock.json")  # what `npm ci` installs from, in npm's order
+NPM_DIR = "/opt/logomesh/envs/node"  # the installed packages, in the environment's image
+NPM_SETUP = "/opt/logomesh/envs/npm-setup"
+NPM_LAYOUT = 1
 # test runners that are npm packages: a project whose tests run with one needs its node_modules
 RUNNERS = ("jest", "vitest", "mocha", "ava", "jasmine", "karma", "tap", "uvu", "playwright", "cypress")
 RUNNER_WORD = re.compile(r"(?<![\w@/.-])(" + "|".join(RUNNERS) + r")(?![\w-])")
@@ -151,6 +164,7 @@ def offered_version(label: str) -> tuple[int, int, int]:
 class JavaScriptPlan:
     toolchain: ToolchainPlan
     files: tuple[str, ...]
+    lock: str | None = None  # the npm lock file the packages are installed from (None: nothing to install)
 
 
 def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered: str | None) -> JavaScriptPlan:
@@ -197,19 +211,21 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
         version = None
     elif runner is not None:
         why = "package.json's test script" if said else configured[0]
-        error = (f"the project's tests run with {runner} ({why}), an npm package LogoMesh does not install yet: "
-                 "LogoMesh runs tests with node's own runner only")
-    elif dependencies:
+        error = (f"the project's tests run with {runner} ({why}); LogoMesh runs tests with node's own runner only "
+                 "(node --test), not yet with that runner's")
+    elif dependencies and not any(name in NPM_LOCKS for name in locks):
         shown = ", ".join(dependencies[:6]) + (f" and {len(dependencies) - 6} more" if len(dependencies) > 6 else "")
-        error = (f"the project's npm packages ({shown}) are not installed in the sandbox: LogoMesh does not install "
-                 "npm dependencies yet" + (f" (from {', '.join(locks)})" if locks else ""))
+        error = (f"the project's npm packages ({shown}) cannot be installed: "
+                 + (f"{', '.join(locks)} is not supported yet; LogoMesh installs from package-lock.json (npm ci)"
+                    if locks else "there is no package-lock.json, and LogoMesh installs from a lock file only"))
     elif typed and not scripts:
         error = (f"the project's tests are TypeScript ({', '.join(typed[:3])}): they need a compiler from its npm "
                  "dependencies, which LogoMesh does not install yet")
     plan = ToolchainPlan(language=court_js.NAME, version=version if not error else None,
                          wanted=" and ".join(wanted) or None, offered=(offered,) if offered else (), modules=("",),
-                         missing=tuple(dependencies), sources=tuple(sources + locks), error=error)
-    return JavaScriptPlan(toolchain=plan, files=scripts)
+                         missing=tuple(dependencies) if error else (), sources=tuple(sources + locks), error=error)
+    lock = next((name for name in NPM_LOCKS if name in locks), None) if dependencies else None
+    return JavaScriptPlan(toolchain=plan, files=scripts, lock=lock if not error else None)
 
 
 # --- reading the reporter's lines ---------------------------------------------------------------------------
@@ -297,6 +313,124 @@ def read_events(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResul
     return tests[:MAX_TESTS], kept_errors, past_cap
 
 
+# --- the environment: npm ci in the setup phase -------------------------------------------------------------
+
+
+def lock_key(lock_text: str) -> tuple[str, ...]:
+    """What a ``package-lock.json`` pins: each package's path, version and integrity hash (lockfile versions 1-3),
+    sorted; ``ValueError`` when it does not parse."""
+    data = json.loads(lock_text)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    pinned: list[str] = []
+    packages = data.get("packages")
+    if isinstance(packages, dict):
+        for path, entry in packages.items():
+            if path and isinstance(entry, dict):
+                pinned.append(f"{path} {entry.get('version')} {entry.get('integrity') or entry.get('resolved')}")
+    else:
+        stack: list[tuple[str, Any]] = [("", data.get("dependencies"))]
+        while stack:
+            prefix, deps = stack.pop()
+            if not isinstance(deps, dict):
+                continue
+            for name, entry in deps.items():
+                if isinstance(entry, dict):
+                    pinned.append(f"{prefix}{name} {entry.get('version')} {entry.get('integrity')}")
+                    stack.append((f"{prefix}{name}/", entry.get("dependencies")))
+    return tuple(sorted(pinned))
+
+
+def npm_tag(sandbox: DockerSandbox, manifest: str, lock: str) -> str:
+    """The environment cache's tag for these packages: the image, the registry, the scope, ``package.json``'s
+    dependency fields and the lock file's pinned integrity hashes."""
+    from sandbox.setup_phase import ENV_REPOSITORY
+
+    try:
+        image_id = sandbox.client.images.get(sandbox.image).id
+    except DockerException:
+        image_id = sandbox.image
+    data = json.loads(manifest)
+    fields = {key: data.get(key) for key in (*DEPENDENCY_KEYS, "peerDependencies", "overrides", "workspaces")}
+    material = [NPM_LAYOUT, image_id, sandbox.setup.npm_registry, sandbox.setup.scope,
+                json.dumps(fields, sort_keys=True), lock_key(lock)]
+    return f"{ENV_REPOSITORY}:npm-{hashlib.sha256(repr(material).encode()).hexdigest()[:32]}"
+
+
+def prepare_npm(sandbox: DockerSandbox, run: _Run, tree: Tree, lock: str) -> tuple[str | None, SetupReport]:
+    """``(the environment's image, the report)``: the packages ``lock`` pins, installed with ``npm ci
+    --ignore-scripts`` in a setup container whose only network is the egress proxy to the registry, committed to the
+    environment cache (a hit is reused). The image is None when the install failed (the report says why)."""
+    from sandbox.setup_phase import ENV_LABEL, REFUSED_LABEL, _lock_for, _refused_label, evict
+
+    if not sandbox.setup.allow:
+        return None, SetupReport(status="forbidden", reason="this server runs no setup phase "
+                                 "(LOGOMESH_SANDBOX_ALLOW_SETUP=false): the project's npm packages are not installed")
+    manifest, lock_text = tree.read("package.json") or "{}", tree.read(lock) or ""
+    try:
+        tag = npm_tag(sandbox, manifest, lock_text)
+    except ValueError as exc:
+        return None, SetupReport(status="failed", reason=f"{lock} does not parse: {exc}")
+    api = sandbox.client.api
+    with _lock_for(tag):  # head, base and guard start together: one installs, the others find it cached
+        try:
+            image = sandbox.client.images.get(tag)
+            repository, _, version = tag.partition(":")
+            with contextlib.suppress(DockerException):
+                api.tag(tag, repository, version)  # dates the entry for the cache's LRU eviction
+            return tag, SetupReport(status="installed", refused=_refused_label(image.labels))
+        except ImageNotFound:
+            pass
+        options = sandbox.setup
+        limits = replace(sandbox.limits, memory_mb=max(sandbox.limits.memory_mb, options.memory_mb),
+                         pids=max(sandbox.limits.pids, options.pids), cpus=max(sandbox.limits.cpus, 1.0),
+                         tmp_mb=max(sandbox.limits.tmp_mb, 1024), fsize_mb=max(sandbox.limits.fsize_mb, 1024),
+                         nofile=max(sandbox.limits.nofile, 4096), timeout_seconds=options.timeout_seconds)
+        with setup_network(sandbox, run, allowed_for([options.npm_registry])) as network:
+            try:
+                helper = sandbox._create(run, sandbox.image, network=network.name, read_only=False, mounts=[],
+                                         limits=limits)
+                run.helpers.append(helper)
+                api.start(helper)
+                network.watch(helper)
+                files = {"package.json": manifest.encode(), "package-lock.json": lock_text.encode()}
+                if options.ca_bundle is not None:
+                    files["ca.pem"] = options.ca_bundle.read_bytes()
+                api.put_archive(helper, NPM_SETUP.rsplit("/", 1)[0], owned_files_tar(NPM_SETUP.rsplit("/", 1)[1],
+                                                                                      files))
+            except (DockerException, OSError) as exc:
+                raise SandboxError(f"the setup container could not start: {exc}") from exc
+            env = {"HTTP_PROXY": network.proxy_url, "HTTPS_PROXY": network.proxy_url,
+                   "npm_config_proxy": network.proxy_url, "npm_config_https_proxy": network.proxy_url,
+                   "npm_config_registry": options.npm_registry, "npm_config_ignore_scripts": "true",
+                   "npm_config_audit": "false", "npm_config_fund": "false", "npm_config_update_notifier": "false",
+                   "npm_config_cache": "/tmp/npm-cache", "HOME": "/tmp", "PATH": "/usr/bin:/bin",  # noqa: S108
+                   "NO_COLOR": "1"}
+            if options.ca_bundle is not None:
+                env["npm_config_cafile"] = env["NODE_EXTRA_CA_CERTS"] = f"{NPM_SETUP}/ca.pem"
+            script = (f"mkdir -p {NPM_DIR} && cp {NPM_SETUP}/package.json {NPM_SETUP}/package-lock.json {NPM_DIR}/ "
+                      f"&& cd {NPM_DIR} && npm ci --ignore-scripts --no-audit --no-fund --loglevel=warn")
+            done = asyncio.run(sandbox._exec_in(helper, ["sh", "-c", script], limits, env=env, workdir="/"))
+            refused = network.refused()
+        if done.timed_out or done.exit_code != 0:
+            why = (f"npm ci timed out after {limits.timeout_seconds:g} s" if done.timed_out
+                   else f"npm ci failed (exit code {done.exit_code})")
+            text = clean_test_output(bytes(done.combined), 16000)
+            last = [line for line in text.splitlines() if line.strip()][-3:]
+            return None, SetupReport(status="failed", reason=why + (": " + " | ".join(last) if last else ""),
+                                     refused=refused)
+        labels = {"org.logomesh.image": "env", ENV_LABEL: tag, REFUSED_LABEL: json.dumps(list(refused))}
+        repository, _, version = tag.partition(":")
+        try:
+            api.kill(helper)
+            api.commit(helper, repository=repository, tag=version, conf={
+                "Labels": labels, "User": f"{SANDBOX_UID}:{SANDBOX_UID}", "WorkingDir": REPO})
+        except DockerException as exc:
+            raise SandboxError(f"the environment could not be committed: {exc}") from exc
+        evict(sandbox.client, options.cache_mb, keep=tag)
+        return tag, SetupReport(status="installed", refused=refused)
+
+
 # --- the run ------------------------------------------------------------------------------------------------
 
 
@@ -311,16 +445,12 @@ def node_env() -> dict[str, str]:
 
 
 def reporter_tar() -> bytes:
-    from sandbox.tarball import owned_files_tar
-
     return owned_files_tar(HERE.rsplit("/", 1)[1], {REPORTER: REPORTER_SOURCE.encode()})
 
 
 async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: SandboxLimits,
                          run: Any) -> TestRunResult:
     """Run the tree's JavaScript tests (module docstring); ``run`` holds the Docker objects the caller removes."""
-    import asyncio
-
     from sandbox.docker_sandbox import MAX_CHANNEL_BYTES
 
     paths = await asyncio.to_thread(tree.paths)
@@ -335,9 +465,19 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
         files = tuple(f for f in files if f in wanted)
     if not files:
         return TestRunResult(status="no_tests", **{**base, "toolchains": ()})
-    await sandbox._thread(run, sandbox._start, run, sandbox.image, reporter_tar(), tree, None)
-    argv = ["node", "--test", f"--test-reporter={HERE}/{REPORTER}", "--test-reporter-destination=stdout",
-            *[f"./{f}" for f in files]]
+    image, setup = sandbox.image, None
+    if plan.lock is not None:
+        installed, setup = await sandbox._thread(run, prepare_npm, sandbox, run, tree, plan.lock)
+        base["setup"] = setup
+        if installed is None:
+            return TestRunResult(status="env_error", reason=f"the project's npm packages could not be installed: "
+                                 f"{setup.reason}", **base)
+        image = installed
+    await sandbox._thread(run, sandbox._start, run, image, reporter_tar(), tree, None)
+    # the installed packages, read-only in the image, are the tree's node_modules (unless the tree has its own)
+    link = f"[ -e node_modules ] || ln -s {NPM_DIR}/node_modules node_modules; " if plan.lock is not None else ""
+    argv = ["sh", "-c", link + 'exec "$@"', "node", "node", "--test", f"--test-reporter={HERE}/{REPORTER}",
+            "--test-reporter-destination=stdout", *[f"./{f}" for f in files]]
     done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=node_env(), run=run, workdir=REPO,
                                          channel=True)
     output = clean_test_output(bytes(done.stderr), limits.output_bytes)

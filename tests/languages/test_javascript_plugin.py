@@ -126,8 +126,14 @@ def test_the_plan_names_what_the_sandbox_lacks() -> None:
     error, _ = plan({"package.json": "{}", ".nvmrc": "v22.1.0\n", **tests})
     assert error == "the project asks for Node.js 22.1.0; the sandbox image offers Node.js 18.19.0"
     assert plan({"package.json": '{"engines": {"node": "^18.17 || >=20"}}', ".nvmrc": "18", **tests})[0] is None
-    error, _ = plan({"package.json": '{"devDependencies": {"jest": "^29.0.0"}}', "package-lock.json": "{}", **tests})
-    assert error is not None and "npm packages (jest)" in error and "package-lock.json" in error
+    with_lock = plan_javascript({"package.json": '{"dependencies": {"ms": "^2.1.3"}}', "package-lock.json": "{}",
+                                 **tests}.get, ["package-lock.json", "package.json", *tests], "18")
+    assert with_lock.toolchain.error is None and with_lock.lock == "package-lock.json"  # npm ci installs them
+    error, _ = plan({"package.json": '{"dependencies": {"ms": "^2.1.3"}}', **tests})
+    assert error == ("the project's npm packages (ms) cannot be installed: there is no package-lock.json, and "
+                     "LogoMesh installs from a lock file only")
+    error, _ = plan({"package.json": '{"dependencies": {"ms": "^2.1.3"}}', "yarn.lock": "", **tests})
+    assert error is not None and "yarn.lock is not supported yet" in error
     error, _ = plan({"package.json": '{"scripts": {"test": "jest --coverage"}}', **tests})
     assert error is not None and error.startswith("the project's tests run with jest (package.json's test script)")
     error, _ = plan({"package.json": '{"scripts": {"test": "node --test"}}', ".mocharc.yml": "", **tests})

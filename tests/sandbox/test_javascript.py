@@ -235,3 +235,106 @@ async def test_a_project_the_sandbox_cannot_run_is_neutral_and_named(
     assert evaluation.verdict == "neutral", reasons(evaluation)
     assert evaluation.measured["testing"] is False
     assert said in reasons(evaluation) + " ".join(kinds(evaluation, "test-environment")), reasons(evaluation)
+
+
+# --- a project with an npm dependency: npm ci --ignore-scripts in the setup phase, through the egress proxy -------
+
+REGISTRY = "https://registry.npmjs.org/"
+MS_LOCK = dedent("""
+    {
+      "name": "spans",
+      "version": "1.0.0",
+      "lockfileVersion": 3,
+      "requires": true,
+      "packages": {
+        "": {"name": "spans", "version": "1.0.0", "dependencies": {"ms": "2.1.3"}},
+        "node_modules/ms": {
+          "version": "2.1.3",
+          "integrity": "sha512-6FlzubTLZG3J2a/NVCAleEhjzq5oxgHyaCU9yYXvcLsvoVaHJq/s5xXI6/XXP6tz7R9xAOtHnSO/tXtF3WRTlA==",
+          "license": "MIT"
+        }
+      }
+    }
+    """)
+SPANS = dedent("""
+    'use strict';
+    const ms = require('ms');
+
+    // seconds returns how many whole seconds a span such as '2m' or '1.5h' lasts.
+    function seconds(span) {
+      return Math.floor(ms(span) / 1000);
+    }
+
+    module.exports = { seconds };
+    """)
+SPANS_TEST = dedent("""
+    'use strict';
+    const test = require('node:test');
+    const assert = require('node:assert');
+    const { seconds } = require('../src/spans');
+
+    test('seconds', () => {
+      assert.strictEqual(seconds('2m'), 120);
+      assert.strictEqual(seconds('1.5h'), 5400);
+    });
+    """)
+SPANS_PACKAGE = '{\n  "name": "spans",\n  "version": "1.0.0",\n  "dependencies": {"ms": "2.1.3"}\n}\n'
+SPANS_START = {"package.json": SPANS_PACKAGE,
+               "package-lock.json": MS_LOCK, "src/spans.js": SPANS, "test/spans.test.js": SPANS_TEST}
+SPANS_CASES: dict[str, dict[str, str | None]] = {
+    "honest": {"src/spans.js": SPANS.replace("module.exports = { seconds };", dedent("""
+        // minutes returns how many whole minutes a span lasts.
+        function minutes(span) {
+          return Math.floor(ms(span) / 60000);
+        }
+
+        module.exports = { seconds, minutes };""")),
+               "test/spans.test.js": SPANS_TEST.replace("{ seconds }", "{ seconds, minutes }") + dedent("""
+
+        test('minutes', () => {
+          assert.strictEqual(minutes('2h'), 120);
+          assert.strictEqual(minutes('90s'), 1);
+        });
+        """)},
+    "regression": {"src/spans.js": SPANS.replace("/ 1000", "/ 100")},
+}
+
+
+def registry_reachable() -> str | None:
+    """None when the npm registry answers from this machine, else why not."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(REGISTRY + "ms", timeout=15) as answer:
+            return None if answer.status == 200 else f"the npm registry answered {answer.status}"
+    except OSError as exc:
+        return f"the npm registry ({REGISTRY}) cannot be reached from here: {exc}"
+
+
+@pytest.fixture(scope="module")
+def spans(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    why = registry_reachable()
+    if why is not None:
+        pytest.skip(why)
+    root = tmp_path_factory.mktemp("spans-js")
+    repo = RepoBuilder(root)
+    repo.commit("Start spans", dict(SPANS_START))
+    return root, repo.branches(SPANS_CASES)
+
+
+async def test_a_project_with_an_npm_dependency_is_installed_from_its_lock_file_and_measured(
+        spans: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    root, heads = spans
+    evaluation = await review(root, heads["honest"], "Add minutes to spans", "minutes returns how many whole "
+                              "minutes a span such as 2h lasts, through ms like seconds; a test covers hours and "
+                              "seconds.")
+    assert evaluation.measured["testing"] is True, reasons(evaluation)
+    diff = evaluation.differential
+    assert diff is not None and diff.status == "measured" and diff.new_passing == ("test/spans.test.js::minutes",)
+    assert any("packages from package-lock.json" in s for s in kinds(evaluation, "test-environment")), \
+        kinds(evaluation, "test-environment")
+    assert evaluation.verdict == "pass", reasons(evaluation)
+    evaluation = await review(root, heads["regression"], "Tidy seconds", "A cosmetic change to seconds.")
+    assert evaluation.verdict == "fail", reasons(evaluation)
+    assert "Rule of Regression: 1 test(s) passed at base and fail with this change (first: " \
+           "test/spans.test.js::seconds)" in reasons(evaluation)
