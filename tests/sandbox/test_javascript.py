@@ -250,12 +250,13 @@ MS_LOCK = dedent("""
         "": {"name": "spans", "version": "1.0.0", "dependencies": {"ms": "2.1.3"}},
         "node_modules/ms": {
           "version": "2.1.3",
-          "integrity": "sha512-6FlzubTLZG3J2a/NVCAleEhjzq5oxgHyaCU9yYXvcLsvoVaHJq/s5xXI6/XXP6tz7R9xAOtHnSO/tXtF3WRTlA==",
+          "integrity": "MS_INTEGRITY",
           "license": "MIT"
         }
       }
     }
-    """)
+    """).replace("MS_INTEGRITY", "sha512-6FlzubTLZG3J2a/NVCAleEhjzq5oxgHyaCU9yYXvcLsvoVaHJq/s5xXI6/XXP6tz7R9xAOtHnSO/"
+                 "tXtF3WRTlA==")
 SPANS = dedent("""
     'use strict';
     const ms = require('ms');
