@@ -1,5 +1,5 @@
 """JavaScript's and TypeScript's syntax tree (tree-sitter): the sinks a change must not open, as architecture
-violations, and the scopes a change touches.
+violations, and the scopes (functions, classes, methods) a change touches, for R's chunking (:func:`scopes`).
 
 Each rule reads the tree, never the text: a module is known however it is loaded (``require('child_process')``,
 ``require('node:child_process')``, ``import cp from 'child_process'``, ``const { exec } = require(…)``), and only what
@@ -350,3 +350,49 @@ def check_javascript(source: str, path: str = "a.js") -> tuple[Violation, ...] |
             found.append(Violation("js-sql-string", "banned-call", "high", f"{name} gets SQL built from strings: "
                                    "SQL injection; pass the values as parameters", line, "CWE-89", name))
     return tuple(sorted(found, key=lambda v: (v.line or 0, v.rule)))
+
+
+SCOPE_TYPES = frozenset({"function_declaration", "generator_function_declaration", "class_declaration",
+                         "method_definition", "abstract_class_declaration", "interface_declaration"})
+FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function", "class"})
+
+
+def _doc(node: Any) -> str | None:
+    """The JSDoc block (``/** … */``) right above a declaration (or above its ``export``), cleaned of its stars."""
+    target = node.parent if node.parent is not None and node.parent.type == "export_statement" else node
+    previous = target.prev_named_sibling
+    if previous is None or previous.type != "comment" or not _text(previous).startswith("/**") \
+            or previous.end_point[0] + 1 < target.start_point[0]:
+        return None
+    lines = [line.strip().lstrip("*").strip() for line in _text(previous)[3:-2].splitlines()]
+    return "\n".join(line for line in lines if line) or None
+
+
+def scopes(source: str, path: str = "a.js") -> tuple[tuple[str, int, int, str | None], ...] | None:
+    """Every function, class and method of ``source`` as ``(qualified name, first line, last line, JSDoc)``,
+    outermost first; ``const f = () => …`` is the function ``f``. None when it cannot be parsed here."""
+    parser = _parser(dialect(path))
+    if parser is None:
+        return None
+    root = parser.parse(source.encode("utf-8", "surrogatepass")).root_node
+    found: list[tuple[str, int, int, str | None]] = []
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, prefix = stack.pop()
+        name_node = None
+        if node.type in SCOPE_TYPES:
+            name_node = node.child_by_field_name("name")
+        elif node.type == "variable_declarator":
+            value = node.child_by_field_name("value")
+            if value is not None and value.type in FUNCTION_VALUES:
+                name_node = node.child_by_field_name("name")
+        inner = prefix
+        if name_node is not None and name_node.type in ("identifier", "property_identifier", "type_identifier",
+                                                        "private_property_identifier"):
+            inner = f"{prefix}.{_text(name_node)}" if prefix else _text(name_node)
+            holder = node.parent.parent if node.type == "variable_declarator" and node.parent is not None \
+                and node.parent.parent is not None and node.parent.parent.type == "export_statement" else node
+            found.append((inner, holder.start_point[0] + 1, node.end_point[0] + 1,
+                          _doc(node.parent if node.type == "variable_declarator" else node)))
+        stack.extend((child, inner) for child in reversed(node.named_children))
+    return tuple(found)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from checks.languages.javascript_syntax import available, check_javascript
+from checks.languages.javascript_syntax import available, check_javascript, scopes
 
 pytestmark = pytest.mark.skipif(not available(), reason="the tree-sitter wheels are not installed")
 
@@ -86,3 +86,13 @@ def test_unsafe_deserialisation_and_typescript() -> None:
     tsx = ("import vm from 'vm';\n"
            "export const C = (p: { code: string }) => <div>{vm.runInThisContext(p.code)}</div>;\n")
     assert rules(tsx, "src/c.tsx") == [("js-vm", 2, "high")]
+
+
+def test_the_scopes_a_change_touches() -> None:
+    source = ("/**\n * Sums two numbers.\n */\nfunction add(a, b) {\n  return a + b;\n}\n\n"
+              "export const mean = (values) => {\n  return values.length;\n};\n\n"
+              "class Tally {\n  push(value) {\n    this.values.push(value);\n  }\n}\n")
+    assert scopes(source) == (("add", 4, 6, "Sums two numbers."), ("mean", 8, 10, None), ("Tally", 12, 16, None),
+                              ("Tally.push", 13, 15, None))
+    typed = "export function first<T>(items: T[]): T {\n  return items[0];\n}\n"
+    assert scopes(typed, "src/first.ts") == (("first", 1, 3, None),)
