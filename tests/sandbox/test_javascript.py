@@ -97,6 +97,9 @@ FORGED_OUTPUT = dedent("""
 CASES: dict[str, dict[str, str | None]] = {
     "honest": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
                + MEAN_TEST},
+    "honest-output": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
+                      + MEAN_TEST.replace("test('mean', () => {\n", "test('mean', () => {\n  console.log('ok 1 - mean "
+                                          "of four values');\n")},
     "regression": {"src/calc.js": BROKEN},
     "new-failing": {"src/calc.js": SUB, "test/calc.test.js": SUB_TEST},
     "skip-forged": {"src/calc.js": BROKEN, "test/calc.test.js": CALC_TEST.replace("test('add',", "test.skip('add',")},
@@ -164,6 +167,16 @@ async def test_an_honest_javascript_change_with_passing_tests_passes(
         kinds(evaluation, "test-environment")
     assert "JavaScript (2 files) judged on its tests (JavaScript 18" in reasons(evaluation)
     assert evaluation.measured["rationale"] is True and evaluation.measured["architecture"] is True
+    assert evaluation.verdict == "pass", reasons(evaluation)
+
+
+async def test_the_honest_twin_of_a_forged_output_passes(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    # a test that prints TAP-like text while it passes: output, never held against the change
+    root, heads = tally
+    evaluation = await review(root, heads["honest-output"], *HONEST)
+    diff = evaluation.differential
+    assert diff is not None and diff.new_passing == ("test/calc.test.js::mean",) and not diff.regressed
     assert evaluation.verdict == "pass", reasons(evaluation)
 
 
