@@ -100,6 +100,8 @@ CASES: dict[str, dict[str, str | None]] = {
     "honest-output": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
                       + MEAN_TEST.replace("test('mean', () => {\n", "test('mean', () => {\n  console.log('ok 1 - mean "
                                           "of four values');\n")},
+    "honest-todo": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
+                    + MEAN_TEST + "\ntest.todo('mean of strings');\n"},
     "regression": {"src/calc.js": BROKEN},
     "new-failing": {"src/calc.js": SUB, "test/calc.test.js": SUB_TEST},
     "skip-forged": {"src/calc.js": BROKEN, "test/calc.test.js": CALC_TEST.replace("test('add',", "test.skip('add',")},
@@ -170,13 +172,17 @@ async def test_an_honest_javascript_change_with_passing_tests_passes(
     assert evaluation.verdict == "pass", reasons(evaluation)
 
 
-async def test_the_honest_twin_of_a_forged_output_passes(
-        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
-    # a test that prints TAP-like text while it passes: output, never held against the change
+@pytest.mark.parametrize("name", ["honest-output", "honest-todo"])
+async def test_the_honest_twins_of_forged_output_and_skips_pass(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str) -> None:
+    # a test that prints TAP-like text while it passes is output; a test marked to do later is named, not held
+    # against the change, when nothing it covered broke
     root, heads = tally
-    evaluation = await review(root, heads["honest-output"], *HONEST)
+    evaluation = await review(root, heads[name], *HONEST)
     diff = evaluation.differential
-    assert diff is not None and diff.new_passing == ("test/calc.test.js::mean",) and not diff.regressed
+    assert diff is not None and "test/calc.test.js::mean" in diff.new_passing and not diff.regressed
+    if name == "honest-todo":
+        assert any("adds a skip" in s for s in kinds(evaluation, "harness-change"))
     assert evaluation.verdict == "pass", reasons(evaluation)
 
 
