@@ -358,3 +358,40 @@ async def test_a_project_with_an_npm_dependency_is_installed_from_its_lock_file_
     assert evaluation.verdict == "fail", reasons(evaluation)
     assert "Rule of Regression: 1 test(s) passed at base and fail with this change (first: " \
            "test/spans.test.js::seconds)" in reasons(evaluation)
+
+
+# --- a mixed change: Python and JavaScript, each language's tests run and judged ---------------------------------
+
+OPS = "def add(a, b):\n    return a + b\n"
+OPS_TESTS = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+MIXED_START = {**START, "calc/__init__.py": "", "calc/ops.py": OPS, "tests/__init__.py": "",
+               "tests/test_ops.py": OPS_TESTS}
+MIXED_CASES: dict[str, dict[str, str | None]] = {
+    "both-honest": {"calc/ops.py": OPS + "\n\ndef sub(minuend, subtrahend):\n    \"\"\"The difference of two "
+                                          "numbers.\"\"\"\n    return minuend - subtrahend\n",
+                    "tests/test_sub.py": "from calc.ops import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n",
+                    **CASES["honest"]},
+    "breaks-javascript": {"calc/ops.py": OPS + "\n\ndef sub(minuend, subtrahend):\n    \"\"\"The difference of two "
+                                                "numbers.\"\"\"\n    return minuend - subtrahend\n",
+                          "src/calc.js": BROKEN},
+}
+
+
+async def test_a_mixed_change_is_judged_on_both_languages_tests(
+        tmp_path_factory: pytest.TempPathFactory, docker_engine: docker.DockerClient) -> None:
+    root = tmp_path_factory.mktemp("mixed-js")
+    repo = RepoBuilder(root)
+    repo.commit("Start", dict(MIXED_START))
+    heads = repo.branches(MIXED_CASES)
+    honest = await review(root, heads["both-honest"], "Add sub() in Python and mean() in JavaScript",
+                          "sub returns the difference of two numbers, with a test; mean returns the arithmetic mean "
+                          "of a list of numbers, and zero for an empty list, with a test.")
+    diff = honest.differential
+    assert diff is not None and diff.status == "measured"
+    assert set(diff.new_passing) == {"tests/test_sub.py::test_sub", "test/calc.test.js::mean"}
+    assert honest.verdict != "fail", reasons(honest)
+    broken = await review(root, heads["breaks-javascript"], "Add sub() in Python",
+                          "sub returns the difference of two numbers.")
+    assert broken.verdict == "fail", reasons(broken)
+    assert "Rule of Regression: 1 test(s) passed at base and fail with this change (first: " \
+           "test/calc.test.js::add)" in reasons(broken)
