@@ -4,11 +4,18 @@ For an :class:`~checks.models.EnvironmentPlan` with requirements (or a repositor
 
 1. a Docker network (:mod:`sandbox.setup_network`) whose only reachable address is the egress proxy
    (:mod:`sandbox.egress`, a container of its own) that lets through only the index's hosts;
-2. a setup container on that network (writable root, its own limits and timeout) that makes a venv of the chosen
-   interpreter at ``/opt/logomesh/envs/project``, installs the requirements through the proxy with the
-   operator's CA bundle, and appends LogoMesh's tools (pytest, coverage) to its path *after* the project's pins;
-3. the container committed as ``logomesh-env:<key>`` — the key hashes the image, the interpreter, the requirement
-   lines and the index — so base and head runs, and later reviews, reuse it. The cache is bounded in MB; the
+2. a throw-away setup container on that network (writable root, its own limits and timeout) that resolves the
+   requirements to hash-pinned artefacts (:mod:`sandbox.resolve`) and builds the set's sdists into wheels (or,
+   for lines that do not resolve, makes each line's wheels); LogoMesh copies the wheel files out, hashes them, and
+   removes the container: no build runs where the environment is committed;
+3. a second setup container that makes a venv of the chosen interpreter at ``/opt/logomesh/envs/project``,
+   installs exactly that set with ``--require-hashes`` through the proxy with the operator's CA bundle (built
+   wheels by their own hash), and appends LogoMesh's tools (pytest, coverage) to its path *after* the project's
+   pins;
+4. that container committed as ``logomesh-env:<key>`` — the key hashes the image, the interpreter, the resolved
+   artefacts, the index and its extra hosts, and the repository; the requirement lines' own key is tagged on it
+   too, so the same lines are not resolved again while it lives — and base and head runs, and later reviews,
+   reuse it. The cache is bounded in MB; the
    least recently used environments are removed first (a hit re-tags the image, which dates it). A hit reports
    what the build reported (``installed``, the refused destinations kept in a label): whether this review built
    the environment is logged, never part of the result, so two identical reviews give the same bytes.
@@ -178,11 +185,12 @@ def env_tag(sandbox: DockerSandbox, plan: EnvironmentPlan, spec: TestSpec, tree:
 
 
 def environment_image(sandbox: DockerSandbox, plan: EnvironmentPlan, spec: TestSpec, tree: Tree) -> str:
-    """The cached environment's tag this sandbox uses for ``plan``: its resolved set's once resolved, else the
-    requirement lines' one."""
+    """The cached environment's tag this sandbox uses for ``plan``: its resolved set's once resolved (by this
+    sandbox, or named by the entry the requirement lines' tag leads to), else the requirement lines' one."""
     tag = env_tag(sandbox, plan, spec, tree)
     with _LOCKS_GUARD:
-        return _RESOLVED.get((sandbox.owner, tag), tag)
+        known = _RESOLVED.get((sandbox.owner, tag))
+    return known or _resolution_of(sandbox, tag) or tag
 
 
 def prepare_environment(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
@@ -421,7 +429,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
             if isinstance(outcome, Prepared):
                 return outcome  # the resolved set (or, unresolvable, the requirement lines) is cached and verified
             locked = outcome
-            if locked is not None and not locked.artefacts:
+            if not locked.artefacts:
                 why = "installing the environment failed: nothing could be downloaded or built"
                 log.info("sandbox environment %s: %s after %.3f s", tag, why, time.monotonic() - started)
                 return Prepared(image=sandbox.image_for(plan.python), output=locked.log[-OUTPUT_TAIL:],
@@ -538,11 +546,12 @@ def _put(api: Any, container: str, archive: bytes) -> None:
 
 
 def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: SandboxLimits, env: dict[str, str],
-             python: str, plan: EnvironmentPlan, tag: str, files: dict[str, bytes]) -> Prepared | _Locked | None:
+             python: str, plan: EnvironmentPlan, tag: str, files: dict[str, bytes]) -> Prepared | _Locked:
     """Resolve the plan, and build the resolved set's sdists into wheels, in a throw-away setup container
     (``sandbox/resolve.py``): the cached environment of the resolved set when there is one, else the set to
-    install; an unresolvable plan is looked up under its requirement lines (``tag``), and None when it is not
-    cached either. The container is removed before anything is installed for the cache."""
+    install; an unresolvable plan is looked up under its requirement lines (``tag``), and when it is not cached
+    its lines are made into wheels there (:func:`_wheels_by_line`). The container is removed before anything is
+    installed for the cache."""
     builder = _setup_container(sandbox, run, plan, network, limits, files)
     try:
         script = resolve_script(python, f"{SETUP_DIR}/requirements.txt")
