@@ -66,7 +66,7 @@ from checks.deciding import score_reason
 from checks.dependencies import holds_back_pass, measured_files
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
-from checks.linguist import language, named_languages, unanalysed_code, unrun_tests
+from checks.linguist import language, named_languages, runtime, unanalysed_code, unrun_tests
 from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, TestDiff, round_score
 from rubric import Criterion, Rubric
 
@@ -309,7 +309,8 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     if by_tests:  # said whatever the verdict: what was measured of that code, and what was not
         parsed = brief.components.get("architecture") is not None
         reasons.append("Rule of Measurement: " + named_languages(by_tests) + " judged on its tests ("
-                       + ", ".join(f"{name} {version}" for name, version in sorted(tested.items()) if name in by_tests)
+                       + ", ".join(f"{runtime(name)} {version}" for name, version in sorted(tested.items())
+                                   if name in by_tests)
                        + (") and its syntax tree's sinks; the Red Agent does not probe it" if parsed else
                           "); its architecture rules and attack surface are not analysed"))
         unprobed = [e for e in brief.evidence if e.kind == "constraint-violation" and e.cwe and e.location

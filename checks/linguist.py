@@ -35,6 +35,15 @@ FOREIGN_TEST_SUFFIXES = (".test.js", ".test.mjs", ".test.cjs", ".test.jsx", ".te
 FOREIGN_TEST_DIRS = frozenset({"__tests__", "test", "tests", "spec"})
 
 
+# what runs a language's tests, where that is not the language's own name (its version is the runtime's)
+RUNTIMES = {"JavaScript": "Node.js"}
+
+
+def runtime(language: str) -> str:
+    """The name a language's toolchain version goes with: ``Node.js 18``, ``Go 1.23``."""
+    return RUNTIMES.get(language, language)
+
+
 def language(path: str) -> str:
     """The language of ``path`` by its suffix (``JavaScript``, ``Markdown``), else its suffix or its name."""
     pure = PurePosixPath(path)

@@ -20,6 +20,7 @@ from checks.dependencies import dependency_changes, describe, startup_key, start
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.languages import GO, JAVASCRIPT, PYTHON, language_of_test, languages_of, merge_runs
+from checks.linguist import runtime
 from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
@@ -191,7 +192,7 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
         items.append(Evidence(
             id=f"{ID}.toolchain:{toolchain.language}", detective=ID, kind="test-environment", severity="info",
             facts={**facts, "toolchain": toolchain.model_dump(mode="json")},
-            summary=(f"{toolchain.language} {toolchain.version or '—'}{wanted}"
+            summary=(f"{runtime(toolchain.language)} {toolchain.version or '—'}{wanted}"
                      + ((f", modules at {modules}" + (", vendored" if toolchain.vendored else ", no external modules"
                                                       if not toolchain.missing else "")) if go
                         else f", packages from {packages[0]}" if packages else ", no npm packages")

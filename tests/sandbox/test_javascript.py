@@ -165,9 +165,9 @@ async def test_an_honest_javascript_change_with_passing_tests_passes(
     assert diff is not None and diff.status == "measured"
     assert diff.new_passing == ("test/calc.test.js::mean",) and diff.unchanged_passing == 1
     assert not diff.regressed and not diff.new_failing
-    assert any(s.startswith("JavaScript 18") for s in kinds(evaluation, "test-environment")), \
+    assert any(s.startswith("Node.js 18") for s in kinds(evaluation, "test-environment")), \
         kinds(evaluation, "test-environment")
-    assert "JavaScript (2 files) judged on its tests (JavaScript 18" in reasons(evaluation)
+    assert "JavaScript (2 files) judged on its tests (Node.js 18" in reasons(evaluation)
     assert evaluation.measured["rationale"] is True and evaluation.measured["architecture"] is True
     assert evaluation.verdict == "pass", reasons(evaluation)
 
