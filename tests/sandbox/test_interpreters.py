@@ -9,6 +9,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from app.settings import host_ca_bundle
 from checks.models import TestSpec
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions, interpreter_images
 from sandbox.environment import choose_python
@@ -80,7 +81,9 @@ async def test_a_project_that_admits_the_main_python_stays_on_it_and_a_wrong_exp
         "pyproject.toml": '[project]\nname = "old"\nversion = "1"\nrequires-python = ">=3.9"\n',
         "tests/test_old.py": VERSION_SUITE.format(3, 11) + "\n" + VERSION_SUITE.format(3, 13).replace(
             "test_interpreter", "test_newest")})
-    sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine)
+    # its build backend comes from the package index, reached as the App reaches it: with this host's CA bundle
+    sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine,
+                                     setup=SetupOptions(ca_bundle=host_ca_bundle()))
     result = await sandbox.run_tests(TestSpec())
     assert result.environment is not None and result.environment.python == "3.11" and result.image == IMAGE
     # the hostile half: the test that expects the other interpreter really fails (the run is not a rubber stamp)
