@@ -39,6 +39,7 @@ from packaging.utils import canonicalize_name as canonical_name
 
 from checks.models import EnvironmentPlan, SetupReport, TestSpec
 from sandbox.egress import allowed_for
+from sandbox.env_registry import pull, push
 from sandbox.environment import install_script, not_installed
 from sandbox.errors import SandboxError
 from sandbox.limits import SANDBOX_UID, SandboxLimits
@@ -211,7 +212,12 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
     try:
         image = sandbox.client.images.get(tag)
     except ImageNotFound:
-        return None
+        if not _pulled(sandbox, tag):
+            return None
+        try:
+            image = sandbox.client.images.get(tag)
+        except ImageNotFound:
+            return None
     if _age_seconds(image.attrs.get("Created")) > MAX_AGE_SECONDS:
         # a hit dates the tag, never the build: an entry is rebuilt from the index once it is this old
         log.info("sandbox environment %s: older than %d s, rebuilt", tag, MAX_AGE_SECONDS)
@@ -236,6 +242,37 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
                                                       _list_label(image.labels, STARTUP_LABEL)),
                                        startup=_list_label(image.labels, STARTUP_LABEL),
                                        resolved=_list_label(image.labels, RESOLVED_LABEL)))
+
+
+def _pulled(sandbox: DockerSandbox, tag: str) -> bool:
+    """A local miss: the environment pulled by the digest the workers recorded for its key, when a registry is
+    set (verified by the caller as any local hit). Any failure is logged and the caller builds it."""
+    registry = sandbox.setup.registry
+    if registry is None:
+        return False
+    version = tag.partition(":")[2]
+    try:
+        digest = pull(sandbox.client.api, registry, version, tag)
+    except Exception as exc:  # Redis, the registry or the engine: the shared cache never fails a review
+        log.warning("sandbox environment %s: not taken from %s (%s); built here", tag, registry.repository, exc)
+        return False
+    if digest is None:
+        return False
+    log.info("sandbox environment %s: pulled from %s@%s", tag, registry.repository, digest)
+    return True
+
+
+def _publish(sandbox: DockerSandbox, tag: str) -> None:
+    """A verified build shared: pushed to the registry and its digest recorded for the other workers."""
+    registry = sandbox.setup.registry
+    if registry is None:
+        return
+    try:
+        digest = push(sandbox.client.api, registry, tag, tag.partition(":")[2])
+    except Exception as exc:  # Redis, the registry or the engine: the shared cache never fails a review
+        log.warning("sandbox environment %s: not shared through %s (%s)", tag, registry.repository, exc)
+        return
+    log.info("sandbox environment %s: pushed to %s@%s", tag, registry.repository, digest)
 
 
 def _tools_site(python: str) -> str:
@@ -455,6 +492,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         run.images.append(tag)  # it holds this tree: used once, removed with the run
         return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,
                         copy_from=PREPARED_TREE)
+    _publish(sandbox, tag)
     evict(sandbox.client, sandbox.setup.cache_mb, keep=tag)
     return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report)
 
