@@ -212,12 +212,13 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
     try:
         image = sandbox.client.images.get(tag)
     except ImageNotFound:
-        if not _pulled(sandbox, tag):
-            return None
-        try:
+        image = None
+    pulled = image is None and _pulled(sandbox, tag)
+    if pulled:
+        with contextlib.suppress(ImageNotFound):
             image = sandbox.client.images.get(tag)
-        except ImageNotFound:
-            return None
+    if image is None:
+        return None
     if _age_seconds(image.attrs.get("Created")) > MAX_AGE_SECONDS:
         # a hit dates the tag, never the build: an entry is rebuilt from the index once it is this old
         log.info("sandbox environment %s: older than %d s, rebuilt", tag, MAX_AGE_SECONDS)
@@ -225,7 +226,13 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
             sandbox.client.api.remove_image(tag)
         return None
     python = (image.labels or {}).get("org.logomesh.env.python") or "3"
-    if verify_image(sandbox, run, tag, ENV_DIR, TOOLS_PYTHON, _tools_site(python)):
+    try:
+        changed = verify_image(sandbox, run, tag, ENV_DIR, TOOLS_PYTHON, _tools_site(python))
+    except SandboxError as exc:
+        if not pulled:
+            raise
+        changed = (str(exc),)  # a pulled image that cannot even be verified is not used either
+    if changed:
         log.warning("sandbox environment %s: changed since it was built, discarded and rebuilt", tag)
         with contextlib.suppress(DockerException):
             sandbox.client.api.remove_image(tag, force=True)

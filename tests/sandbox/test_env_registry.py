@@ -23,6 +23,7 @@ from sandbox.docker_sandbox import DockerSandbox, SetupOptions
 from sandbox.env_registry import EnvRegistry, RedisDigests, RegistryError, push
 from sandbox.limits import SandboxLimits
 from sandbox.setup_phase import environment_image
+from sandbox.tarball import owned_files_tar
 from tests.gitfixture import RepoBuilder
 from tests.images import SANDBOX_IMAGE
 from tests.sandbox.index import one_package_index
@@ -46,20 +47,22 @@ class Registry:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         config = root / "config.yml"
-        config.write_text(f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n"
+        config.write_text(f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
+                          f"    rootdirectory: {root / 'data'}\n"
                           f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{self.port}\n", encoding="utf-8")
+        self.log = (root / "registry.log").open("wb")
         self.process = subprocess.Popen([REGISTRY_BINARY, "serve", str(config)], stdout=subprocess.DEVNULL,
-                                        stderr=(root / "registry.log").open("wb"))
+                                        stderr=self.log)
         deadline = time.monotonic() + 20
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v2/", timeout=2) as answer:
                     if answer.status == 200:
                         return
-            except OSError:
+            except OSError as exc:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError(f"docker-registry did not start: {(root / 'registry.log').read_text()}")
+                    raise RuntimeError(f"docker-registry did not start: {(root / 'registry.log').read_text()}") from exc
                 time.sleep(0.2)
 
     @property
@@ -70,6 +73,7 @@ class Registry:
         if self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=20)
+        self.log.close()
 
 
 @pytest.fixture
@@ -145,12 +149,11 @@ async def test_a_second_engine_pulls_the_environment_by_digest_and_never_a_swapp
     assert second.passed == 1 and second.setup == first.setup
 
     # an environment whose files changed after pip installed them is pulled, fails verification, and is built here
-    tampered = api.create_container(tag, user="0", entrypoint=["sh", "-c"], command=[
-        "f=$(ls /opt/logomesh/envs/project/lib/python3*/site-packages/lm_discounts/__init__.py) && "
-        "printf 'def rate(code):\\n    return 99\\n' > \"$f\""])
+    python = docker_engine.images.get(tag).labels["org.logomesh.env.python"]
+    tampered = api.create_container(tag)  # never started: the committed image keeps the environment's config
     try:
-        api.start(tampered)
-        assert api.wait(tampered)["StatusCode"] == 0
+        api.put_archive(tampered, f"/opt/logomesh/envs/project/lib/python{python}/site-packages", owned_files_tar(
+            "lm_discounts", {"__init__.py": b"def rate(code):\n    return 99\n"}))
         api.commit(tampered, repository=registry.repository, tag="tampered")
     finally:
         api.remove_container(tampered, force=True)
