@@ -54,6 +54,7 @@ URL_EXAMPLES = {
     "public_url": "https://logomesh.example.com",
     "llm_base_url": "https://api.anthropic.com or http://localhost:11434/v1",
     "sandbox_index_url": "https://pypi.org/simple",
+    "sandbox_npm_registry": "https://registry.npmjs.org/",
 }
 BASE_URLS = ("github_api_url", "github_web_url", "public_url")
 LLM_ANTHROPIC_DEFAULTS = {"llm_model": "claude-sonnet-4-6", "llm_base_url": "https://api.anthropic.com"}
@@ -201,6 +202,8 @@ class Settings(BaseSettings):
     sandbox_index_url: str = "https://pypi.org/simple"
     # comma-separated (pypi.internal,files.internal:8443) or a JSON list
     sandbox_index_hosts: Annotated[tuple[str, ...], NoDecode] = ()
+    # the npm registry a Node project's packages come from (`npm ci` in the setup phase, through the same proxy)
+    sandbox_npm_registry: str = "https://registry.npmjs.org/"
     # the CA bundle handed to the setup phase; unset: the one pip is configured with, else certifi's
     sandbox_ca_bundle: Path | None = None
     sandbox_env_cache_mb: int = Field(default=4096, ge=0)

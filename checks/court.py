@@ -18,7 +18,7 @@ from checks.detectives.registry import bench
 from checks.errors import DetectiveError
 from checks.hearing import hear
 from checks.judges import offline_judges
-from checks.languages import go, go_syntax
+from checks.languages import go, go_syntax, javascript, javascript_syntax
 from checks.linguist import unrun_tests
 from checks.models import (
     Brief,
@@ -123,9 +123,11 @@ def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float |
 
 
 def analysable(case: Case) -> bool:
-    """Whether the change holds code the court can analyse: Python that is not removed, or Go when its syntax tree
-    can be read here (:func:`checks.languages.go_syntax.available`)."""
-    return any(f.status != "removed" and (f.path.endswith(".py") or (go.owns(f.path) and go_syntax.available()))
+    """Whether the change holds code the court can analyse: Python that is not removed, or Go or JavaScript /
+    TypeScript when its syntax tree can be read here (:func:`checks.languages.go_syntax.available`,
+    :func:`checks.languages.javascript_syntax.available`)."""
+    return any(f.status != "removed" and (f.path.endswith(".py") or (go.owns(f.path) and go_syntax.available())
+                                          or (javascript.owns(f.path) and javascript_syntax.available()))
                for f in case.files)
 
 

@@ -121,8 +121,8 @@ class TestSpec(Model):
     environment: EnvironmentOverride | None = None
     rerun: tuple[str, ...] = Field(default=(), description="run only these node ids again (a failure's re-run), "
                                    "in the same tree and environment; a custom command is not re-run")
-    language: Literal["python", "go"] = Field(default="python", description="whose tests to run (a language "
-                                              "plug-in, checks/languages/)")
+    language: Literal["python", "go", "javascript"] = Field(
+        default="python", description="whose tests to run (a language plug-in, checks/languages/)")
 
 
 class Case(Model):
@@ -242,6 +242,9 @@ class SetupReport(Model):
                                      "sentence each naming the file and its distribution")
     resolved: tuple[str, ...] = Field(default=(), description="the distributions installed, ``name==version``, "
                                       "sorted")
+    built: tuple[str, ...] = Field(default=(), description="the sdists of the resolved set built into wheels in a "
+                                   "throw-away container, each with the sha256 of the wheel the environment holds "
+                                   "and of its sdist, sorted")
 
 
 class HookSite(Model):

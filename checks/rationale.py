@@ -56,6 +56,7 @@ from checks import cis
 from checks.collector import collector_paused
 from checks.diff import DiffError, parse_diff
 from checks.errors import DetectiveError
+from checks.languages import javascript, javascript_syntax
 from checks.linguist import named_languages, unanalysed_code
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, SemanticResult, round_score
 from checks.protocols import Embedder
@@ -463,10 +464,17 @@ ScopesByPath = dict[str, tuple[_Scope, ...] | None]
 
 
 def scopes_by_path(case: Case) -> ScopesByPath:
-    """The scopes (:func:`python_scopes`) of every Python file at head the change adds lines to, by path: read once
-    per review, for the chunker and for what the change touches. None for a file that does not parse."""
-    return {f.path: python_scopes(f.content) for f in case.files
-            if f.path.endswith(PYTHON_SUFFIXES) and f.content is not None and f.added_lines}
+    """The scopes (:func:`python_scopes`; JavaScript's and TypeScript's from their syntax tree,
+    :func:`checks.languages.javascript_syntax.scopes`) of every such file at head the change adds lines to, by path:
+    read once per review, for the chunker and for what the change touches. None for a file that does not parse."""
+    found: ScopesByPath = {f.path: python_scopes(f.content) for f in case.files
+                           if f.path.endswith(PYTHON_SUFFIXES) and f.content is not None and f.added_lines}
+    for f in case.files:
+        if javascript.owns(f.path) and f.content is not None and f.added_lines:
+            read = javascript_syntax.scopes(f.content, f.path)
+            if read is not None:  # without the tree-sitter wheels: read as other languages' lines are
+                found[f.path] = tuple(_Scope(name, start, end, doc) for name, start, end, doc in read)
+    return found
 
 
 def _python_scopes(source: str) -> list[_Scope] | None:

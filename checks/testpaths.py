@@ -2,9 +2,10 @@
 
 Test files and what they load: ``test_*.py``, ``*_test.py``, ``conftest.py``, and anything under a directory
 named ``test``, ``tests`` or ``testing`` (data files included: a test's expectation often lives there); and each
-language plug-in's own (Go: ``*_test.go`` and ``testdata/``, :mod:`checks.languages.go`).
+language plug-in's own (Go: ``*_test.go`` and ``testdata/``, :mod:`checks.languages.go`; JavaScript:
+``*.test.js``, ``test/``, ``__tests__/``, :mod:`checks.languages.javascript`).
 Environment files: the files the sandbox plans the tests' environment from (``sandbox/environment.py``; Go:
-``go.mod``, ``go.sum``, ``vendor/modules.txt``).
+``go.mod``, ``go.sum``, ``vendor/modules.txt``; JavaScript: ``package.json``, its lock files, ``.nvmrc``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 import tomllib
 from pathlib import PurePosixPath
 
-from checks.languages import go
+from checks.languages import go, javascript
 
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 # pytest's own order of precedence for the file that holds its configuration (pytest 9 added pytest.toml and
@@ -50,7 +51,7 @@ def is_test_path(path: str) -> bool:
     name = parts[-1] if parts else ""
     if name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))):
         return True
-    return any(part in TEST_DIRS for part in parts[:-1]) or go.is_test_path(path)
+    return any(part in TEST_DIRS for part in parts[:-1]) or go.is_test_path(path) or javascript.is_test_path(path)
 
 
 LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "Pipfile")
@@ -61,9 +62,9 @@ REQUIREMENTS_FILE = re.compile(r"(requirements[^/]*|requirements/[^/]+)\.(txt|in
 def is_environment_path(path: str) -> bool:
     """A file the tests' environment is planned from: its requirements, its build and tool configuration."""
     return (path in ENVIRONMENT_FILES or REQUIREMENTS_FILE.fullmatch(path) is not None
-            or go.is_environment_path(path))
+            or go.is_environment_path(path) or javascript.is_environment_path(path))
 
 
 def is_harness_path(path: str) -> bool:
-    """A test path or a file that can hold pytest's configuration."""
-    return is_test_path(path) or path in PYTEST_CONFIGS
+    """A test path or a file that can hold a test runner's configuration (pytest's; Jest's, Vitest's, Mocha's)."""
+    return is_test_path(path) or path in PYTEST_CONFIGS or javascript.is_harness_path(path)

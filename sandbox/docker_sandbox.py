@@ -42,6 +42,7 @@ from sandbox.env_registry import EnvRegistry
 from sandbox.environment import plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.languages.go import run_go
+from sandbox.languages.javascript import run_javascript
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output, clean_test_output
 from sandbox.results import read_results
@@ -242,6 +243,7 @@ class SetupOptions:
     index_url: str = "https://pypi.org/simple"
     extra_hosts: tuple[str, ...] = ()
     ca_bundle: Path | None = None
+    npm_registry: str = "https://registry.npmjs.org/"  # where ``npm ci`` fetches a Node project's packages
     cache_mb: int = 4096
     memory_mb: int = 1024
     pids: int = 512
@@ -391,6 +393,8 @@ class DockerSandbox:
         try:
             if spec.language == "go":
                 return await run_go(self, spec, tree, limits, run)
+            if spec.language == "javascript":
+                return await run_javascript(self, spec, tree, limits, run)
             plan = await asyncio.to_thread(self._plan, tree, spec)
             base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image_for(plan.python),
                                     "absent_submodules": await asyncio.to_thread(self._absent_submodules, tree)}

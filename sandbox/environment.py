@@ -358,9 +358,16 @@ def install_script(python: str, env_dir: str, requirements_file: str, options: s
     # --use-pep517: a setup.py-only sdist is built into a wheel (installed with its RECORD, so the environment
     # verifies and is cached), never run as ``setup.py install`` (an egg-info, no RECORD), which pip 23 still does
     pip = f"{env_dir}/bin/python -m pip install --quiet --use-pep517" + (f" {options}" if options else "")
-    return f"""set -e
-{python} -m venv {env_dir}
-if ! {pip} -r {requirements_file} 2>/tmp/logomesh-pip.log; then
+    return f"set -e\n{python} -m venv {env_dir}\n" + each_script(pip, requirements_file)
+
+
+def each_script(pip: str, requirements_file: str, fail_when_none: bool = True) -> str:
+    """Shell lines running ``pip -r requirements_file``; when that fails, ``pip`` on each line alone, a line that
+    fails printed as ``LOGOMESH-NOT-INSTALLED <line>`` with pip's last error line. Unless ``fail_when_none`` is
+    False, the lines fail when no line succeeds."""
+    give_up = ('  if [ "$failed" -eq "$total" ]; then echo "none of the $total requirements could be installed" '
+               '>&2; exit 1; fi\n') if fail_when_none else ""
+    return f"""if ! {pip} -r {requirements_file} 2>/tmp/logomesh-pip.log; then
   tail -n 5 /tmp/logomesh-pip.log >&2
   echo "installing the requirements together failed; installing them one by one" >&2
   total=0; failed=0
@@ -374,8 +381,7 @@ if ! {pip} -r {requirements_file} 2>/tmp/logomesh-pip.log; then
       grep -v '^[[:space:]]*$' /tmp/logomesh-pip.log | grep -iv 'notice' | tail -n 1
     fi
   done < {requirements_file}
-  if [ "$failed" -eq "$total" ]; then echo "none of the $total requirements could be installed" >&2; exit 1; fi
-fi
+{give_up}fi
 """
 
 

@@ -6,8 +6,9 @@ unseen. This program, in a container of its own on the setup network and nowhere
 for the gateway's address with its own MAC address: the setup container's first packet to any destination off
 its network — the engine's host, its bridges, the host's own addresses, other containers, the internet — then
 comes here. Its kernel drops it (the address is not its own; IP forwarding is off); this program reads it from a
-packet socket, appends ``attempt tcp|udp|icmp host:port`` to its log and answers a TCP ``SYN`` with a ``RST``, so
-the attempt is refused at once. Nothing is ever forwarded.
+packet socket, appends ``attempt tcp|udp|icmp host:port`` to its log and refuses it at once: a TCP ``SYN`` is
+answered with a ``RST``, a UDP datagram with ICMP "port unreachable" (a connected socket gets ``ECONNREFUSED``), an
+ICMP echo request with "communication administratively prohibited". Nothing is ever forwarded.
 
 It needs ``CAP_NET_RAW`` (a packet socket) and nothing else, and parses only fixed-size headers (Ethernet, ARP,
 IPv4, the first bytes of TCP/UDP): what PR code sends it is never interpreted beyond addresses and ports. It runs
@@ -18,7 +19,7 @@ with the sandbox image's ``python3`` (standard library only), in one of two plac
   (a container of its own joined to it: PR code cannot see or signal it), reading what the setup container sends.
   An engine whose bridge filters bridged frames (``br_netfilter`` with an ``internal`` network's drop rules, as
   Docker sets up) drops a packet bound off the network before it reaches the recorder on the network; here it is
-  seen as it leaves, recorded, and a TCP ``SYN`` is refused by a ``RST`` delivered back to the container locally.
+  seen as it leaves, recorded, and refused by the same answer delivered back to the container locally.
 
 It writes ``listening`` to the log once its socket is open.
 """
@@ -69,8 +70,9 @@ def arp_reply(frame: bytes, own_mac: bytes, gateway: bytes) -> bytes | None:
 
 
 def attempt(frame: bytes, own_mac: bytes, own_ip: bytes) -> tuple[str, bytes | None] | None:
-    """``(what was attempted, the RST frame answering it or None)`` for an IPv4 packet sent to this MAC address
-    but not to this address; None for any other frame."""
+    """``(what was attempted, the frame refusing it or None)`` for an IPv4 packet sent to this MAC address but not
+    to this address; None for any other frame. The refusal: a TCP ``RST`` for a ``SYN``, ICMP "port unreachable"
+    for a UDP datagram, "administratively prohibited" for an echo request."""
     if len(frame) < 34 or frame[0:6] != own_mac or struct.unpack("!H", frame[12:14])[0] != ETH_IP:
         return None
     ip = frame[14:]
@@ -80,25 +82,46 @@ def attempt(frame: bytes, own_mac: bytes, own_ip: bytes) -> tuple[str, bytes | N
         return None
     where = socket.inet_ntoa(destination)
     if protocol == 1:
-        return f"icmp {where}", None
-    if len(ip) < header + 14:
+        # an echo request (type 8) is refused as "communication administratively prohibited" (3/13); an ICMP
+        # message of any other type is recorded only (answering an error with an error is what RFC 1122 forbids)
+        icmp_type = ip[header] if len(ip) > header else -1
+        return f"icmp {where}", (_unreachable(frame, own_mac, ip, header, 13) if icmp_type == 8 else None)
+    if len(ip) < header + (14 if protocol == 6 else 8):
         return None
     source_port, destination_port, sequence = struct.unpack("!HHI", ip[header:header + 8])
     text = f"{PROTOCOLS[protocol]} {where}:{destination_port}"
+    if protocol == 17:  # a UDP datagram: "port unreachable" (3/3), so a connected socket gets ECONNREFUSED
+        return text, _unreachable(frame, own_mac, ip, header, 3)
     flags = ip[header + 13]
-    if protocol != 6 or not flags & 0x02 or flags & 0x10:  # a TCP SYN (not SYN-ACK) is answered
+    if not flags & 0x02 or flags & 0x10:  # a TCP SYN (not SYN-ACK) is answered
         return text, None
     tcp = struct.pack("!HHIIBBHHH", destination_port, source_port, 0, (sequence + 1) & 0xFFFFFFFF, 5 << 4,
                       0x14, 0, 0, 0)  # RST|ACK
     pseudo = destination + source + struct.pack("!BBH", 0, 6, len(tcp))
     tcp = tcp[:16] + struct.pack("!H", checksum(pseudo + tcp)) + tcp[18:]
-    head = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, destination, source)
+    return text, _reply_frame(frame, own_mac, destination, source, 6, tcp)
+
+
+def _unreachable(frame: bytes, own_mac: bytes, ip: bytes, header: int, code: int) -> bytes:
+    """The ICMP "destination unreachable" (type 3, ``code``) frame answering the IPv4 packet ``ip``: its header
+    and first 8 bytes quoted (RFC 792), from the address it was sent to."""
+    quoted = ip[:header + 8]
+    icmp = struct.pack("!BBHI", 3, code, 0, 0) + quoted
+    icmp = icmp[:2] + struct.pack("!H", checksum(icmp)) + icmp[4:]
+    return _reply_frame(frame, own_mac, ip[16:20], ip[12:16], 1, icmp)
+
+
+def _reply_frame(frame: bytes, own_mac: bytes, source: bytes, destination: bytes, protocol: int,
+                 payload: bytes) -> bytes:
+    """An Ethernet frame back to the sender of ``frame``: an IPv4 packet of ``protocol`` carrying ``payload``."""
+    head = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 0, 0x4000, 64, protocol, 0, source,
+                       destination)
     head = head[:10] + struct.pack("!H", checksum(head)) + head[12:]
-    return text, frame[6:12] + own_mac + struct.pack("!H", ETH_IP) + head + tcp
+    return frame[6:12] + own_mac + struct.pack("!H", ETH_IP) + head + payload
 
 
 def outgoing(frame: bytes, own_ip: bytes, proxy: bytes, proxy_port: int) -> tuple[str, bytes | None] | None:
-    """For a frame the setup container sends (``inside`` mode): ``(what was attempted, the RST's IPv4 packet to
+    """For a frame the setup container sends (``inside`` mode): ``(what was attempted, the refusal's IPv4 packet to
     deliver back to it or None)``; None for its traffic with the proxy and anything but IPv4 from its address."""
     if len(frame) < 34 or struct.unpack("!H", frame[12:14])[0] != ETH_IP or frame[26:30] != own_ip:
         return None
@@ -128,7 +151,7 @@ def main(argv: list[str]) -> int:
     own_ip = _address(interface)
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     sock.bind((interface, 0))
-    local = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)  # delivers RSTs to this host
+    local = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)  # delivers refusals to this host
     log = Path(log_path)
     seen: set[str] = set()
     with log.open("a", encoding="utf-8") as handle:

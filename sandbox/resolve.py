@@ -8,6 +8,12 @@ That set keys the cached environment, and the environment is then installed from
 ``pip install --require-hashes --no-deps`` of ``name==version --hash=sha256:…`` lines, so the cached layer holds
 exactly the artefacts its key names. A resolution that fails, or lists an artefact without a hash (a direct URL,
 a local path), gives no resolved set: the requirements are then installed as before (together, else one by one).
+
+Resolving an sdist runs its build backend (pip asks it for the metadata), and building it into a wheel runs its
+build with build dependencies fetched without hashes: both happen in a throw-away container
+(:mod:`sandbox.setup_phase`). What reaches the cached layer from it is the wheel file alone, hashed by LogoMesh
+(:func:`built_wheels`) and installed by that hash: the sdist's lines in the hashed requirements carry the wheel's
+sha256 (:func:`locked_requirements`).
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 MARK = "LOGOMESH-RESOLVED"
+RESOLVE_WORK = "/tmp/logomesh-resolve"  # noqa: S108 - the build container's own tmpfs
+RESOLVE_PYTHON = RESOLVE_WORK + "/venv/bin/python"  # the throw-away venv whose pip resolves and builds
 # run by the image's own interpreter with -I -S: condenses pip's report to what the key and the install need
 CONDENSE = r"""
 import json, sys
@@ -48,7 +57,7 @@ class Artefact:
     url: str
 
 
-def resolve_script(python: str, requirements_file: str, work: str = "/tmp/logomesh-resolve") -> str:  # noqa: S108
+def resolve_script(python: str, requirements_file: str, work: str = RESOLVE_WORK) -> str:
     """The shell script printing the resolved set (``LOGOMESH-RESOLVED [[name, version, url, sha256], …]``)."""
     return f"""set -e
 {python} -m venv {work}/venv
@@ -81,24 +90,99 @@ def parse_resolved(output: str) -> tuple[Artefact, ...] | None:
     return None
 
 
-def built_from_source(artefacts: Sequence[Artefact]) -> tuple[str, ...]:
-    """The artefacts that are not wheels (``name==version``): pip runs their build, which is code of theirs."""
-    return tuple(f"{a.name}=={a.version}" for a in sorted(artefacts)
-                 if not a.url.split("#", 1)[0].split("?", 1)[0].endswith(".whl"))
+def is_wheel(artefact: Artefact) -> bool:
+    """Whether pip downloads a wheel for it (else an sdist, whose build is code of its own)."""
+    return artefact.url.split("#", 1)[0].split("?", 1)[0].endswith(".whl")
 
 
-def locked_requirements(artefacts: Sequence[Artefact]) -> str:
-    """The requirements file pip installs from with ``--require-hashes``: one pinned, hashed line each."""
-    return "".join(f"{a.name}=={a.version} --hash=sha256:{a.sha256}\n" for a in artefacts)
+@dataclass(frozen=True, order=True)
+class BuiltWheel:
+    """A wheel built from one sdist of the resolved set in the throw-away container: its file and its sha256 as
+    LogoMesh computed it from the bytes it copied out."""
+
+    artefact: Artefact
+    filename: str
+    sha256: str
+
+    def describe(self) -> str:
+        """``name==version: wheel FILE sha256:… (from the sdist sha256:…)``: what the cached layer holds of it."""
+        return (f"{self.artefact.name}=={self.artefact.version}: wheel {self.filename} sha256:{self.sha256} "
+                f"(from the sdist sha256:{self.artefact.sha256})")
 
 
-def locked_install_script(python: str, env_dir: str, locked_file: str) -> str:
-    """Make the venv and install exactly the resolved set: pinned, hash-checked, nothing resolved again; when the
-    set fails as a whole (an sdist that does not build here), each artefact alone, the failing ones named
-    (:func:`sandbox.environment.install_script`)."""
+def built_wheels(sdists: Sequence[Artefact], files: dict[str, bytes]) -> dict[Artefact, BuiltWheel]:
+    """The wheel of each sdist among ``files`` (file name → bytes, as copied out of the build container): the one
+    whose file name gives the sdist's name and version. Other files are ignored, so what else the builds left
+    beside their wheels goes nowhere."""
+    by_name = {(a.name, _version(a.version)): a for a in sdists}
+    found: dict[Artefact, BuiltWheel] = {}
+    for filename, data in sorted(files.items()):
+        try:
+            name, version, _build, _tags = parse_wheel_filename(filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        artefact = by_name.get((str(name), version))
+        if artefact is not None and artefact not in found:
+            found[artefact] = BuiltWheel(artefact, filename, hashlib.sha256(data).hexdigest())
+    return found
+
+
+def _version(text: str) -> Version | str:
+    """The version as PEP 440 compares it (``1.0`` is ``1.0.0``); unparsable, the text."""
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return text
+
+
+def wheel_script(python: str, sdists_file: str, wheels_dir: str, hashed: bool = True) -> str:
+    """Build the sdists of a resolved set into ``wheels_dir`` (the throw-away container's): each sdist checked
+    against its hash, nothing resolved again; when they fail together, each alone, a failing one printed as
+    ``LOGOMESH-NOT-INSTALLED <line>`` with pip's last error line. Never fails as a whole: what did not build is
+    named, the rest of the set is installed. Not ``hashed`` (requirement lines that did not resolve): each line
+    with its dependencies, downloaded or built, into wheels the same way."""
+    from sandbox.environment import each_script
+
+    options = "--require-hashes --no-deps " if hashed else ""
+    pip = f"{python} -m pip wheel --quiet --use-pep517 {options}--wheel-dir {wheels_dir}"
+    venv = python.rsplit("/bin/", 1)[0]
+    return (f"set -e\nmkdir -p {wheels_dir}\n[ -x {python} ] || python3 -m venv {venv}\n"
+            + each_script(pip, sdists_file, fail_when_none=False))
+
+
+def wheel_artefacts(files: dict[str, bytes]) -> tuple[Artefact, ...]:
+    """The wheels among ``files`` (file name → bytes) as artefacts pinned by the sha256 LogoMesh computes; one
+    per name and version, sorted."""
+    found: dict[tuple[str, object], Artefact] = {}
+    for filename, data in sorted(files.items()):
+        try:
+            name, version, _build, _tags = parse_wheel_filename(filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        found.setdefault((str(name), version), Artefact(name=str(name), version=str(version),
+                                                        sha256=hashlib.sha256(data).hexdigest(), url=filename))
+    return tuple(sorted(found.values()))
+
+
+def locked_requirements(artefacts: Sequence[Artefact], built: dict[Artefact, BuiltWheel] | None = None) -> str:
+    """The requirements file pip installs from with ``--require-hashes``: one pinned, hashed line each; an sdist
+    that was built carries its wheel's hash (the cached layer installs that wheel, never the sdist)."""
+    built = built or {}
+    return "".join(f"{a.name}=={a.version} --hash=sha256:{built[a].sha256 if a in built else a.sha256}\n"
+                   for a in artefacts)
+
+
+def locked_install_script(python: str, env_dir: str, locked_file: str, wheels_dir: str | None = None,
+                          offline: bool = False) -> str:
+    """Make the venv and install exactly the resolved set: pinned, hash-checked, nothing resolved again; the
+    built wheels found in ``wheels_dir`` (removed afterwards; ``offline``: the only place looked in). When the set
+    fails as a whole, each artefact alone, the failing ones named (:func:`sandbox.environment.install_script`)."""
     from sandbox.environment import install_script
 
-    return install_script(python, env_dir, locked_file, options="--require-hashes --no-deps")
+    options = ("--require-hashes --no-deps" + (" --no-index" if offline else "")
+               + (f" --find-links {wheels_dir}" if wheels_dir else ""))
+    script = install_script(python, env_dir, locked_file, options=options)
+    return script + (f"rm -rf {wheels_dir}\n" if wheels_dir else "")
 
 
 def resolved_key(material: Sequence[object], artefacts: Sequence[Artefact]) -> str:

@@ -66,11 +66,13 @@ class SetupNetwork:
     _recorders: list[str] = field(default_factory=list)
     _sandbox: DockerSandbox | None = None
     _run: _Run | None = None
+    _watching: dict[str, str] = field(default_factory=dict)  # setup container -> the recorder in its namespace
+    _kept: set[str] = field(default_factory=set)  # what the recorders of containers no longer watched saw
 
     def refused(self) -> tuple[str, ...]:
         """The destinations refused so far, sorted: asked of the proxy (``host:port``) and attempted directly
         (``direct tcp|udp|icmp host[:port]``, recorded by :mod:`sandbox.recorder`)."""
-        asked = set(egress.refused_in(_read_log(self._api, self._proxy)))
+        asked = set(egress.refused_in(_read_log(self._api, self._proxy))) | self._kept
         for recording in self._recorders:
             asked |= {f"direct {d}" for d in recorder.attempts_in(_read_log(self._api, recording, RECORDER_LOG))}
         return tuple(sorted(asked))
@@ -81,8 +83,21 @@ class SetupNetwork:
         if self._sandbox is None or self._run is None:
             raise SandboxError("this setup network cannot watch containers")
         proxy_ip = self.proxy_url.rsplit("/", 1)[-1].rsplit(":", 1)[0]
-        self._recorders.append(_start_recorder(self._sandbox, self._run, f"container:{container}",
-                                               ["inside", "eth0", proxy_ip, RECORDER_LOG, str(PROXY_PORT)]))
+        recording = _start_recorder(self._sandbox, self._run, f"container:{container}",
+                                    ["inside", "eth0", proxy_ip, RECORDER_LOG, str(PROXY_PORT)])
+        self._recorders.append(recording)
+        self._watching[container] = recording
+
+    def unwatch(self, container: str) -> None:
+        """Stop watching ``container`` before it is removed (its recorder goes with its network namespace): what
+        the recorder saw is kept for :meth:`refused`."""
+        recording = self._watching.pop(container, None)
+        if recording is None:
+            return
+        self._kept.update(f"direct {d}" for d in recorder.attempts_in(_read_log(self._api, recording, RECORDER_LOG)))
+        self._recorders.remove(recording)
+        with contextlib.suppress(DockerException):
+            self._api.remove_container(recording, force=True)
 
 
 def plain_http_index(index_url: str) -> dict[str, str]:

@@ -25,8 +25,10 @@ import asyncio
 import contextlib
 import datetime
 import hashlib
+import io
 import json
 import logging
+import tarfile
 import threading
 import time
 import uuid
@@ -45,15 +47,20 @@ from sandbox.errors import SandboxError
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_test_output
 from sandbox.resolve import (
+    RESOLVE_PYTHON,
     Artefact,
-    built_from_source,
+    BuiltWheel,
+    built_wheels,
+    is_wheel,
     locked_install_script,
     locked_requirements,
     parse_resolved,
     resolve_script,
     resolved_key,
+    wheel_artefacts,
+    wheel_script,
 )
-from sandbox.setup_network import plain_http_index, setup_network
+from sandbox.setup_network import SetupNetwork, plain_http_index, setup_network
 from sandbox.tarball import owned_files_tar
 from sandbox.verify_env import verify_image
 
@@ -72,9 +79,13 @@ REFUSED_LABEL = "org.logomesh.env.refused"  # what the build was refused, report
 NOT_INSTALLED_LABEL = "org.logomesh.env.not-installed"  # requirements pip failed on, reported again on a hit
 STARTUP_LABEL = "org.logomesh.env.startup"  # start-up code and auto-loaded plugins found, reported on a hit
 RESOLVED_LABEL = "org.logomesh.env.resolved"  # the distributions installed (name==version), reported on a hit
+BUILT_LABEL = "org.logomesh.env.built"  # the wheels built from the set's sdists, with their hashes
+TAG_LABEL = "org.logomesh.env.tag"  # the entry's own tag (its resolved set's): where its requirement lines lead
+WHEELS_DIR = "/opt/logomesh/envs/wheels"  # built wheels: written by the build container, removed after install
+MAX_WHEELS_MB = 512  # what the build container may hand over in wheels
 OUTPUT_TAIL = 4000
-ENV_LAYOUT = 3  # what a cached environment holds (3: with the installed distributions' label); older entries
-# are not used
+ENV_LAYOUT = 4  # what a cached environment holds (4: wheels built from sdists in a throw-away container, the
+# requirement lines' tag leading to the resolved set's); older entries are not used
 MAX_AGE_SECONDS = 7 * 24 * 3600  # a cached environment is rebuilt after this, however often it is hit
 # Run in the built environment (its interpreter, -I -S: nothing of the environment runs): every executable line
 # of a .pth file, every sitecustomize/usercustomize and every auto-loaded pytest plugin (entry point pytest11),
@@ -197,13 +208,25 @@ def _lock_for(tag: str) -> threading.Lock:
 def _cached_or_built(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree, spec: TestSpec,
                      tag: str) -> Prepared:
     if not spec.setup_command:
-        # this sandbox resolved the plan before (head, base and guard often share it): no second resolution
+        # these requirement lines were resolved before (head, base and guard often share them; a cached entry
+        # names the set they resolved to): no second resolution, no request to the index
         with _LOCKS_GUARD:
             known = _RESOLVED.get((sandbox.owner, tag))
+        known = known or _resolution_of(sandbox, tag)
         hit = cached(sandbox, run, known) if known else None
         if hit is not None:
             return hit
     return _build(sandbox, run, plan, tree, spec, tag)
+
+
+def _resolution_of(sandbox: DockerSandbox, tag: str) -> str | None:
+    """The cached entry the requirement lines' tag leads to (its label names the entry's own tag), if any."""
+    try:
+        labels = sandbox.client.images.get(tag).labels or {}
+    except DockerException:
+        return None
+    found = labels.get(TAG_LABEL) or ""
+    return found if found.startswith(ENV_REPOSITORY + ":") else None
 
 
 def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
@@ -223,7 +246,7 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
         # a hit dates the tag, never the build: an entry is rebuilt from the index once it is this old
         log.info("sandbox environment %s: older than %d s, rebuilt", tag, MAX_AGE_SECONDS)
         with contextlib.suppress(DockerException):
-            sandbox.client.api.remove_image(tag)
+            sandbox.client.api.remove_image(image.id, force=True)  # every tag leading to it goes too
         return None
     python = (image.labels or {}).get("org.logomesh.env.python") or "3"
     try:
@@ -235,7 +258,7 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
     if changed:
         log.warning("sandbox environment %s: changed since it was built, discarded and rebuilt", tag)
         with contextlib.suppress(DockerException):
-            sandbox.client.api.remove_image(tag, force=True)
+            sandbox.client.api.remove_image(image.id, force=True)
         return None
     repository, _, version = tag.partition(":")
     with contextlib.suppress(DockerException):
@@ -248,7 +271,8 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
                                        reason=_reason(_missing_label(image.labels),
                                                       _list_label(image.labels, STARTUP_LABEL)),
                                        startup=_list_label(image.labels, STARTUP_LABEL),
-                                       resolved=_list_label(image.labels, RESOLVED_LABEL)))
+                                       resolved=_list_label(image.labels, RESOLVED_LABEL),
+                                       built=_list_label(image.labels, BUILT_LABEL)))
 
 
 def _pulled(sandbox: DockerSandbox, tag: str) -> bool:
@@ -331,11 +355,9 @@ def _list_label(labels: dict[str, str] | None, name: str) -> tuple[str, ...]:
     return tuple(str(m) for m in listed) if isinstance(listed, list) else ()
 
 
-def _startup_found(text: str, built: tuple[str, ...] = ()) -> tuple[str, ...]:
+def _startup_found(text: str) -> tuple[str, ...]:
     """The scan's findings, one sentence each: what the environment would run at start-up, and whose it is. A file
-    no distribution's RECORD lists was left by something that ran during the install: the builds of the set's
-    sdists (``built``, ``name==version``) are named with it."""
-    unowned = "listed by no distribution" + (f"; built from source here: {', '.join(built)}" if built else "")
+    no distribution's RECORD lists was left by something that ran during the install."""
     found: list[str] = []
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")
@@ -345,7 +367,7 @@ def _startup_found(text: str, built: tuple[str, ...] = ()) -> tuple[str, ...]:
             continue
         if not isinstance(fields, list) or len(fields) < 2:
             continue
-        owner = f"from {fields[1]}" if fields[1] else unowned
+        owner = f"from {fields[1]}" if fields[1] else "listed by no distribution"
         if kind == "pth" and len(fields) == 3:
             found.append(f"executable .pth line {fields[0]} ({owner}): {fields[2]}")
         elif kind == "custom":
@@ -392,9 +414,24 @@ def _missing_reason(missing: tuple[str, ...]) -> str | None:
     return "not installed (pip failed on them; the other requirements are installed): " + "; ".join(missing)
 
 
+@dataclass(frozen=True)
+class _Locked:
+    """A set ready to install: its entry's tag, the artefacts the cached layer gets (index wheels by their hash,
+    built wheels by theirs), the wheel files and what did not build (with the reason)."""
+
+    tag: str
+    artefacts: tuple[Artefact, ...]
+    built: dict[Artefact, BuiltWheel]
+    wheels: dict[str, bytes]
+    failed: tuple[str, ...]
+    offline: bool = False  # the wheels are all there is (requirement lines that did not resolve)
+    log: str = ""  # what the build container said
+
+
 def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree, spec: TestSpec,
            tag: str) -> Prepared:
     started = time.monotonic()
+    requested = tag  # the requirement lines' tag; a resolved set is built under its own
     api = sandbox.client.api
     options = sandbox.setup
     limits = replace(sandbox.limits, memory_mb=max(sandbox.limits.memory_mb, options.memory_mb),
@@ -403,20 +440,9 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                      nofile=max(sandbox.limits.nofile, 4096), timeout_seconds=options.timeout_seconds)
     allowed = allowed_for([options.index_url], options.extra_hosts)
     with setup_network(sandbox, run, allowed) as network:
-        try:
-            helper = sandbox._create(run, sandbox.image_for(plan.python), network=network.name, read_only=False,
-                                     mounts=[], limits=limits)
-            run.helpers.append(helper)
-            api.start(helper)
-            network.watch(helper)  # its direct attempts, recorded and refused
-            files = {"requirements.txt": ("\n".join(plan.requirements) + "\n").encode()}
-            if options.ca_bundle is not None:
-                files["ca.pem"] = options.ca_bundle.read_bytes()
-            api.put_archive(helper, "/opt/logomesh/envs", owned_files_tar("setup", files))
-            if spec.setup_command:
-                api.put_archive(helper, "/opt/logomesh/envs", sandbox._tar(tree))
-        except (DockerException, OSError) as exc:
-            raise SandboxError(f"the setup container could not start: {exc}") from exc
+        files = {"requirements.txt": ("\n".join(plan.requirements) + "\n").encode()}
+        if options.ca_bundle is not None:
+            files["ca.pem"] = options.ca_bundle.read_bytes()
         env = {
             "HTTP_PROXY": network.proxy_url, "HTTPS_PROXY": network.proxy_url, "http_proxy": network.proxy_url,
             "https_proxy": network.proxy_url,
@@ -431,15 +457,32 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         python = f"python{plan.python}" if plan.python else "python3"
         site = f"{ENV_DIR}/lib/python{plan.python or '3'}/site-packages"
         tools = _tools_site(plan.python or "3")
-        locked = None if spec.setup_command else _resolve(sandbox, run, helper, limits, env, python, plan, tag)
-        if isinstance(locked, Prepared):
-            return locked  # the resolved set (or, unresolvable, the requirement lines) is cached and verified
-        built: tuple[str, ...] = ()
+        locked = None
+        if not spec.setup_command:
+            # resolved, and the set's sdists built, in a throw-away container: the build's code never runs in
+            # the container that is committed
+            outcome = _resolve(sandbox, run, network, limits, env, python, plan, tag, files)
+            if isinstance(outcome, Prepared):
+                return outcome  # the resolved set (or, unresolvable, the requirement lines) is cached and verified
+            locked = outcome
+            if locked is not None and not locked.artefacts:
+                why = "installing the environment failed: nothing could be downloaded or built"
+                log.info("sandbox environment %s: %s after %.3f s", tag, why, time.monotonic() - started)
+                return Prepared(image=sandbox.image_for(plan.python), output=locked.log[-OUTPUT_TAIL:],
+                                failure=why + (": " + "; ".join(locked.failed) if locked.failed else ""),
+                                report=SetupReport(status="failed", reason=why, refused=network.refused()))
+        helper = _setup_container(sandbox, run, plan, network, limits, files, tree if spec.setup_command else None)
         if locked is not None:
-            tag = locked[0]
-            built = built_from_source(locked[1])
-        # the resolved set, hash-checked; unresolvable: together, else one by one (a failing line named)
-        script = ((locked_install_script(python, ENV_DIR, f"{SETUP_DIR}/locked.txt") if locked is not None
+            tag = locked.tag
+            _put(api, helper, owned_files_tar("setup", {"locked.txt": locked_requirements(
+                locked.artefacts, locked.built).encode()}))
+            if locked.wheels:
+                _put(api, helper, owned_files_tar(WHEELS_DIR.rsplit("/", 1)[1], locked.wheels,
+                                                  removable_by=SANDBOX_UID))
+        # the resolved set, hash-checked (built wheels by their own hash); unresolvable: together, else one by one
+        script = ((locked_install_script(python, ENV_DIR, f"{SETUP_DIR}/locked.txt",
+                                         WHEELS_DIR if locked.wheels else None, offline=locked.offline)
+                   if locked is not None
                    else install_script(python, ENV_DIR, f"{SETUP_DIR}/requirements.txt"))
                   + f"echo {tools} > {site}/zz-logomesh-tools.pth\n")
         steps: list[tuple[list[str], str]] = [(["sh", "-c", script], "/")]
@@ -454,8 +497,11 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
                        else "setup ran out of memory" if result.oom_killed
                        else f"installing the environment failed (exit code {result.exit_code})"
                        if argv[0] == "sh" else f"the setup command failed (exit code {result.exit_code})")
-                text = clean_test_output(bytes(output), OUTPUT_TAIL * 4)[-OUTPUT_TAIL:]
+                before = (locked.log.encode() if locked is not None else b"")
+                text = clean_test_output(before + bytes(output), OUTPUT_TAIL * 4)[-OUTPUT_TAIL:]
                 last = [line for line in text.splitlines() if line.strip()][-3:]
+                if locked is not None and locked.failed:
+                    last = [*last, "not built: " + "; ".join(locked.failed)]
                 log.info("sandbox environment %s: %s after %.3f s", tag, why, time.monotonic() - started)
                 return Prepared(image=sandbox.image_for(plan.python),
                                 failure=why + (": " + " | ".join(last) if last else ""), output=text,
@@ -463,12 +509,16 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         refused = network.refused()
         scan = asyncio.run(sandbox._exec_in(helper, [ENV_PYTHON, "-I", "-S", "-c", SCAN, site], limits, env=env,
                                               workdir="/"))
-        startup = _startup_found(bytes(scan.stdout).decode("utf-8", "replace"), built)
+        startup = _startup_found(bytes(scan.stdout).decode("utf-8", "replace"))
         resolved = installed_found(bytes(scan.stdout).decode("utf-8", "replace"))
     missing = not_installed(clean_test_output(bytes(output), OUTPUT_TAIL * 16))
+    built = tuple(sorted(b.describe() for b in locked.built.values())) if locked is not None else ()
+    if locked is not None:
+        missing = (*locked.failed, *missing)
     labels = {**_image_labels(sandbox, plan), ENV_LABEL: plan.key, "org.logomesh.env.python": plan.python or "",
               REFUSED_LABEL: json.dumps(list(refused)), NOT_INSTALLED_LABEL: json.dumps(list(missing)),
-              STARTUP_LABEL: json.dumps(list(startup)), RESOLVED_LABEL: json.dumps(list(resolved))}
+              STARTUP_LABEL: json.dumps(list(startup)), RESOLVED_LABEL: json.dumps(list(resolved)),
+              BUILT_LABEL: json.dumps(list(built)), TAG_LABEL: tag}
     repository, _, version = tag.partition(":")
     # committed under a tag of this build's own and published under the shared tag only once verified: head, base
     # and guard runs looking the shared tag up meanwhile never find (nor discard) a layer that fails verification
@@ -481,17 +531,19 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         raise SandboxError(f"the environment could not be committed: {exc}") from exc
     log.info("sandbox environment %s: built in %.3f s", tag, time.monotonic() - started)
     report = SetupReport(status="installed", refused=refused, reason=_reason(missing, startup), startup=startup,
-                         resolved=resolved)
+                         resolved=resolved, built=built)
     changed = () if spec.setup_command else verify_image(sandbox, run, building, ENV_DIR, TOOLS_PYTHON, tools)
-    if changed:  # the build left files pip did not install: used by this run only (never cached), and named
+    if changed:  # the install left files pip did not install: used by this run only (never cached), and named
         run.images.append(building)
         report = report.model_copy(update={"reason": "; ".join(filter(None, [
-            report.reason, "files in the environment no distribution installed (not cached"
-            + (f"; built from source here: {', '.join(built)}" if built else "") + "): " + "; ".join(changed)]))})
+            report.reason, "files in the environment no distribution installed (not cached): "
+            + "; ".join(changed)]))})
         return Prepared(image=building, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report)
     if building != tag:
         try:
             api.tag(building, repository, version)
+            if locked is not None and locked.tag != requested:  # the requirement lines lead here from now on
+                api.tag(building, *requested.partition(":")[::2])
             api.remove_image(building)  # only the build's own tag goes: the image stays under the shared one
         except DockerException as exc:
             raise SandboxError(f"the environment could not be tagged: {exc}") from exc
@@ -504,31 +556,124 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
     return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report)
 
 
-def _resolve(sandbox: DockerSandbox, run: _Run, helper: str, limits: SandboxLimits, env: dict[str, str],
-             python: str, plan: EnvironmentPlan, tag: str) -> Prepared | tuple[str, tuple[Artefact, ...]] | None:
-    """Resolve the plan in the setup container (``sandbox/resolve.py``): the cached environment of the resolved
-    set when there is one, else ``(its tag, the set)`` with the hashed requirements file in place; an unresolvable
-    plan is looked up under its requirement lines (``tag``), and None when it is not cached either."""
-    script = resolve_script(python, f"{SETUP_DIR}/requirements.txt")
-    resolving = asyncio.run(sandbox._exec_in(helper, ["sh", "-c", script], limits, env=env, workdir="/"))
-    artefacts = parse_resolved(bytes(resolving.stdout).decode("utf-8", "replace"))
-    if artefacts is None:
-        log.info("sandbox environment %s: the requirements do not resolve to hashed artefacts; installed by line", tag)
-        return cached(sandbox, run, tag)
-    found = resolved_tag(sandbox, plan, artefacts)
-    with _LOCKS_GUARD:
-        _RESOLVED[(sandbox.owner, tag)] = found
-        while len(_RESOLVED) > RESOLVED_SIZE:
-            _RESOLVED.popitem(last=False)
-    hit = cached(sandbox, run, found)
-    if hit is not None:
-        return hit
+def _setup_container(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, network: SetupNetwork,
+                     limits: SandboxLimits, files: dict[str, bytes], tree: Tree | None = None) -> str:
+    """A setup container on the setup network, watched (its direct attempts recorded and refused), holding the
+    setup files (and ``tree``, for a repository's own setup command)."""
+    api = sandbox.client.api
     try:
-        sandbox.client.api.put_archive(helper, "/opt/logomesh/envs", owned_files_tar(
-            "setup", {"locked.txt": locked_requirements(artefacts).encode()}))
+        container = str(sandbox._create(run, sandbox.image_for(plan.python), network=network.name,
+                                        read_only=False, mounts=[], limits=limits))
+        run.helpers.append(container)
+        api.start(container)
+        network.watch(container)
+        api.put_archive(container, "/opt/logomesh/envs", owned_files_tar("setup", files))
+        if tree is not None:
+            api.put_archive(container, "/opt/logomesh/envs", sandbox._tar(tree))
+    except (DockerException, OSError) as exc:
+        raise SandboxError(f"the setup container could not start: {exc}") from exc
+    return container
+
+
+def _put(api: Any, container: str, archive: bytes) -> None:
+    try:
+        api.put_archive(container, "/opt/logomesh/envs", archive)
     except DockerException as exc:
-        raise SandboxError(f"the setup container could not take the resolved requirements: {exc}") from exc
-    return found, artefacts
+        raise SandboxError(f"the setup container could not take the resolved set: {exc}") from exc
+
+
+def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: SandboxLimits, env: dict[str, str],
+             python: str, plan: EnvironmentPlan, tag: str, files: dict[str, bytes]) -> Prepared | _Locked | None:
+    """Resolve the plan, and build the resolved set's sdists into wheels, in a throw-away setup container
+    (``sandbox/resolve.py``): the cached environment of the resolved set when there is one, else the set to
+    install; an unresolvable plan is looked up under its requirement lines (``tag``), and None when it is not
+    cached either. The container is removed before anything is installed for the cache."""
+    builder = _setup_container(sandbox, run, plan, network, limits, files)
+    try:
+        script = resolve_script(python, f"{SETUP_DIR}/requirements.txt")
+        resolving = asyncio.run(sandbox._exec_in(builder, ["sh", "-c", script], limits, env=env, workdir="/"))
+        artefacts = parse_resolved(bytes(resolving.stdout).decode("utf-8", "replace"))
+        if artefacts is None:
+            log.info("sandbox environment %s: the requirements do not resolve to hashed artefacts; installed by "
+                     "line", tag)
+            return cached(sandbox, run, tag) or _wheels_by_line(sandbox, builder, limits, env, tag)
+        found = resolved_tag(sandbox, plan, artefacts)
+        with _LOCKS_GUARD:
+            _RESOLVED[(sandbox.owner, tag)] = found
+            while len(_RESOLVED) > RESOLVED_SIZE:
+                _RESOLVED.popitem(last=False)
+        hit = cached(sandbox, run, found)
+        if hit is not None:
+            with contextlib.suppress(DockerException):  # these requirement lines lead there from now on
+                sandbox.client.api.tag(found, *tag.partition(":")[::2])
+            return hit
+        sdists = tuple(a for a in artefacts if not is_wheel(a))
+        if not sdists:
+            return _Locked(found, artefacts, {}, {}, ())
+        _put(sandbox.client.api, builder, owned_files_tar(
+            "build", {"sdists.txt": locked_requirements(sdists).encode()}))
+        building = asyncio.run(sandbox._exec_in(
+            builder, ["sh", "-c", wheel_script(RESOLVE_PYTHON, "/opt/logomesh/envs/build/sdists.txt", WHEELS_DIR)],
+            limits, env=env, workdir="/"))
+        wheels = _wheels_of(sandbox, builder)
+        built = built_wheels(sdists, wheels)
+        reasons = not_installed(clean_test_output(bytes(building.combined), OUTPUT_TAIL * 16))
+        failed = tuple(_build_failure(a, reasons, building.timed_out) for a in sdists if a not in built)
+        kept = tuple(a for a in artefacts if is_wheel(a) or a in built)
+        return _Locked(found, kept, built, {b.filename: wheels[b.filename] for b in built.values()}, failed)
+    finally:
+        network.unwatch(builder)
+        with contextlib.suppress(DockerException):
+            sandbox.client.api.remove_container(builder, force=True)
+
+
+def _wheels_by_line(sandbox: DockerSandbox, builder: str, limits: SandboxLimits, env: dict[str, str],
+                    tag: str) -> _Locked:
+    """Requirement lines that do not resolve as a whole: each line's wheels (with its dependencies; downloaded
+    or built) made in the throw-away container, together else line by line; the cached layer installs those
+    wheels by the hashes LogoMesh computes, from them alone."""
+    building = asyncio.run(sandbox._exec_in(
+        builder, ["sh", "-c", wheel_script(RESOLVE_PYTHON, f"{SETUP_DIR}/requirements.txt", WHEELS_DIR,
+                                           hashed=False)], limits, env=env, workdir="/"))
+    text = clean_test_output(bytes(building.combined), OUTPUT_TAIL * 16)
+    wheels = _wheels_of(sandbox, builder)
+    artefacts = wheel_artefacts(wheels)
+    return _Locked(tag, artefacts, {}, {a.url: wheels[a.url] for a in artefacts}, not_installed(text),
+                   offline=True, log=text)
+
+
+def _build_failure(artefact: Artefact, reasons: tuple[str, ...], timed_out: bool) -> str:
+    """``name==version (did not build: pip's last error line)``."""
+    pinned = f"{artefact.name}=={artefact.version}"
+    for reason in reasons:
+        if reason.startswith(pinned + " "):
+            said = reason.partition(" (")[2].rstrip(")")
+            return f"{pinned} (did not build{': ' + said if said else ''})"
+    return f"{pinned} (did not build{': timed out' if timed_out else ''})"
+
+
+def _wheels_of(sandbox: DockerSandbox, builder: str) -> dict[str, bytes]:
+    """The wheel files the build container left in :data:`WHEELS_DIR` (regular files named ``*.whl`` directly in
+    it; links and anything else are not taken), read by LogoMesh, at most :data:`MAX_WHEELS_MB` in all."""
+    try:
+        stream, _stat = sandbox.client.api.get_archive(builder, WHEELS_DIR)
+        buffer = io.BytesIO()
+        for chunk in stream:
+            buffer.write(chunk)
+            if buffer.tell() > MAX_WHEELS_MB * 1024 * 1024:
+                raise SandboxError(f"the wheels built from the resolved set's sdists exceed {MAX_WHEELS_MB} MB")
+    except DockerException:
+        return {}  # no wheel was built (the directory may not even exist)
+    buffer.seek(0)
+    wheels: dict[str, bytes] = {}
+    with tarfile.open(fileobj=buffer, mode="r") as archive:
+        for member in archive.getmembers():
+            parts = member.name.split("/")
+            if member.isreg() and len(parts) == 2 and parts[1].endswith(".whl"):
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    wheels[parts[1]] = handle.read()
+    return wheels
 
 
 def _image_labels(sandbox: DockerSandbox, plan: EnvironmentPlan) -> dict[str, str]:
@@ -544,9 +689,9 @@ def evict(client: Any, cache_mb: int, keep: str | None = None) -> list[str]:
         images = client.api.images(filters={"label": ENV_LABEL})
     except DockerException:
         return []
-    entries: list[tuple[str, str, int]] = []
+    entries: list[tuple[str, list[str], int]] = []
     for info in images:
-        tags = [t for t in info.get("RepoTags") or [] if t.startswith(ENV_REPOSITORY + ":")]
+        tags = sorted(t for t in info.get("RepoTags") or [] if t.startswith(ENV_REPOSITORY + ":"))
         if not tags:
             continue
         try:
@@ -554,14 +699,15 @@ def evict(client: Any, cache_mb: int, keep: str | None = None) -> list[str]:
         except DockerException:
             continue
         used = (inspected.get("Metadata") or {}).get("LastTagTime") or inspected.get("Created") or ""
-        entries.append((str(used), tags[0], int(info.get("Size") or 0)))
+        entries.append((str(used), tags, int(info.get("Size") or 0)))
     entries.sort(reverse=True)
     removed: list[str] = []
     total = 0
-    for _used, tag, size in entries:
+    for _used, tags, size in entries:
         total += size
-        if total > cache_mb * 1024 * 1024 and tag != keep:
-            with contextlib.suppress(DockerException):
-                client.api.remove_image(tag)
-                removed.append(tag)
+        if total > cache_mb * 1024 * 1024 and keep not in tags:
+            for tag in tags:  # the resolved set's tag and the requirement lines' tags leading to it
+                with contextlib.suppress(DockerException):
+                    client.api.remove_image(tag)
+                    removed.append(tag)
     return removed

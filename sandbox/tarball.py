@@ -178,12 +178,14 @@ def pack_directory(root: Path, out: BinaryIO, limit: int) -> None:
     packer.close()
 
 
-def owned_files_tar(directory: str, files: dict[str, bytes]) -> bytes:
-    """A directory of read-only files owned by root: the sandbox user can run them but not change them."""
+def owned_files_tar(directory: str, files: dict[str, bytes], removable_by: int = 0) -> bytes:
+    """A directory of read-only files owned by root: the sandbox user can run them but not change them. With
+    ``removable_by`` (a uid), the directory is that user's, who can then remove the files (never change them)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         info = tarfile.TarInfo(directory)
-        info.type, info.mode, info.uid, info.gid = tarfile.DIRTYPE, 0o555, 0, 0
+        info.type, info.mode = tarfile.DIRTYPE, 0o755 if removable_by else 0o555
+        info.uid = info.gid = removable_by
         tar.addfile(info)
         for name, data in sorted(files.items()):
             entry = tarfile.TarInfo(f"{directory}/{name}")

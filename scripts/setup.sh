@@ -32,7 +32,7 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 # The CPU build of torch must come first: anything else pulls gigabytes of CUDA packages.
 .venv/bin/python -c "import torch" 2>/dev/null || { log "installing torch (CPU)"; .venv/bin/pip install -q torch==2.13.0; }
-log "installing logomesh (with tree-sitter and its Go grammar, for Go's syntax tree)"
+log "installing logomesh (with tree-sitter and its Go, JavaScript and TypeScript grammars, for their syntax trees)"
 .venv/bin/pip install -q -e '.[all,dev]'
 
 # --- services -----------------------------------------------------------------------------------------------

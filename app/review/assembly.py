@@ -108,6 +108,7 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
     setup = SetupOptions(allow=settings.sandbox_allow_setup, timeout_seconds=settings.sandbox_setup_timeout_seconds,
                          index_url=settings.sandbox_index_url, extra_hosts=settings.sandbox_index_hosts,
                          ca_bundle=settings.sandbox_ca_bundle, cache_mb=settings.sandbox_env_cache_mb,
+                         npm_registry=settings.sandbox_npm_registry,
                          scope=prepared.case.repo if prepared.case.repo != "local" else str(repo.path.resolve()),
                          registry=env_registry(settings, stack))
     try:

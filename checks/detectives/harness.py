@@ -19,7 +19,7 @@ import sys
 from pathlib import PurePosixPath
 
 from checks.detectives.registry import register
-from checks.languages import go
+from checks.languages import go, javascript
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, Location, Severity
 from checks.protocols import CourtResources
 from checks.testpaths import PYTEST_CONFIGS, is_test_path
@@ -70,6 +70,12 @@ def inspect(case: Case) -> list[Evidence]:
             removed = go.removed_lines(case.diff, changed.old_path or path)
             for mechanism, line, summary, severity in go.harness_changes(path, changed.status, changed.content,
                                                                          _lines(changed), removed):
+                items.append(_evidence(mechanism, path, line, summary, severity))
+            continue
+        if javascript.owns(path) or javascript.is_harness_path(path):
+            removed = go.removed_lines(case.diff, changed.old_path or path)
+            for mechanism, line, summary, severity in javascript.harness_changes(
+                    path, changed.status, changed.content, _lines(changed), removed):
                 items.append(_evidence(mechanism, path, line, summary, severity))
             continue
         if changed.status == "removed":

@@ -2,8 +2,9 @@
 
 What: summarises the diff (files, lines added/removed, binary and symlinked files), reads the PR's commits
 (count, authors, co-author trailers, empty, giant or terse commits) and checks every changed Python file
-against the rubric's constraint set with :mod:`ast`, and every changed Go file (tests aside) for its sinks with
-tree-sitter (:mod:`checks.languages.go_syntax`), reporting exact ``file:line`` locations.
+against the rubric's constraint set with :mod:`ast`, and every changed Go, JavaScript or TypeScript file (tests
+aside) for its sinks with tree-sitter (:mod:`checks.languages.go_syntax`, :mod:`checks.languages.javascript_syntax`),
+reporting exact ``file:line`` locations.
 Why: architecture (A) is a fact, not an opinion; only violations on lines the change adds count against it,
 so a PR is never blamed for code it did not write. A syntax error is evidence, never a crash.
 Example: ``app.py:3 calls eval() — eval() executes arbitrary code (CWE-95)``.
@@ -15,8 +16,9 @@ import re
 
 from checks.constraints import Violation, check_source
 from checks.detectives.registry import register
-from checks.languages import go
+from checks.languages import go, javascript
 from checks.languages.go_syntax import check_go
+from checks.languages.javascript_syntax import check_javascript
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, Location
 from checks.protocols import CourtResources
 from rubric import Rubric
@@ -127,6 +129,9 @@ def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
         return []
     if go.owns(changed.path) and not go.is_test_path(changed.path):
         found = check_go(changed.content)
+        return _violations(changed, found) if found is not None else []
+    if javascript.owns(changed.path) and not javascript.is_test_path(changed.path):
+        found = check_javascript(changed.content, changed.path)
         return _violations(changed, found) if found is not None else []
     if not changed.path.endswith(".py"):
         return []

@@ -19,7 +19,7 @@ import asyncio
 from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
-from checks.languages import GO, PYTHON, language_of_test, languages_of, merge_runs
+from checks.languages import GO, JAVASCRIPT, PYTHON, language_of_test, languages_of, merge_runs
 from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
@@ -92,7 +92,7 @@ class TestRunner:
         plain = spec.model_copy(update={"mutants": (), "mutation_seconds": 0.0})
         regressed = tuple(c.name for c in diff.regressed[:MAX_RERUN])
         plans = []
-        for language in (PYTHON, GO):
+        for language in (PYTHON, GO, JAVASCRIPT):
             if language == PYTHON and spec.command and not _is_pytest(spec.command):
                 continue  # a custom command reports one outcome for the whole run: there is no test to re-run
             mine = tuple(n for n in regressed if language_of_test(n) == language)
@@ -164,8 +164,11 @@ def _facts(result: TestRunResult) -> dict[str, object]:
                                 "requirements": list(env.requirements)[:30], "overridden": env.overridden,
                                 "lock_files": list(env.lock_files)}
     if result.setup is not None:
-        facts["setup"] = {"status": result.setup.status, "install": result.setup.install,
-                          "refused": list(result.setup.refused), "reason": result.setup.reason}
+        setup: dict[str, object] = {"status": result.setup.status, "install": result.setup.install,
+                                    "refused": list(result.setup.refused), "reason": result.setup.reason}
+        if result.setup.built:  # the wheels built from sdists, with the hashes the environment holds them by
+            setup["built"] = list(result.setup.built)
+        facts["setup"] = setup
     return facts
 
 
@@ -181,14 +184,18 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
             summary=(f"Python {env.python or '—'} ({env.layout} layout) from {how}{setup}"
                      + (" — set in .logomesh.yml" if env.overridden else ""))))
     for toolchain in result.toolchains:
-        wanted = f" (go.mod asks for {toolchain.wanted})" if toolchain.wanted else ""
+        go = toolchain.language == "Go"
+        wanted = f" ({'go.mod' if go else 'the project'} asks for {toolchain.wanted})" if toolchain.wanted else ""
         modules = ", ".join(m or "the root" for m in toolchain.modules) or "none"
+        packages = [s for s in toolchain.sources if s.endswith(("package-lock.json", "npm-shrinkwrap.json"))]
         items.append(Evidence(
             id=f"{ID}.toolchain:{toolchain.language}", detective=ID, kind="test-environment", severity="info",
             facts={**facts, "toolchain": toolchain.model_dump(mode="json")},
-            summary=(f"{toolchain.language} {toolchain.version or '—'}{wanted}, modules at {modules}"
-                     + (", vendored" if toolchain.vendored else ", no external modules" if not toolchain.missing
-                        else "") + (f": {toolchain.error}" if toolchain.error else ""))))
+            summary=(f"{toolchain.language} {toolchain.version or '—'}{wanted}"
+                     + ((f", modules at {modules}" + (", vendored" if toolchain.vendored else ", no external modules"
+                                                      if not toolchain.missing else "")) if go
+                        else f", packages from {packages[0]}" if packages else ", no npm packages")
+                     + (f": {toolchain.error}" if toolchain.error else ""))))
     if result.setup is not None and result.setup.refused:
         refused = result.setup.refused
         items.append(Evidence(

@@ -8,8 +8,9 @@ event stream LogoMesh owns; both sides meet in :class:`~checks.models.TestSpec` 
 :class:`~checks.models.TestRunResult`, so the differential and the Chief Justice judge every language alike.
 
 Python is the first language and stays where it was (``checks/testpaths.py``, ``sandbox/environment.py``,
-``sandbox/inside/``); Go is the second. :func:`merge_runs` joins one tree's runs of several languages into one
-result: the node ids of different languages never collide (a Go id names its ``_test.go`` file).
+``sandbox/inside/``); Go is the second, JavaScript (node's own test runner) the third. :func:`merge_runs` joins
+one tree's runs of several languages into one result: the node ids of different languages never collide (a Go id
+names its ``_test.go`` file, a JavaScript id its script).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
-from checks.languages import go
+from checks.languages import go, javascript
 from checks.models import Case, TestRunResult
 
 PYTHON = "python"
 GO = "go"
-NAMES = {PYTHON: "Python", GO: go.NAME}
+JAVASCRIPT = "javascript"
+NAMES = {PYTHON: "Python", GO: go.NAME, JAVASCRIPT: javascript.NAME}
 PYTHON_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini")
 # the worst status first: a merged run is as incomplete as its least complete language
 STATUS_ORDER = ("timeout", "error", "env_error", "not_measured", "ran", "no_tests")
@@ -33,31 +35,48 @@ def _has_python(paths: Iterable[str]) -> bool:
 
 
 def languages_of(case: Case) -> tuple[str, ...]:
-    """The languages whose tests the review runs: Go when the head or the base holds a Go module; Python when the
-    tree holds any Python, or when no other language claims the repository (as before there were plug-ins)."""
+    """The languages whose tests the review runs: Go when the head or the base holds a Go module, JavaScript when
+    either holds a ``package.json`` at its root; Python when the tree holds any Python, or when no other language
+    claims the repository (as before there were plug-ins)."""
     paths = set(case.head_paths) | {f.old_path for f in case.files if f.old_path} | {
         f.path for f in case.files}
     found = [GO] if go.present(paths) else []
+    if javascript.present(paths):
+        found.append(JAVASCRIPT)
     if _has_python(paths) or not found:
         found.insert(0, PYTHON)
     return tuple(found)
 
 
 def language_of_test(name: str) -> str:
-    """The language of a node id: a Go id names a ``_test.go`` file or a Go package (``calc::(package)``)."""
+    """The language of a node id: a Go id names a ``_test.go`` file or a Go package (``calc::(package)``), a
+    JavaScript id a script (``test/calc.test.js::adds``)."""
     file = name.split("::", 1)[0]
-    return GO if file.endswith(go.TEST_SUFFIX) or name.endswith(go.PACKAGE_ID) else PYTHON
+    if file.endswith(go.TEST_SUFFIX) or name.endswith(go.PACKAGE_ID):
+        return GO
+    return JAVASCRIPT if javascript.owns(file) else PYTHON
+
+
+def _blocked(run: TestRunResult) -> bool:
+    return run.status == "env_error" and any(t.error for t in run.toolchains)
 
 
 def merge_runs(runs: Sequence[TestRunResult]) -> TestRunResult:
     """One tree's runs of several languages as one result (counts summed, cases joined, the worst status).
 
-    A language that found no test adds nothing; with one run left, it is the result as it was."""
+    A language that found no test adds nothing but its toolchain's plan; a language whose toolchain the sandbox
+    lacks adds only its plan (with why) when another language ran; with one run left, it is the result as it was."""
     if not runs:
         raise ValueError("merge_runs needs at least one run")
     kept = [r for r in runs if r.status != "no_tests"] or [runs[0]]
+    # a language the environment cannot run (its toolchain's gap, named) does not hold back the languages that ran:
+    # its plan stays with the result, so the verdict names it, and its code is judged as not analysed
+    ran = [r for r in kept if not _blocked(r)]
+    named = tuple(t for r in runs for t in r.toolchains)
+    if ran and len(ran) < len(kept):
+        kept = ran
     if len(kept) == 1:
-        return kept[0]
+        return kept[0] if kept[0].toolchains == named else kept[0].model_copy(update={"toolchains": named})
     status = min((r.status for r in kept), key=STATUS_ORDER.index)
     reasons = [r.reason for r in kept if r.reason]
     first = kept[0]
@@ -69,7 +88,7 @@ def merge_runs(runs: Sequence[TestRunResult]) -> TestRunResult:
         "hooks": tuple(h for r in kept for h in r.hooks),
         "environment": next((r.environment for r in kept if r.environment is not None), None),
         "setup": next((r.setup for r in kept if r.setup is not None), None),
-        "toolchains": tuple(t for r in kept for t in r.toolchains),
+        "toolchains": named,
         "mutants": tuple(m for r in kept for m in r.mutants),
         "runtime": tuple(c for r in kept for c in r.runtime),
         "cases_omitted": sum(r.cases_omitted for r in kept),
@@ -85,4 +104,4 @@ def merge_runs(runs: Sequence[TestRunResult]) -> TestRunResult:
     })
 
 
-__all__ = ["GO", "NAMES", "PYTHON", "language_of_test", "languages_of", "merge_runs"]
+__all__ = ["GO", "JAVASCRIPT", "NAMES", "PYTHON", "language_of_test", "languages_of", "merge_runs"]

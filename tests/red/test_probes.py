@@ -186,26 +186,36 @@ async def test_sql_injection_behind_a_swallowed_error_is_confirmed(attack: Attac
     assert "reached the SQL as syntax" in (analysis.findings[0].effect or "")
 
 
-def test_the_audit_hook_sees_string_built_code_but_not_the_standard_librarys_own(tmp_path: Path) -> None:
+def watched(repo: Path, steps: str, *front: Path) -> list[Any]:
+    """Run ``steps`` (Python, ending in ``print(json.dumps(...))``) in a fresh interpreter whose audit hook is a
+    :class:`~checks.red.sightings.Sightings` of ``repo``, ``repo`` importable (after ``front``); what it printed."""
     import subprocess
     import sys
 
     from checks.red import sightings
 
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "mod.py").write_text(
+    program = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom sightings import Sightings\n"
+               "watch = Sightings(sys.argv[2])\nsys.path[:0] = sys.argv[3:] + [sys.argv[2]]\n" + steps)
+    out = subprocess.run([sys.executable, "-I", "-c", program, str(Path(sightings.__file__).parent), str(repo),
+                          *map(str, front)], cwd=repo, capture_output=True, text=True, check=True).stdout
+    return list(json.loads(out))
+
+
+def package(root: Path, module: str, source: str) -> None:
+    """``root/pkg/<module>.py`` holding ``source``, ``pkg`` a package."""
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / f"{module}.py").write_text(source)
+
+
+def test_the_audit_hook_sees_string_built_code_but_not_the_standard_librarys_own(tmp_path: Path) -> None:
+    package(tmp_path, "mod", (
         "import builtins, timeit\nfrom collections import namedtuple\nfrom dataclasses import dataclass\n\n"
         "P = namedtuple('P', 'a b')\n\n\n@dataclass\nclass A:\n    x: int = 1\n\n\n"
         "def run(text):\n    return getattr(builtins, 'ev' + 'al')(text)\n\n\n"
-        "def timed(text):\n    return timeit.timeit(text, number=1)\n")
-    program = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom sightings import Sightings\n"
-               "watch = Sightings(sys.argv[2])\nsys.path.insert(0, sys.argv[2])\nimport pkg.mod\n"
-               "at_import = watch.take()\n"
-               "pkg.mod.run('1 + 1')\npkg.mod.timed('1 + 1')\nprint(json.dumps([at_import, watch.take()]))\n")
-    out = subprocess.run([sys.executable, "-I", "-c", program, str(Path(sightings.__file__).parent), str(tmp_path)],
-                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout
-    at_import, called = json.loads(out)
+        "def timed(text):\n    return timeit.timeit(text, number=1)\n"))
+    at_import, called = watched(tmp_path, "import pkg.mod\nat_import = watch.take()\npkg.mod.run('1 + 1')\n"
+                                "pkg.mod.timed('1 + 1')\nprint(json.dumps([at_import, watch.take()]))\n")
     assert at_import == []  # a namedtuple and a dataclass build code, but not from the caller's data
     assert [(s["event"], s["line"]) for s in called] == [("exec", 14), ("exec", 18)]
 
@@ -215,11 +225,6 @@ def test_code_an_installed_library_generates_for_itself_is_not_the_project_s_but
     """typing_inspection (imported by every pydantic model) builds functions with exec at import: an honest
     project defining pydantic models was 'code injection confirmed'. A library's own generated code is not
     recorded; code the repository runs from a string is, even from a folder it names site-packages."""
-    import subprocess
-    import sys
-
-    from checks.red import sightings
-
     library = tmp_path / "venv" / "lib" / "python3" / "site-packages" / "genlib"
     library.mkdir(parents=True)
     (library / "__init__.py").write_text("def make():\n    space = {}\n    exec('def f():\\n    return 1\\n', space)\n"
@@ -230,14 +235,9 @@ def test_code_an_installed_library_generates_for_itself_is_not_the_project_s_but
     (repo / "pkg" / "models.py").write_text("import genlib\n\nF = genlib.make()\n")
     (repo / "site-packages").mkdir()
     (repo / "site-packages" / "hidden.py").write_text("def run(text):\n    return eval(text)\n")
-    program = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom sightings import Sightings\n"
-               "watch = Sightings(sys.argv[2])\n"
-               "sys.path[:0] = [sys.argv[3], sys.argv[2], sys.argv[2] + '/site-packages']\n"
-               "import pkg.models\nat_import = watch.take()\nimport hidden\nhidden.run('1 + 1')\n"
-               "print(json.dumps([at_import, watch.take()]))\n")
-    out = subprocess.run([sys.executable, "-I", "-c", program, str(Path(sightings.__file__).parent), str(repo),
-                          str(library.parent)], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
-    at_import, called = json.loads(out)
+    at_import, called = watched(repo, "import pkg.models\nat_import = watch.take()\nimport hidden\n"
+                                "hidden.run('1 + 1')\nprint(json.dumps([at_import, watch.take()]))\n",
+                                library.parent, repo / "site-packages")
     assert at_import == []
     assert [(s["event"], s["path"], s["line"]) for s in called] == [("exec", "site-packages/hidden.py", 2)]
 
@@ -248,29 +248,19 @@ def test_a_string_annotation_typing_evaluates_is_not_code_injection_but_a_payloa
     strings that ``typing.ForwardRef`` evaluates with ``eval`` while the model is defined (the sandbox's pydantic
     does it at import): an honest PR was 'code injection confirmed'. An annotation is not recorded; a payload
     handed to the same evaluator is."""
-    import subprocess
-    import sys
-
-    from checks.red import sightings
-
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "models.py").write_text(
+    package(tmp_path, "models", (
         "from __future__ import annotations\n\nimport typing\nfrom typing import Annotated, Optional\n\n\n"
         "def positive(x):\n    return x\n\n\n"
         "class Settings:\n    name: Optional[str]\n    sizes: dict[str, list[int]] | None\n"
         "    limit: Annotated[int, positive(1)]\n\n\n"
         "HINTS = typing.get_type_hints(Settings, include_extras=True)\n\n\n"
         "def hint(text):\n    try:\n        return typing.ForwardRef(text)._evaluate(globals(), None, frozenset())\n"
-        "    except Exception:  # not a type: evaluated all the same\n        return None\n")
-    program = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom sightings import Sightings\n"
-               "watch = Sightings(sys.argv[2])\nsys.path.insert(0, sys.argv[2])\nimport pkg.models\n"
-               "at_import = watch.take()\nassert pkg.models.HINTS['name'] == pkg.models.Optional[str]\n"
-               "pkg.models.hint(\"__import__('os').getcwd()\")\ndunder = watch.take()\n"
-               "pkg.models.hint('getattr(typing, \"Any\")')\nprint(json.dumps([at_import, dunder, watch.take()]))\n")
-    out = subprocess.run([sys.executable, "-I", "-c", program, str(Path(sightings.__file__).parent), str(tmp_path)],
-                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout
-    at_import, dunder, builtin = json.loads(out)
+        "    except Exception:  # not a type: evaluated all the same\n        return None\n"))
+    at_import, dunder, builtin = watched(
+        tmp_path, "import pkg.models\nat_import = watch.take()\n"
+        "assert pkg.models.HINTS['name'] == pkg.models.Optional[str]\n"
+        "pkg.models.hint(\"__import__('os').getcwd()\")\ndunder = watch.take()\n"
+        "pkg.models.hint('getattr(typing, \"Any\")')\nprint(json.dumps([at_import, dunder, watch.take()]))\n")
     assert at_import == []
     assert [(s["event"], s["path"], s["line"]) for s in dunder] == [("exec", "pkg/models.py", 22)]
     assert [(s["event"], s["path"], s["line"]) for s in builtin] == [("exec", "pkg/models.py", 22)]
@@ -279,25 +269,14 @@ def test_a_string_annotation_typing_evaluates_is_not_code_injection_but_a_payloa
 def test_a_string_literal_the_project_executes_is_not_injected_code_but_a_formatted_one_is(tmp_path: Path) -> None:
     """six defines ``reraise`` with ``exec_("def reraise(...)")`` at import: a literal of its own file, not data;
     an honest six PR was 'code injection confirmed'. Code formatted from a value, or handed in, is still seen."""
-    import subprocess
-    import sys
-
-    from checks.red import sightings
-
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "compat.py").write_text(
+    package(tmp_path, "compat", (
         "import builtins\n\nexec_ = getattr(builtins, 'exec')\n\n"
         "exec_('''def reraise(tp, value, tb=None):\n    raise value\n''')\n\n\n"
         "def formatted(name):\n    exec_('%s = 1' % name, {})\n\n\n"
-        "def handed(text):\n    exec_(text, {})\n")
-    program = ("import json, sys\nsys.path.insert(0, sys.argv[1])\nfrom sightings import Sightings\n"
-               "watch = Sightings(sys.argv[2])\nsys.path.insert(0, sys.argv[2])\nimport pkg.compat\n"
-               "at_import = watch.take()\npkg.compat.formatted('x')\npkg.compat.handed('y = 2')\n"
-               "print(json.dumps([at_import, watch.take()]))\n")
-    out = subprocess.run([sys.executable, "-I", "-c", program, str(Path(sightings.__file__).parent), str(tmp_path)],
-                         cwd=tmp_path, capture_output=True, text=True, check=True).stdout
-    at_import, called = json.loads(out)
+        "def handed(text):\n    exec_(text, {})\n"))
+    at_import, called = watched(tmp_path, "import pkg.compat\nat_import = watch.take()\n"
+                                "pkg.compat.formatted('x')\npkg.compat.handed('y = 2')\n"
+                                "print(json.dumps([at_import, watch.take()]))\n")
     assert at_import == []
     assert [(s["event"], s["path"], s["line"]) for s in called] == [("exec", "pkg/compat.py", 11),
                                                                      ("exec", "pkg/compat.py", 15)]

@@ -63,9 +63,10 @@ def installed_wheel(dest: Path, distribution: str, package: str) -> Path:
 
 
 @contextlib.contextmanager
-def serve_index(root: Path, wheels: dict[str, Path], port: int = 0) -> Iterator[str]:
+def serve_index(root: Path, wheels: dict[str, Path], port: int = 0,
+                requests: list[str] | None = None) -> Iterator[str]:
     """Serve ``wheels`` (project name → wheel file under ``root/simple/<name>/``) as a simple index, on ``port``
-    (any free one by default)."""
+    (any free one by default); the path of every request it answers is appended to ``requests``."""
     simple = root / "simple"
     for name, wheel in wheels.items():
         (simple / name / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>\n')
@@ -77,6 +78,11 @@ def serve_index(root: Path, wheels: dict[str, Path], port: int = 0) -> Iterator[
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
+
+        def send_head(self) -> Any:
+            if requests is not None:
+                requests.append(self.path)
+            return super().send_head()
 
     # the setup phase's proxy runs in a container: it reaches this host as host.docker.internal (the engine's
     # host gateway), so the index listens on every address of this host

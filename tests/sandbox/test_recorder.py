@@ -66,3 +66,32 @@ def test_inside_a_setup_container_what_it_sends_past_the_proxy_is_recorded_and_a
 def test_the_log_names_each_attempt_once() -> None:
     assert attempts_in("listening\nattempt tcp 1.2.3.4:5\nattempt udp 1.2.3.4:53\nattempt tcp 1.2.3.4:5\n") == (
         "tcp 1.2.3.4:5", "udp 1.2.3.4:53")
+
+
+def datagram(destination: bytes, port: int, protocol: int = 17, payload: bytes = b"ping") -> bytes:
+    body = struct.pack("!HHHH", 40001, port, 8 + len(payload), 0) + payload if protocol == 17 \
+        else struct.pack("!BBHHH", 8, 0, 0, 7, 1) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), 1, 0, 64, protocol, 0, PEER_IP, destination)
+    return OWN_MAC + PEER_MAC + b"\x08\x00" + ip + body
+
+
+def test_a_udp_datagram_or_a_ping_is_recorded_and_refused_by_a_valid_icmp_unreachable() -> None:
+    for frame, text, code in ((datagram(HOST, 53), "udp 172.17.0.1:53", 3),
+                              (datagram(HOST, 0, protocol=1), "icmp 172.17.0.1", 13)):
+        found = attempt(frame, OWN_MAC, OWN_IP)
+        assert found is not None and found[0] == text
+        answer = found[1]
+        assert answer is not None and answer[:6] == PEER_MAC and answer[12:14] == b"\x08\x00"
+        ip, icmp = answer[14:34], answer[34:]
+        assert ip[9] == 1 and ip[12:16] == HOST and ip[16:20] == PEER_IP and checksum(ip) == 0
+        assert (icmp[0], icmp[1]) == (3, code) and checksum(icmp) == 0
+        assert icmp[8:] == frame[14:14 + 28]  # the offending header and its first 8 bytes, quoted
+    # an ICMP message that is not an echo request (an error of the container's own) is recorded, never answered
+    reply = bytearray(datagram(HOST, 0, protocol=1))
+    reply[34] = 3
+    assert attempt(bytes(reply), OWN_MAC, OWN_IP) == ("icmp 172.17.0.1", None)
+    # inside a setup container: the refusal is an IPv4 packet delivered back to it
+    proxy = socket.inet_aton("10.0.0.9")
+    inside = outgoing(datagram(HOST, 5353), PEER_IP, proxy, 3128)
+    assert inside is not None and inside[0] == "udp 172.17.0.1:5353"
+    assert inside[1] is not None and inside[1][9] == 1 and inside[1][16:20] == PEER_IP

@@ -17,11 +17,12 @@ import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
 
-from checks.models import TestSpec
+from checks.models import TestRunResult, TestSpec
 from sandbox.docker_sandbox import LABEL, LABEL_OWNER, DockerSandbox, SetupOptions, _Run
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.setup_network import setup_network
@@ -100,6 +101,22 @@ def own_address() -> str:
         return str(sock.getsockname()[0])
 
 
+async def run_probe(tmp_path: Path, engine: docker.DockerClient, mark: str, source: str,
+                    *arguments: str) -> tuple[DockerSandbox, TestRunResult, dict[str, Any]]:
+    """Run ``source`` as a repository's setup command (with an index nothing serves), and the JSON it printed
+    after ``mark``; the setup fails on purpose afterwards."""
+    root = tmp_path / "repo"
+    RepoBuilder(root).commit("Repo", {"probe.py": source})
+    sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=engine,
+                                     setup=SetupOptions(index_url=f"http://{INDEX_HOST}:9/simple"))
+    argv = " ".join(f"'{a}'" for a in arguments)
+    result = await sandbox.run_tests(TestSpec(setup_command=("sh", "-c", f"python3 probe.py {argv}; exit 3")))
+    assert result.setup is not None and result.setup.status == "failed", result.reason
+    found = json.loads(next(line[len(mark) + 1:] for line in result.output.splitlines()
+                            if line.startswith(mark + " ")))
+    return sandbox, result, found
+
+
 @pytest.fixture
 def other_container(docker_engine: docker.DockerClient) -> Iterator[tuple[str, int]]:
     """Another container on the engine's default bridge, listening on port 8000."""
@@ -121,15 +138,8 @@ async def test_setup_code_reaches_no_listener_of_the_host_or_other_containers_an
         hosts = [interface_address(bridge), own_address()]
         targets = [[host, listener.port] for host in hosts for listener in (loopback, anywhere)]
         targets.append(list(other_container))
-        root = tmp_path / "repo"
-        RepoBuilder(root).commit("Repo", {"probe.py": PROBE})
-        sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=120), IMAGE, client=docker_engine,
-                                         setup=SetupOptions(index_url=f"http://{INDEX_HOST}:9/simple"))
-        result = await sandbox.run_tests(TestSpec(setup_command=(
-            "sh", "-c", f"python3 probe.py '{json.dumps(targets)}'; exit 3")))
-        assert result.setup is not None and result.setup.status == "failed", result.reason
-        probe = json.loads(next(line[len("PROBE "):] for line in result.output.splitlines()
-                                if line.startswith("PROBE ")))
+        sandbox, result, probe = await run_probe(tmp_path, docker_engine, "PROBE", PROBE, json.dumps(targets))
+        assert result.setup is not None
         gateway_targets = {t for t in probe["direct"] if t.split(":")[0] in probe["gateways"]}
         assert probe["gateways"] and gateway_targets, probe  # the setup network's gateway was tried too
         assert len(probe["direct"]) == len(targets) + len(gateway_targets), probe
@@ -182,3 +192,68 @@ def test_the_proxy_and_network_carry_the_sandbox_labels_and_go_with_the_run(
     finally:
         sandbox._remove(run)
     assert docker_engine.api.networks(filters=owned) == []
+
+
+# run by the setup command: a UDP datagram (and a ping, where the kernel lets the sandbox user send one) to each
+# address directly, the setup network's gateway included; how long each took to fail; one JSON line
+DATAGRAMS = r"""
+import json, socket, struct, sys, time
+hosts = json.loads(sys.argv[1])
+port = int(sys.argv[2])
+with open("/proc/net/route") as handle:
+    rows = [line.split() for line in handle.read().splitlines()[1:]]
+hosts += sorted({socket.inet_ntoa(struct.pack("<L", int(row[2], 16))) for row in rows if row[1] == "00000000"})
+udp, icmp = {}, {}
+for host in hosts:
+    started = time.monotonic()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(8)
+        try:
+            sock.connect((host, port))
+            sock.send(b"hello")
+            sock.recv(100)
+            udp[host] = ["ANSWERED", 0]
+        except OSError as exc:
+            udp[host] = [exc.__class__.__name__, round(time.monotonic() - started, 2)]
+    started = time.monotonic()
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP) as ping:
+            ping.settimeout(8)
+            ping.connect((host, 0))
+            ping.send(struct.pack("!BBHHH", 8, 0, 0, 0, 1) + b"logomesh")
+            ping.recv(100)
+            icmp[host] = ["ANSWERED", 0]
+    except PermissionError:
+        icmp[host] = ["not permitted", 0]
+    except OSError as exc:
+        icmp[host] = [exc.__class__.__name__, round(time.monotonic() - started, 2)]
+print("DATAGRAMS " + json.dumps({"udp": udp, "icmp": icmp}))
+"""
+
+
+@pytest.mark.docker
+async def test_setup_code_sending_udp_or_a_ping_off_the_network_is_refused_at_once_and_recorded(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind(("0.0.0.0", 0))
+    listener.settimeout(0.2)
+    port = int(listener.getsockname()[1])
+    try:
+        bridge = docker_engine.api.inspect_network("bridge")["Options"]["com.docker.network.bridge.name"]
+        hosts = [interface_address(bridge), own_address()]
+        _, result, found = await run_probe(tmp_path, docker_engine, "DATAGRAMS", DATAGRAMS, json.dumps(hosts),
+                                           str(port))
+        assert result.setup is not None
+        assert len(found["udp"]) > len(hosts), found  # the gateway was tried too
+        # refused (ICMP port unreachable: the connected socket's recv fails) within a second, not timed out
+        assert all(what == "ConnectionRefusedError" and took < 1 for what, took in found["udp"].values()), found
+        assert {f"direct udp {host}:{port}" for host in found["udp"]} <= set(result.setup.refused), (
+            found, result.setup.refused)
+        for host, (what, took) in found["icmp"].items():  # a ping, where the sandbox user may send one
+            assert what != "ANSWERED", found
+            if what != "not permitted":
+                assert took < 1 and f"direct icmp {host}" in result.setup.refused, (found, result.setup.refused)
+        with pytest.raises(TimeoutError):
+            listener.recv(100)  # nothing reached this host
+    finally:
+        listener.close()

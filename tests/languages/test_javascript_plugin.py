@@ -1,0 +1,162 @@
+"""The JavaScript plug-in's pure parts: test paths, the harness inventory, the plan from package.json, the
+reporter's lines read.
+
+The lines are what LogoMesh's reporter writes for node's runner: a suite with a passing, a failing and a skipped test
+(the suite's own failure only says its tests failed), a forged line a test printed, a file that throws at its top,
+and a file whose test ended its process early (its file passes with no test reported).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from checks.languages import GO, JAVASCRIPT, PYTHON, javascript, language_of_test, languages_of
+from checks.models import Case, ChangedFile
+from checks.testpaths import is_environment_path, is_harness_path, is_test_path
+from sandbox.languages.javascript import MARK, offered_version, plan_javascript, read_events, satisfies
+
+
+def line(kind: str, name: str, nesting: int = 0, file: str = "test/calc.test.js", **more: object) -> bytes:
+    event = {"type": kind, "name": name, "nesting": nesting, "file": f"/sandbox/repo/{file}", "skip": False,
+             "todo": False, "failure": None, "message": None, **more}
+    return (MARK + json.dumps(event)).encode()
+
+
+STREAM = b"\n".join([
+    line("test:start", "calc"),
+    line("test:start", "adds", 1),
+    line("test:pass", "adds", 1),
+    line("test:start", "subtracts", 1),
+    line("test:fail", "subtracts", 1, failure="testCodeFailure",
+         message="AssertionError [ERR_ASSERTION]: 1 == 2\n    at TestContext.<anonymous> "
+                 "(/sandbox/repo/test/calc.test.js:7:12)"),
+    line("test:start", "later", 1),
+    line("test:pass", "later", 1, skip=True),
+    line("test:fail", "calc", 0, failure="subtestsFailed", message="1 subtest failed"),
+    b'ok 1 - subtracts',  # a test's own text: not the reporter's
+    b'{"type": "test:pass", "name": "subtracts", "nesting": 1}',  # unmarked: not the reporter's
+    (MARK + '{"type": "test:pass", "name": "torn"').encode(),  # a torn line: dropped
+    line("test:start", "/sandbox/repo/test/broken.test.js", 0, "test/broken.test.js"),
+    line("test:fail", "/sandbox/repo/test/broken.test.js", 0, "test/broken.test.js", failure="testCodeFailure",
+         message="Error: boom at load"),
+    line("test:start", "/sandbox/repo/test/exits.test.js", 0, "test/exits.test.js"),
+    line("test:pass", "/sandbox/repo/test/exits.test.js", 0, "test/exits.test.js"),
+    line("test:pass", "elsewhere", 0, "../outside.test.js"),  # not the tree's
+])
+
+
+def test_outcomes_come_from_the_reporter_lines_only() -> None:
+    tests, errors, cut = read_events(STREAM)
+    got = {t.name: t.outcome for t in tests}
+    assert got == {"test/calc.test.js::calc > adds": "passed", "test/calc.test.js::calc > subtracts": "failed",
+                   "test/calc.test.js::calc > later": "skipped"}
+    failing = next(t for t in tests if t.outcome == "failed")
+    assert failing.location == "test/calc.test.js:7" and "1 == 2" in (failing.message or "")
+    assert [(e.name, e.message) for e in errors] == [("test/broken.test.js::(file)", "Error: boom at load")]
+    assert cut == 0  # the file that ended early reported no test: its tests are missing, never passed
+
+
+def test_the_same_id_twice_keeps_the_worse_outcome() -> None:
+    forged = b"\n".join([line("test:start", "adds"), line("test:fail", "adds", message="boom"),
+                         line("test:start", "adds"), line("test:pass", "adds")])
+    tests, _errors, _cut = read_events(forged)
+    assert [(t.name, t.outcome) for t in tests] == [("test/calc.test.js::adds", "failed")]
+
+
+def test_test_paths_environment_and_harness_files() -> None:
+    for path in ("test/calc.js", "src/calc.test.js", "lib/calc.spec.ts", "__tests__/a.tsx", "test.js",
+                 "test-calc.mjs", "calc_test.cjs"):
+        assert javascript.is_test_path(path) and is_test_path(path), path
+    for path in ("src/calc.js", "node_modules/x/test/a.js", "src/testing.js", "test/data.json"):
+        assert not javascript.is_test_path(path), path
+    assert all(is_environment_path(p) for p in ("package.json", "package-lock.json", "web/.nvmrc", "yarn.lock"))
+    assert all(is_harness_path(p) for p in ("jest.config.js", "vitest.config.ts", ".mocharc.yml", "jest.setup.js"))
+    assert not is_harness_path("src/settings.js")
+    assert language_of_test("test/calc.test.js::calc > adds") == JAVASCRIPT
+    assert language_of_test("test/broken.test.js::(file)") == JAVASCRIPT
+    assert language_of_test("tests/test_a.py::test_x") == PYTHON
+    assert language_of_test("calc/calc_test.go::TestAdd") == GO
+
+
+def _case(paths: tuple[str, ...]) -> Case:
+    return Case(base_sha="a" * 40, head_sha="b" * 40, diff="", head_paths=paths,
+                files=tuple(ChangedFile(path=p, status="modified") for p in paths[:1]))
+
+
+def test_a_node_project_with_tests_is_run_and_one_without_is_not() -> None:
+    assert languages_of(_case(("src/calc.js", "package.json", "test/calc.test.js"))) == (JAVASCRIPT,)
+    assert languages_of(_case(("src/calc.js", "package.json"))) == (PYTHON,)  # no test: nothing of it to run
+    mixed = _case(("app/main.py", "package.json", "web/a.test.js", "tests/test_main.py"))
+    assert languages_of(mixed) == (PYTHON, JAVASCRIPT)
+
+
+@pytest.mark.parametrize(("text", "status", "added", "removed", "expected"), [
+    ("test('a', () => {});\ntest.only('b', () => {});\n", "modified", [(2, "test.only('b', () => {});")], [],
+     [("only", 2, "high")]),
+    ("it.skip('a', () => {});\n", "modified", [(1, "it.skip('a', () => {});")], ["it('a', () => {});"],
+     [("skip", 1, "medium")]),
+    ("test('a', () => {});\n", "modified", [], ["test('b', () => {});"], [("deleted-test", None, "medium")]),
+    (None, "removed", [], ["test('a', () => {});"], [("deleted-test", None, "medium")]),
+    ("test('a', { skip: true }, () => {});\n", "added", [(1, "test('a', { skip: true }, () => {});")], [], []),
+    ("test('a', () => {});\ntest('b', () => {});\n", "modified", [(2, "test('b', () => {});")], [], []),
+])
+def test_the_harness_inventory(text: str | None, status: str, added: list[tuple[int, str]], removed: list[str],
+                               expected: list[tuple[str, int | None, str]]) -> None:
+    found = javascript.harness_changes("test/a.test.js", status, text, added, removed)
+    assert [(mechanism, number, severity) for mechanism, number, _summary, severity in found] == expected
+
+
+def test_a_runner_configuration_is_named() -> None:
+    found = javascript.harness_changes("jest.config.js", "added", "module.exports = {};", [], [])
+    assert [f[0] for f in found] == ["runner-config"]
+
+
+def plan(files: dict[str, str], offered: str | None = "18.19.0") -> tuple[str | None, tuple[str, ...]]:
+    planned = plan_javascript(files.get, sorted(files), offered)
+    return planned.toolchain.error, planned.files
+
+
+def test_the_plan_names_what_the_sandbox_lacks() -> None:
+    tests = {"test/a.test.js": "", "src/a.js": "", "test/fixtures/data.js": ""}
+    assert plan({"package.json": "{}", **tests}) == (None, ("test/a.test.js",))
+    error, _ = plan({"package.json": '{"engines": {"node": ">=20"}}', **tests})
+    assert error == "the project asks for Node.js >=20; the sandbox image offers Node.js 18.19.0"
+    error, _ = plan({"package.json": "{}", ".nvmrc": "v22.1.0\n", **tests})
+    assert error == "the project asks for Node.js 22.1.0; the sandbox image offers Node.js 18.19.0"
+    assert plan({"package.json": '{"engines": {"node": "^18.17 || >=20"}}', ".nvmrc": "18", **tests})[0] is None
+    with_lock = plan_javascript({"package.json": '{"dependencies": {"ms": "^2.1.3"}}', "package-lock.json": "{}",
+                                 **tests}.get, ["package-lock.json", "package.json", *tests], "18")
+    assert with_lock.toolchain.error is None and with_lock.lock == "package-lock.json"  # npm ci installs them
+    error, _ = plan({"package.json": '{"dependencies": {"ms": "^2.1.3"}}', **tests})
+    assert error == ("the project's npm packages (ms) cannot be installed: there is no package-lock.json, and "
+                     "LogoMesh installs from a lock file only")
+    error, _ = plan({"package.json": '{"dependencies": {"ms": "^2.1.3"}}', "yarn.lock": "", **tests})
+    assert error is not None and "yarn.lock is not supported yet" in error
+    error, _ = plan({"package.json": '{"scripts": {"test": "jest --coverage"}}', **tests})
+    assert error is not None and error.startswith("the project's tests run with jest (package.json's test script)")
+    error, _ = plan({"package.json": '{"scripts": {"test": "node --test"}}', ".mocharc.yml": "", **tests})
+    assert error is not None and "run with mocha (.mocharc.yml)" in error
+    assert plan({"package.json": '{"scripts": {"test": "node --test test/"}}', **tests})[0] is None
+    error, _ = plan({"package.json": "{}", "test/a.test.ts": ""})
+    assert error is not None and "TypeScript" in error
+    error, _ = plan({"package.json": "{", **tests})
+    assert error is not None and error.startswith("package.json does not parse")
+    assert plan({"package.json": "{", "src/a.js": ""}) == (None, ())  # no test: nothing to hold against it
+    assert plan({"package.json": "{}", **tests}, offered=None)[0] is not None
+
+
+@pytest.mark.parametrize(("wanted", "expected"), [
+    (">=18", True), (">=18.17", True), (">=20", False), ("^18.17", True), ("^20", False), ("18.x", True),
+    ("~18.19", True), ("~18.20", False), (">=16 <21", True), ("16 - 18", True), ("14 - 16", False), ("*", True),
+    (">18", False), ("<=18", True), ("<18", False), ("lts/*", True)])
+def test_engines_ranges(wanted: str, expected: bool) -> None:
+    assert satisfies((18, 19, 0), wanted) is expected
+
+
+def test_a_major_only_label_is_that_line_s_latest_release() -> None:
+    assert offered_version("18") == (18, 99, 99) and offered_version("18.19.1") == (18, 19, 1)
+    assert plan({"package.json": '{"engines": {"node": "^18.17"}}', "test/a.test.js": ""}, "18")[0] is None
+    error = plan({"package.json": '{"engines": {"node": "18.19.0"}}', "test/a.test.js": ""}, "18")[0]
+    assert error == "the project asks for Node.js 18.19.0; the sandbox image offers Node.js 18"
