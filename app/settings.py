@@ -207,6 +207,10 @@ class Settings(BaseSettings):
     # the CA bundle handed to the setup phase; unset: the one pip is configured with, else certifi's
     sandbox_ca_bundle: Path | None = None
     sandbox_env_cache_mb: int = Field(default=4096, ge=0)
+    # host[:port]/path of a registry the workers share environments through (pushed after a verified build, the
+    # digest kept in Redis, pulled by digest); unset: each engine builds its own (sandbox/env_registry.py)
+    sandbox_env_registry: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)+$")
     # the most a repository's .logomesh.yml may raise its limits to
     # the most a repository's .logomesh.yml may raise the sandbox's memory to (the rubric's default is 1536 MB)
     sandbox_max_memory_mb: int = Field(default=4096, ge=64)

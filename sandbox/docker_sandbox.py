@@ -38,6 +38,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount, Ulimit
 
 from checks.models import DeclaredRequirement, EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
+from sandbox.env_registry import EnvRegistry
 from sandbox.environment import plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.languages.go import run_go
@@ -248,6 +249,8 @@ class SetupOptions:
     pids: int = 512
     # whose environments these are (the repository): cached environments are never shared across scopes
     scope: str = ""
+    # where verified environments are pushed and pulled by digest (sandbox/env_registry.py); None: this engine only
+    registry: EnvRegistry | None = None
 
 
 class DockerSandbox:

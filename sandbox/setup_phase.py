@@ -48,6 +48,7 @@ from packaging.utils import canonicalize_name as canonical_name
 
 from checks.models import EnvironmentPlan, SetupReport, TestSpec
 from sandbox.egress import allowed_for
+from sandbox.env_registry import pull, push
 from sandbox.environment import install_script, not_installed
 from sandbox.errors import SandboxError
 from sandbox.limits import SANDBOX_UID, SandboxLimits
@@ -242,6 +243,12 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
     try:
         image = sandbox.client.images.get(tag)
     except ImageNotFound:
+        image = None
+    pulled = image is None and _pulled(sandbox, tag)
+    if pulled:
+        with contextlib.suppress(ImageNotFound):
+            image = sandbox.client.images.get(tag)
+    if image is None:
         return None
     if _age_seconds(image.attrs.get("Created")) > MAX_AGE_SECONDS:
         # a hit dates the tag, never the build: an entry is rebuilt from the index once it is this old
@@ -250,7 +257,13 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
             sandbox.client.api.remove_image(image.id, force=True)  # every tag leading to it goes too
         return None
     python = (image.labels or {}).get("org.logomesh.env.python") or "3"
-    if verify_image(sandbox, run, tag, ENV_DIR, TOOLS_PYTHON, _tools_site(python)):
+    try:
+        changed = verify_image(sandbox, run, tag, ENV_DIR, TOOLS_PYTHON, _tools_site(python))
+    except SandboxError as exc:
+        if not pulled:
+            raise
+        changed = (str(exc),)  # a pulled image that cannot even be verified is not used either
+    if changed:
         log.warning("sandbox environment %s: changed since it was built, discarded and rebuilt", tag)
         with contextlib.suppress(DockerException):
             sandbox.client.api.remove_image(image.id, force=True)
@@ -268,6 +281,37 @@ def cached(sandbox: DockerSandbox, run: _Run, tag: str) -> Prepared | None:
                                        startup=_list_label(image.labels, STARTUP_LABEL),
                                        resolved=_list_label(image.labels, RESOLVED_LABEL),
                                        built=_list_label(image.labels, BUILT_LABEL)))
+
+
+def _pulled(sandbox: DockerSandbox, tag: str) -> bool:
+    """A local miss: the environment pulled by the digest the workers recorded for its key, when a registry is
+    set (verified by the caller as any local hit). Any failure is logged and the caller builds it."""
+    registry = sandbox.setup.registry
+    if registry is None:
+        return False
+    version = tag.partition(":")[2]
+    try:
+        digest = pull(sandbox.client.api, registry, version, tag)
+    except Exception as exc:  # Redis, the registry or the engine: the shared cache never fails a review
+        log.warning("sandbox environment %s: not taken from %s (%s); built here", tag, registry.repository, exc)
+        return False
+    if digest is None:
+        return False
+    log.info("sandbox environment %s: pulled from %s@%s", tag, registry.repository, digest)
+    return True
+
+
+def _publish(sandbox: DockerSandbox, tag: str) -> None:
+    """A verified build shared: pushed to the registry and its digest recorded for the other workers."""
+    registry = sandbox.setup.registry
+    if registry is None:
+        return
+    try:
+        digest = push(sandbox.client.api, registry, tag, tag.partition(":")[2])
+    except Exception as exc:  # Redis, the registry or the engine: the shared cache never fails a review
+        log.warning("sandbox environment %s: not shared through %s (%s)", tag, registry.repository, exc)
+        return
+    log.info("sandbox environment %s: pushed to %s@%s", tag, registry.repository, digest)
 
 
 def _tools_site(python: str) -> str:
@@ -515,6 +559,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         run.images.append(tag)  # it holds this tree: used once, removed with the run
         return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,
                         copy_from=PREPARED_TREE)
+    _publish(sandbox, tag)
     evict(sandbox.client, sandbox.setup.cache_mb, keep=tag)
     return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report)
 

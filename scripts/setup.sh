@@ -15,8 +15,9 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # --- system packages --------------------------------------------------------------------------------------
 # docker-compose: `docker-compose config` validates deploy/compose.yaml in tests/deploy;
-# chromium and cmark-gfm: tests render reports and pages as GitHub and a browser show them (tests/browser.py)
-PKGS=(git redis-server postgresql docker.io debootstrap docker-compose chromium cmark-gfm)
+# chromium and cmark-gfm: tests render reports and pages as GitHub and a browser show them (tests/browser.py);
+# docker-registry: tests/sandbox/test_env_registry.py serves environments from one on loopback
+PKGS=(git redis-server postgresql docker.io debootstrap docker-compose chromium cmark-gfm docker-registry)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -23,6 +23,7 @@ from rubric import Rubric, load_rubric
 if TYPE_CHECKING:
     from checks.judges.digest import DigestBuilder
     from checks.protocols import Judge
+    from sandbox.env_registry import EnvRegistry
 
 ProgressFn = Callable[[str], None]
 
@@ -69,6 +70,19 @@ class Attacher(Protocol):
                        settings: Settings, parts: CourtParts, say: ProgressFn) -> None: ...
 
 
+def env_registry(settings: Settings, stack: contextlib.AsyncExitStack) -> EnvRegistry | None:
+    """The registry environments are shared through (``LOGOMESH_SANDBOX_ENV_REGISTRY``), its digests in the
+    workers' Redis; None when unset. Redis is reached only when an environment is looked up or pushed."""
+    if not settings.sandbox_env_registry:
+        return None
+    from sandbox.env_registry import EnvRegistry, RedisDigests
+    from sandbox.setup_phase import MAX_AGE_SECONDS
+
+    digests = RedisDigests(settings.redis_url, settings.redis_prefix, settings.sandbox_env_registry, MAX_AGE_SECONDS)
+    stack.callback(digests.close)
+    return EnvRegistry(settings.sandbox_env_registry, digests)
+
+
 async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepared: PreparedReview,
                          settings: Settings, parts: CourtParts, say: ProgressFn) -> None:
     """The Docker sandbox that measures T, holding the head tree read from git's object store.
@@ -95,7 +109,8 @@ async def attach_sandbox(stack: contextlib.AsyncExitStack, repo: GitRepo, prepar
                          index_url=settings.sandbox_index_url, extra_hosts=settings.sandbox_index_hosts,
                          ca_bundle=settings.sandbox_ca_bundle, cache_mb=settings.sandbox_env_cache_mb,
                          npm_registry=settings.sandbox_npm_registry,
-                         scope=prepared.case.repo if prepared.case.repo != "local" else str(repo.path.resolve()))
+                         scope=prepared.case.repo if prepared.case.repo != "local" else str(repo.path.resolve()),
+                         registry=env_registry(settings, stack))
     try:
         client = await asyncio.to_thread(docker_client)
         await asyncio.to_thread(require_image, client, image)
