@@ -552,9 +552,9 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
             api.tag(building, repository, version)
             if locked is not None and locked.tag != requested:  # the requirement lines lead here from now on
                 api.tag(building, *requested.partition(":")[::2])
-            api.remove_image(building)  # only the build's own tag goes: the image stays under the shared one
         except DockerException as exc:
             raise SandboxError(f"the environment could not be tagged: {exc}") from exc
+        untag(api, building)
     if spec.setup_command:
         run.images.append(tag)  # it holds this tree: used once, removed with the run
         return Prepared(image=tag, python=ENV_PYTHON, has_env=True, env=_env_vars(True), report=report,
@@ -588,6 +588,16 @@ def _put(api: Any, container: str, archive: bytes) -> None:
         api.put_archive(container, "/opt/logomesh/envs", archive)
     except DockerException as exc:
         raise SandboxError(f"the setup container could not take the resolved set: {exc}") from exc
+
+
+def untag(api: Any, reference: str) -> None:
+    """Remove the build's own tag: the image stays under the shared one. ``force``, because the verification's
+    container was created from this reference and the engine refuses to untag a reference a container names
+    (a 409 that made pydantic-settings#941's base run 'not measured'); a tag left behind is only logged."""
+    try:
+        api.remove_image(reference, force=True)
+    except DockerException as exc:
+        log.warning("sandbox environment %s: the build's own tag stays: %s", reference, exc)
 
 
 def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: SandboxLimits, env: dict[str, str],

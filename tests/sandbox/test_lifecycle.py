@@ -3,6 +3,7 @@ the CPU share from the rubric, out-of-memory kills reported as such."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import tarfile
 from collections.abc import Callable
@@ -184,3 +185,34 @@ async def test_out_of_memory_is_reported_as_such_not_as_failing_tests(
     result = await sandboxes(make_repo(files), memory_mb=128).run_tests(Spec())
     assert (result.status, result.reason) == ("error", "killed: out of memory (limit 128 MB)"), result.output
     assert result.failed == 0 and result.passed == 0
+
+
+@pytest.mark.docker
+def test_the_builds_own_tag_goes_even_when_a_container_was_created_from_it(docker_engine: docker.DockerClient) -> None:
+    """pydantic-settings#941: base, head and guard build the same environment at once, and another build's image
+    took the shared tag, so this build's own tag was its image's only reference; the engine refuses to remove such
+    a reference while a container was created from it (409, "must force"), and the environment's verification
+    container is one: the base run was 'not measured'. The build's own tag goes all the same."""
+    import uuid
+
+    from sandbox.setup_phase import untag
+
+    suffix = uuid.uuid4().hex[:8]
+    api = docker_engine.api
+    holder = api.create_container(IMAGE, command=["true"])
+    built = [api.commit(holder, repository="logomesh-env", tag=f"untag-{suffix}-{n}")["Id"] for n in ("build", "other")]
+    building = f"logomesh-env:untag-{suffix}-build"
+    container = api.create_container(building, command=["true"])  # as the verification's container is
+    try:
+        with pytest.raises(docker.errors.APIError, match="must force"):  # what the engine says without force
+            api.remove_image(building)
+        untag(api, building)
+        with pytest.raises(docker.errors.ImageNotFound):
+            docker_engine.images.get(building)
+        assert docker_engine.images.get(f"logomesh-env:untag-{suffix}-other").id == built[1]
+    finally:
+        for name in (container, holder):
+            api.remove_container(name, force=True)
+        for image_id in built:
+            with contextlib.suppress(docker.errors.DockerException):
+                api.remove_image(image_id, force=True)
