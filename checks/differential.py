@@ -165,6 +165,42 @@ def environment_cause(result: TestCaseResult, changed_paths: Collection[str],
     return None
 
 
+QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+# a new test failing as this many tests already fail at base fails for the reason they do (data the checkout
+# lacks: babel's CLDR files are generated, not committed), not for the change
+SHARED_AT_BASE = 10
+
+
+def _signature(message: str | None) -> str:
+    """A failure's last line (the exception), numbers and quoted text blanked; empty for an assertion, which
+    says what the test checks, not what the environment lacks."""
+    lines = [line.strip() for line in (message or "").splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    kind = last.split(":", 1)[0]
+    if not last or "Assert" in kind or last.startswith(("assert", "E ")) or ":" not in last:
+        return ""
+    return NUMBER.sub("#", QUOTED.sub("'…'", last))
+
+
+def _base_signatures(at_base: dict[str, TestCaseResult]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for result in at_base.values():
+        if result.outcome in FAILING and (signature := _signature(result.message)):
+            counts[signature] = counts.get(signature, 0) + 1
+    return counts
+
+
+def _shared_base_cause(result: TestCaseResult, shared: dict[str, int]) -> str | None:
+    """Why a test the change added fails for the environment: it fails with the very error (but for numbers and
+    quoted names) that :data:`SHARED_AT_BASE` or more tests already fail with at base. An assertion never
+    qualifies."""
+    signature = _signature(result.message)
+    count = shared.get(signature, 0) if signature else 0
+    if count < SHARED_AT_BASE:
+        return None
+    return f"it fails as {count} tests already fail at base ({signature[:160]}): the environment, not the change"
+
+
 def _failing(result: TestCaseResult | None) -> bool:
     return result is not None and result.outcome in FAILING
 
@@ -379,6 +415,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
             else:
                 new_failing.append(_change(name, None, result, result.outcome))
     environmental: list[TestChange] = []
+    shared = _base_signatures(at_base)
     for group in (regressed, new_failing):
         for change in list(group):
             if any(t.name == change.name for t in tampered):
@@ -386,6 +423,8 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
             case = TestCaseResult(name=change.name, outcome="error" if change.head == "error" else "failed",
                                   message=change.message)
             cause = environment_cause(case, changed_paths, head.absent_submodules)
+            if cause is None and group is new_failing and change.base is None:
+                cause = _shared_base_cause(case, shared)
             if cause is not None:
                 group.remove(change)
                 environmental.append(change.model_copy(update={"cause": cause}))

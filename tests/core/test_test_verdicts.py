@@ -112,6 +112,50 @@ def test_failures_caused_by_the_sandbox_are_neutral_with_the_cause_named() -> No
     assert verdict == "neutral" and "Rule of the Environment" in reasons[-1] and "less" in reasons[-1]
 
 
+LOCALE_DATA = ("/sandbox/repo/babel/localedata.py:{n}: FileNotFoundError\n"
+               "FileNotFoundError: [Errno 2] No such file or directory: '/sandbox/repo/babel/locale-data/{name}.dat'")
+
+
+def test_a_new_test_failing_as_many_base_tests_already_fail_is_the_environment_s() -> None:
+    """babel#1318: the checkout lacks babel's generated CLDR files, so 606 tests fail at base and head alike; the
+    change's two new tests fail with the same error and were charged as new failing (`fail`)."""
+    base = run(*(case("failed", f"tests/test_dates.py::test_{i}", LOCALE_DATA.format(n=100 + i, name=f"l{i}"))
+                 for i in range(12)), case("passed", "tests/test_pofile.py::test_write"))
+    head = run(*base.tests, case("failed", "tests/test_pofile.py::test_new_plural_forms",
+                                 LOCALE_DATA.format(n=7, name="de_DE")))
+    diff = classify(base, head, None, changed_tests={"tests/test_pofile.py"}, changed_paths={"babel/messages.py"})
+    assert not diff.new_failing and [c.name for c in diff.environmental] == ["tests/test_pofile.py::"
+                                                                             "test_new_plural_forms"]
+    assert "fails as 12 tests already fail at base" in (diff.environmental[0].cause or "")
+    verdict, reasons = verdict_of(diff)
+    assert verdict == "neutral" and "Rule of the Environment" in reasons[-1]
+
+
+def test_a_new_test_failing_its_own_way_or_by_assertion_still_fails_the_change() -> None:
+    """Hostile twins: a new test whose assertion fails (as base tests' assertions do), one that fails with another
+    error than the base's, and one sharing an error with too few base tests are the change's."""
+    base = run(*(case("failed", f"tests/test_dates.py::test_{i}", LOCALE_DATA.format(n=100 + i, name=f"l{i}"))
+                 for i in range(12)),
+               *(case("failed", f"tests/test_old.py::test_{i}", "tests/test_old.py:3: AssertionError\n"
+                      "AssertionError: assert 1 == 2") for i in range(12)),
+               *(case("failed", f"tests/test_io.py::test_{i}", "OSError: [Errno 5] Input/output error")
+                 for i in range(3)))
+    new = {"tests/test_pofile.py::test_asserts": "tests/test_pofile.py:9: AssertionError\nAssertionError: "
+                                                  "assert 1 == 2",
+           "tests/test_pofile.py::test_other_error": "KeyError: 'plural_forms'",
+           "tests/test_pofile.py::test_rare_error": "OSError: [Errno 5] Input/output error"}
+    head = run(*base.tests, *(case("failed", name, message) for name, message in new.items()))
+    diff = classify(base, head, None, changed_tests={"tests/test_pofile.py"}, changed_paths={"babel/messages.py"})
+    assert sorted(c.name for c in diff.new_failing) == sorted(new) and not diff.environmental
+    assert verdict_of(diff)[0] == "fail"
+    # a test that passed at base and now fails as the base's broken tests do is a regression, never excused so
+    base = run(*base.tests[:12], case("passed", "tests/test_dates.py::test_format"))
+    head = run(*base.tests[:12], case("failed", "tests/test_dates.py::test_format",
+                                      LOCALE_DATA.format(n=1, name="en")))
+    diff = classify(base, head, None, changed_tests=(), changed_paths={"babel/core.py"})
+    assert [c.name for c in diff.regressed] == ["tests/test_dates.py::test_format"] and not diff.environmental
+
+
 def test_a_regression_that_looks_environmental_still_fails() -> None:
     base = run(case("passed", "tests/test_io.py::test_load"), case("passed", "tests/test_srv.py::test_local"),
                case("passed", "tests/test_imp.py::test_it"))
