@@ -30,6 +30,13 @@ ANNOTATION_EVALUATORS = ("/typing.py", "/inspect.py", "/annotationlib.py")
 UNSAFE_NAMES = frozenset({"eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "globals", "locals",
                           "vars", "breakpoint", "input", "system", "popen", "spawn", "run", "call", "check_output",
                           "loads", "load", "import_module"})
+# what the top level of string-built code may do and still only *define* (functions, constants): no call, no
+# import, no class body run, no attribute or item written. alembic and SQLAlchemy generate their proxy methods so
+# at import (``exec("def %(name)s(...)" % ...)``); whatever a generated function later runs is watched in its turn
+DEFINING = frozenset({"RESUME", "NOP", "CACHE", "EXTENDED_ARG", "LOAD_CONST", "LOAD_SMALL_INT", "LOAD_NAME",
+                      "BUILD_TUPLE", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE",
+                      "STORE_NAME", "RETURN_VALUE", "RETURN_CONST", "POP_TOP", "MAKE_CELL", "COPY_FREE_VARS",
+                      "LOAD_CLOSURE"})
 # the file names code compiled from a string gets: exec/eval/compile, timeit, code.interact and the like
 FROM_STRINGS = frozenset({"<string>", "<timeit-src>", "<input>", "<stdin>", "<console>"})
 
@@ -57,17 +64,28 @@ def _annotation(code: Any) -> bool:
     return not any(name in UNSAFE_NAMES or (name.startswith("__") and name.endswith("__")) for name in names)
 
 
+def _defines_only(code: Any) -> bool:
+    """Whether string-built code only defines functions and names at its top level (:data:`DEFINING`)."""
+    import dis
+
+    try:
+        return all(instruction.opname in DEFINING for instruction in dis.get_instructions(code))
+    except Exception:  # not a code object dis can read: not known to be harmless
+        return False
+
+
 def _interesting(event: str, args: tuple[Any, ...], caller: str, repo: str) -> bool:
     if event == "exec":
         # modules and functions being run are not interesting; code built from a string is, unless the standard
         # library built it for a dataclass or a namedtuple, or an installed library (typing_inspection, which
         # pydantic models import, attrs …) built its own: what a library generates for itself is not the
         # caller's data (a library that evaluates a string the project hands it is the static pass's to see); nor
-        # is a string annotation ``typing`` evaluates, unless it names what a payload needs
+        # is a string annotation ``typing`` evaluates, unless it names what a payload needs, nor code that only
+        # defines functions (what those functions run later is watched in its turn)
         code = args[0] if args else None
         built = getattr(code, "co_filename", None) in FROM_STRINGS
         return (built and not caller.endswith(CODE_GENERATORS) and not _third_party(caller, repo)
-                and not (caller.endswith(ANNOTATION_EVALUATORS) and _annotation(code)))
+                and not (caller.endswith(ANNOTATION_EVALUATORS) and _annotation(code)) and not _defines_only(code))
     if event == "subprocess.Popen":
         argv = args[1] if len(args) > 1 else None
         return isinstance(argv, (list, tuple)) and len(argv) >= 2 and str(argv[0]).endswith("sh") and argv[1] == "-c"

@@ -214,10 +214,12 @@ def test_the_audit_hook_sees_string_built_code_but_not_the_standard_librarys_own
         "P = namedtuple('P', 'a b')\n\n\n@dataclass\nclass A:\n    x: int = 1\n\n\n"
         "def run(text):\n    return getattr(builtins, 'ev' + 'al')(text)\n\n\n"
         "def timed(text):\n    return timeit.timeit(text, number=1)\n"))
-    at_import, called = watched(tmp_path, "import pkg.mod\nat_import = watch.take()\npkg.mod.run('1 + 1')\n"
-                                "pkg.mod.timed('1 + 1')\nprint(json.dumps([at_import, watch.take()]))\n")
+    at_import, called = watched(tmp_path, "import pkg.mod\nat_import = watch.take()\npkg.mod.run('abs(-1)')\n"
+                                "pkg.mod.timed(\"__import__('os').system('true')\")\n"
+                                "print(json.dumps([at_import, watch.take()]))\n")
     assert at_import == []  # a namedtuple and a dataclass build code, but not from the caller's data
-    assert [(s["event"], s["line"]) for s in called] == [("exec", 14), ("exec", 18)]
+    # timeit's template only defines a function (not recorded); what that function runs is, at the caller's line
+    assert [(s["event"], s["line"]) for s in called] == [("exec", 14), ("os.system", 18)]
 
 
 def test_code_an_installed_library_generates_for_itself_is_not_the_project_s_but_the_project_s_own_is(
@@ -236,7 +238,7 @@ def test_code_an_installed_library_generates_for_itself_is_not_the_project_s_but
     (repo / "site-packages").mkdir()
     (repo / "site-packages" / "hidden.py").write_text("def run(text):\n    return eval(text)\n")
     at_import, called = watched(repo, "import pkg.models\nat_import = watch.take()\nimport hidden\n"
-                                "hidden.run('1 + 1')\nprint(json.dumps([at_import, watch.take()]))\n",
+                                "hidden.run('abs(-1)')\nprint(json.dumps([at_import, watch.take()]))\n",
                                 library.parent, repo / "site-packages")
     assert at_import == []
     assert [(s["event"], s["path"], s["line"]) for s in called] == [("exec", "site-packages/hidden.py", 2)]
@@ -272,11 +274,31 @@ def test_a_string_literal_the_project_executes_is_not_injected_code_but_a_format
     package(tmp_path, "compat", (
         "import builtins\n\nexec_ = getattr(builtins, 'exec')\n\n"
         "exec_('''def reraise(tp, value, tb=None):\n    raise value\n''')\n\n\n"
-        "def formatted(name):\n    exec_('%s = 1' % name, {})\n\n\n"
+        "def formatted(name):\n    exec_('%s = abs(-1)' % name, {})\n\n\n"
         "def handed(text):\n    exec_(text, {})\n"))
     at_import, called = watched(tmp_path, "import pkg.compat\nat_import = watch.take()\n"
-                                "pkg.compat.formatted('x')\npkg.compat.handed('y = 2')\n"
+                                "pkg.compat.formatted('x')\npkg.compat.handed('y = abs(2)')\n"
                                 "print(json.dumps([at_import, watch.take()]))\n")
     assert at_import == []
     assert [(s["event"], s["path"], s["line"]) for s in called] == [("exec", "pkg/compat.py", 11),
                                                                      ("exec", "pkg/compat.py", 15)]
+
+
+def test_methods_generated_from_a_template_at_import_are_not_injected_code_but_statements_are(
+        tmp_path: Path) -> None:
+    """alembic#1769 ("fix typos") got `fail`: alembic builds its proxy methods at import with
+    ``exec("def %(name)s(%(args)s): ..." % ...)``, which only defines functions. Code that does something at its
+    top level (a call, an import) is still recorded, and so is what a generated function runs."""
+    package(tmp_path, "proxies", (
+        "import os\n\nTEMPLATE = 'def %(name)s(%(args)s):\\n    %(doc)r\\n    return _proxy.%(name)s(%(args)s)\\n'\n"
+        "\n\ndef make(name, args='x, y=None'):\n    space = {}\n"
+        "    exec(TEMPLATE % {'name': name, 'args': args, 'doc': name.__doc__}, {'_proxy': os}, space)\n"
+        "    return space[name]\n\n\nGETCWD = make('getcwd', args='')\n\n\n"
+        "def run(text):\n    exec(text, {})\n\n\ndef call(name, value):\n    return make(name, args='value')(value)\n"))
+    at_import, statement, generated = watched(
+        tmp_path, "import pkg.proxies\nat_import = watch.take()\npkg.proxies.run(\"import os\\nos.getpid()\")\n"
+        "statement = watch.take()\npkg.proxies.call('system', 'true')\n"
+        "print(json.dumps([at_import, statement, watch.take()]))\n")
+    assert at_import == []
+    assert [(s["event"], s["line"]) for s in statement] == [("exec", 16)]
+    assert [(s["event"], s["line"]) for s in generated] == [("os.system", 20)]
