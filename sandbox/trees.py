@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from checks.languages import javascript
 from checks.testpaths import PYTEST_CONFIGS, holds_pytest_config, is_test_path
 from sandbox.tarball import GitBytes, pack_directory, pack_git_entries
 
@@ -121,15 +120,10 @@ class DirTree:
         pack_directory(self.root, out, limit)
 
 
-def _guarded(path: str) -> bool:
-    return is_test_path(path) or javascript.is_harness_path(path)
-
-
 def guard_tree(head: GitTree, base: GitTree) -> GitTree:
-    """The head's tree with every test path, and every JavaScript runner's configuration and setup file
-    (``jest.config.js``, ``jest.setup.js``), replaced by the base's version (or removed when the base had none)."""
-    entries = {p: e for p, e in head.entries().items() if not _guarded(p)}
-    entries.update({p: e for p, e in base.entries().items() if _guarded(p)})
+    """The head's tree with every test path replaced by the base's version (or removed when the base had none)."""
+    entries = {p: e for p, e in head.entries().items() if not is_test_path(p)}
+    entries.update({p: e for p, e in base.entries().items() if is_test_path(p)})
     return GitTree(head.git_bytes, head.sha, name="guard", entries=entries, mtime=head.mtime)
 
 

@@ -72,7 +72,7 @@ def inspect(case: Case) -> list[Evidence]:
                                                                          _lines(changed), removed):
                 items.append(_evidence(mechanism, path, line, summary, severity))
             continue
-        if javascript.owns(path) or javascript.is_harness_path(path) or name == "package.json":
+        if javascript.owns(path) or javascript.is_harness_path(path):
             removed = go.removed_lines(case.diff, changed.old_path or path)
             for mechanism, line, summary, severity in javascript.harness_changes(
                     path, changed.status, changed.content, _lines(changed), removed):

@@ -34,11 +34,6 @@ TEST_CALL = re.compile(r"\b(test|it|describe|suite)(?:\.(only|skip|todo|concurre
 ONLY = re.compile(r"\b(test|it|describe|suite|context)\.only\s*\(|\b(fit|fdescribe)\s*\(|\{\s*only\s*:\s*true")
 SKIP = re.compile(r"\b(test|it|describe|suite|context)\.(skip|todo)\s*\(|\b(xit|xdescribe|xtest)\s*\("
                   r"|\{\s*skip\s*:\s*(true|['\"`])|\.skip\s*\(\s*\)|\bthis\.skip\s*\(")
-# Jest options that decide what runs around the tests or what a failure means; LogoMesh overrides the reporters, the
-# test runner and the failure exit code on Jest's command line, and names each of these where a change adds it
-JEST_OPTION = re.compile(r"""["']?\b(testFailureExitCode|testRunner|setupFiles|setupFilesAfterEnv|globalSetup|"""
-                         r"""globalTeardown|reporters|testEnvironment|testPathIgnorePatterns|testMatch|testRegex)"""
-                         r"""\b["']?\s*:""")
 # a file that failed outside any test (it does not load, it throws at the top) is one error: ``test/a.test.js::(file)``
 FILE_ID = "::(file)"
 TEST_SEPARATOR = " > "
@@ -100,12 +95,6 @@ def harness_changes(path: str, status: str, content: str | None, added: Iterable
     severity)``: ``.only`` added (the other tests of its file may stop running), a skip added to an existing test file,
     tests deleted from a file that stays or the whole test file deleted, a runner's configuration or setup file."""
     found: list[tuple[str, int | None, str, Severity]] = []
-    if is_harness_path(path) or PurePosixPath(path).name == "package.json":
-        for number, text in added:
-            option = JEST_OPTION.search(text)
-            if option:
-                found.append(("runner-option", number, f"{path}:{number} sets Jest's `{option.group(1)}`: it decides "
-                              "what runs around the tests or what they report", "medium"))
     if is_harness_path(path):
         found.append(("runner-config", None, f"{path} is {status}: it configures how the tests run or what they "
                       "see before they start", "medium"))

@@ -97,43 +97,6 @@ export default async function* logomesh(source) {
   }
 }
 """.replace("MARK_VALUE", json.dumps(MARK))
-JEST_REPORTER = "jest-reporter.cjs"
-# Jest's reporters run in its parent process and hear each test file's results from the worker that ran it; this one
-# writes them as the lines node's runner's reporter writes (a start per suite and test, then its outcome), so both
-# runners' outcomes are read by :func:`read_events`
-JEST_REPORTER_SOURCE = """\
-'use strict';
-const MARK = MARK_VALUE;
-function line(event) { process.stdout.write(MARK + JSON.stringify(event) + '\\n'); }
-function text(value) { try { return String(value).slice(0, 8000); } catch { return 'an error'; } }
-class LogoMeshReporter {
-  onTestResult(test, result) {
-    const file = text(result.testFilePath || (test && test.path) || '');
-    if (result.testExecError) {
-      const error = result.testExecError;
-      line({ type: 'test:fail', name: file, nesting: 0, file,
-             message: text(error.stack || error.message || result.failureMessage || 'the test file failed') });
-    }
-    for (const assertion of result.testResults || []) {
-      const names = [...(assertion.ancestorTitles || []).map(text), text(assertion.title)];
-      names.forEach((name, nesting) => line({ type: 'test:start', name, nesting, file }));
-      const failed = assertion.status === 'failed';
-      line({ type: failed ? 'test:fail' : 'test:pass', name: names[names.length - 1], nesting: names.length - 1,
-             file, skip: ['pending', 'skipped', 'disabled'].includes(assertion.status),
-             todo: assertion.status === 'todo', failure: null,
-             message: failed ? text((assertion.failureMessages || []).join('\\n')) : null });
-    }
-  }
-  getLastError() { return undefined; }
-}
-module.exports = LogoMeshReporter;
-""".replace("MARK_VALUE", json.dumps(MARK))
-# what LogoMesh tells Jest, over the project's configuration (Jest's command line wins over it): LogoMesh's reporter
-# only, Jest's own test runner, two workers always (a memory limit makes Jest use workers even for one file, so a
-# test never runs in the process whose output is read), no watchman, a cache outside the tree
-JEST_OPTIONS = ("--ci", f"--reporters={HERE}/{JEST_REPORTER}", "--testRunner=jest-circus/runner", "--maxWorkers=2",
-                "--workerIdleMemoryLimit=4096MB", "--detectOpenHandles=false", "--watchman=false",
-                "--cacheDirectory=/tmp/jest-cache", "--testFailureExitCode=1", "--runTestsByPath")
 
 
 # --- the plan -----------------------------------------------------------------------------------------------
@@ -202,13 +165,6 @@ class JavaScriptPlan:
     toolchain: ToolchainPlan
     files: tuple[str, ...]
     lock: str | None = None  # the npm lock file the packages are installed from (None: nothing to install)
-    runner: str = "node"  # node's own runner, or "jest" (the project's installed Jest)
-
-
-def jest_test_file(path: str) -> bool:
-    """A file Jest's default ``testMatch`` finds: under ``__tests__``, or ``*.test.*`` / ``*.spec.*``."""
-    name = path.rsplit("/", 1)[-1]
-    return "__tests__" in path.split("/")[:-1] or re.search(r"\.(test|spec)\.[cm]?js$", name) is not None
 
 
 def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered: str | None) -> JavaScriptPlan:
@@ -253,13 +209,10 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
     elif any(not satisfies(offered_version(offered), w) for w in wanted):
         error = f"the project asks for Node.js {' and '.join(wanted)}; the sandbox image offers Node.js {offered}"
         version = None
-    elif runner == "jest" and "jest" not in dependencies:
-        error = ("the project's tests run with jest (" + ("package.json's test script" if said else configured[0])
-                 + "), which is not among its npm dependencies: LogoMesh runs the project's installed Jest only")
-    elif runner is not None and runner != "jest":
+    elif runner is not None:
         why = "package.json's test script" if said else configured[0]
-        error = (f"the project's tests run with {runner} ({why}); LogoMesh runs tests with node's own runner "
-                 "(node --test) and Jest, not yet with that runner's")
+        error = (f"the project's tests run with {runner} ({why}); LogoMesh runs tests with node's own runner only "
+                 "(node --test), not yet with that runner's")
     elif dependencies and not any(name in NPM_LOCKS for name in locks):
         shown = ", ".join(dependencies[:6]) + (f" and {len(dependencies) - 6} more" if len(dependencies) > 6 else "")
         error = (f"the project's npm packages ({shown}) cannot be installed: "
@@ -272,10 +225,7 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
                          wanted=" and ".join(wanted) or None, offered=(offered,) if offered else (), modules=("",),
                          missing=tuple(dependencies) if error else (), sources=tuple(sources + locks), error=error)
     lock = next((name for name in NPM_LOCKS if name in locks), None) if dependencies else None
-    if runner == "jest":
-        scripts = tuple(p for p in scripts if jest_test_file(p))
-    return JavaScriptPlan(toolchain=plan, files=scripts, lock=lock if not error else None,
-                          runner="jest" if runner == "jest" else "node")
+    return JavaScriptPlan(toolchain=plan, files=scripts, lock=lock if not error else None)
 
 
 # --- reading the reporter's lines ---------------------------------------------------------------------------
@@ -495,17 +445,7 @@ def node_env() -> dict[str, str]:
 
 
 def reporter_tar() -> bytes:
-    return owned_files_tar(HERE.rsplit("/", 1)[1], {REPORTER: REPORTER_SOURCE.encode(),
-                                                     JEST_REPORTER: JEST_REPORTER_SOURCE.encode()})
-
-
-def runner_argv(plan: JavaScriptPlan, files: tuple[str, ...]) -> list[str]:
-    """The command that runs ``files``: node's runner with LogoMesh's reporter, or the project's installed Jest
-    (its own binary from ``node_modules``, never the ``test`` script) with LogoMesh's options."""
-    if plan.runner == "jest":
-        return ["node", "node_modules/jest/bin/jest.js", *JEST_OPTIONS, *[f"./{f}" for f in files]]
-    return ["node", "--test", f"--test-reporter={HERE}/{REPORTER}", "--test-reporter-destination=stdout",
-            *[f"./{f}" for f in files]]
+    return owned_files_tar(HERE.rsplit("/", 1)[1], {REPORTER: REPORTER_SOURCE.encode()})
 
 
 async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: SandboxLimits,
@@ -536,7 +476,8 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
     await sandbox._thread(run, sandbox._start, run, image, reporter_tar(), tree, None)
     # the installed packages, read-only in the image, are the tree's node_modules (unless the tree has its own)
     link = f"[ -e node_modules ] || ln -s {NPM_DIR}/node_modules node_modules; " if plan.lock is not None else ""
-    argv = ["sh", "-c", link + 'exec "$@"', "node", *runner_argv(plan, files)]
+    argv = ["sh", "-c", link + 'exec "$@"', "node", "node", "--test", f"--test-reporter={HERE}/{REPORTER}",
+            "--test-reporter-destination=stdout", *[f"./{f}" for f in files]]
     done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=node_env(), run=run, workdir=REPO,
                                          channel=True)
     output = clean_test_output(bytes(done.stderr), limits.output_bytes)
@@ -553,8 +494,7 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
         status, reason = "error", f"killed: output exceeded {limits.output_kill_bytes} bytes"
     elif done.exit_code not in (0, 1) and not tests and not errors:
         tail = "\n".join(bytes(done.stderr).decode("utf-8", "replace").strip().splitlines()[-8:])
-        command = "jest" if plan.runner == "jest" else "node --test"
-        status, reason = "error", f"{command} ended (exit code {done.exit_code}) without running a test: {tail}"
+        status, reason = "error", f"node --test ended (exit code {done.exit_code}) without running a test: {tail}"
     if status == "ran" and not tests and not errors:
         status = "no_tests"
     return TestRunResult(

@@ -15,16 +15,7 @@ import pytest
 from checks.languages import GO, JAVASCRIPT, PYTHON, javascript, language_of_test, languages_of
 from checks.models import Case, ChangedFile
 from checks.testpaths import is_environment_path, is_harness_path, is_test_path
-from sandbox.languages.javascript import (
-    HERE,
-    JEST_REPORTER,
-    MARK,
-    offered_version,
-    plan_javascript,
-    read_events,
-    runner_argv,
-    satisfies,
-)
+from sandbox.languages.javascript import MARK, offered_version, plan_javascript, read_events, satisfies
 
 
 def line(kind: str, name: str, nesting: int = 0, file: str = "test/calc.test.js", **more: object) -> bytes:
@@ -169,23 +160,3 @@ def test_a_major_only_label_is_that_line_s_latest_release() -> None:
     assert plan({"package.json": '{"engines": {"node": "^18.17"}}', "test/a.test.js": ""}, "18")[0] is None
     error = plan({"package.json": '{"engines": {"node": "18.19.0"}}', "test/a.test.js": ""}, "18")[0]
     assert error == "the project asks for Node.js 18.19.0; the sandbox image offers Node.js 18"
-
-
-def test_a_jest_project_runs_its_installed_jest_on_jest_s_test_files() -> None:
-    files = {"package.json": '{"scripts": {"test": "jest"}, "devDependencies": {"jest": "29.7.0"}}',
-             "package-lock.json": "{}", "test/calc.test.js": "", "test/helpers.js": "", "src/__tests__/a.js": ""}
-    planned = plan_javascript(files.get, sorted(files), "18")
-    assert planned.toolchain.error is None and planned.runner == "jest" and planned.lock == "package-lock.json"
-    assert planned.files == ("src/__tests__/a.js", "test/calc.test.js")  # a helper is not a test file to Jest
-    argv = runner_argv(planned, planned.files)
-    assert argv[:2] == ["node", "node_modules/jest/bin/jest.js"]
-    assert f"--reporters={HERE}/{JEST_REPORTER}" in argv and "--testRunner=jest-circus/runner" in argv
-    error, _ = plan({**files, "package.json": '{"scripts": {"test": "jest"}}'})
-    assert error is not None and "which is not among its npm dependencies" in error
-
-
-def test_the_jest_options_a_change_sets_are_named() -> None:
-    found = javascript.harness_changes("package.json", "modified", "{}", [(4, '  "jest": {"testFailureExitCode": 0}')],
-                                       [])
-    assert [(f[0], f[1]) for f in found] == [("runner-option", 4)] and "`testFailureExitCode`" in found[0][2]
-    assert javascript.harness_changes("package.json", "modified", "{}", [(4, '  "version": "1.0.1",')], []) == []
