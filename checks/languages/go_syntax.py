@@ -21,11 +21,12 @@ Pure; tree-sitter and its Go grammar are the ``tree-sitter`` and ``tree-sitter-g
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
 from checks.constraints import Violation
+from checks.languages.tree import text as _text
+from checks.languages.tree import walk as _walk
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "/bin/sh", "/bin/bash", "/usr/bin/sh", "/usr/bin/bash",
                     "/usr/bin/env"})
@@ -46,18 +47,6 @@ def _parser() -> Any:
 def available() -> bool:
     """Whether Go files can be parsed here (the tree-sitter wheels are installed)."""
     return _parser() is not None
-
-
-def _walk(node: Any) -> Iterator[Any]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
-
-
-def _text(node: Any) -> str:
-    return bytes(node.text or b"").decode("utf-8", "replace")
 
 
 def _string(node: Any) -> str | None:

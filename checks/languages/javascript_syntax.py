@@ -30,11 +30,12 @@ wheels. Without them :func:`available` is False and no JavaScript file counts as
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
 from checks.constraints import Violation
+from checks.languages.tree import text as _text
+from checks.languages.tree import walk as _walk
 
 CHILD_PROCESS = "child_process"
 SHELL_ALWAYS = frozenset({"exec", "execSync"})
@@ -70,18 +71,6 @@ def available() -> bool:
 
 def dialect(path: str) -> str:
     return next((name for suffix, name in DIALECTS.items() if path.endswith(suffix)), "javascript")
-
-
-def _walk(node: Any) -> Iterator[Any]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
-
-
-def _text(node: Any) -> str:
-    return bytes(node.text or b"").decode("utf-8", "replace")
 
 
 def _string(node: Any) -> str | None:
