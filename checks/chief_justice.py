@@ -45,7 +45,8 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             (``not analysed: <languages>``): ``neutral``, never a score that claims measurement,
                             and never ``fail`` on the CIS alone (it was computed on nothing; a test rule above may
                             still fail it); a changed Python file that could not be read (too large, binary): not
-                            ``pass``. A change whose only analysable files are dependency files LogoMesh measured
+                            ``pass``, nor is one in a Python this interpreter does not read (Python 2, newer syntax).
+                            A change whose only analysable files are dependency files LogoMesh measured
                             (``checks.dependencies.measured_files``) is judged on them. A mixed change is judged on
                             its Python code and the languages left unread are
                             named; the project's tests in a language LogoMesh does not run are named when no Python
@@ -66,6 +67,7 @@ from checks.deciding import score_reason
 from checks.dependencies import holds_back_pass, measured_files
 from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
+from checks.languages.python_dialect import unread_dialects
 from checks.linguist import language, named_languages, runtime, unanalysed_code, unrun_tests
 from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, TestDiff, round_score
 from rubric import Criterion, Rubric
@@ -274,10 +276,13 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         if ran and not any(m.status in ("killed", "timeout") for m in ran):
             verdict = _not_pass(verdict, reasons, f"Rule of Untested Change: none of {len(ran)} small changes to "
                                 "the changed lines is detected by any test")
-    hidden = [f for f in files if f.path.endswith(".py") and f.status != "removed" and f.not_analysed]
+    hidden = [(f.path, f.not_analysed) for f in files
+              if f.path.endswith(".py") and f.status != "removed" and f.not_analysed]
+    hidden += [(e.location.path, str(e.facts.get("reason"))) for e in unread_dialects(brief.evidence)
+               if e.location is not None]
     if hidden:  # said whatever the verdict: a reader must know some of the code was never read
         verdict = _not_pass(verdict, reasons, f"Rule of Measurement: changed Python code was not analysed: "
-                            f"{hidden[0].path} ({hidden[0].not_analysed})", always_say=True)
+                            f"{hidden[0][0]} ({hidden[0][1]})", always_say=True)
     tested = tested_languages(brief)
     # the languages whose tests LogoMesh tried to run and could not: named with why, never "does not run"
     blocked = {t.language: t.error for t in (brief.tests.toolchains if brief.tests is not None else ())

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import sys
+from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from checks.collector import collector_paused
@@ -131,18 +134,38 @@ def _all_constant(call: ast.Call) -> bool:
 
 EXECUTORS = frozenset({"exec", "eval", "compile"})
 MAX_NESTING = 3
+PACKAGE_ROOTS = ("src", "lib", "lib2", "lib3", "python")  # where a repository keeps its packages, besides its root
 
 
-def check_source(path: str, source: str, rubric: Rubric, _depth: int = 0) -> SourceReport:
+def own_packages(head_paths: Collection[str], added: Collection[str] = ()) -> frozenset[str]:
+    """The top-level packages the repository itself provides (``yaml`` for PyYAML's ``lib3/yaml/__init__.py``),
+    never a standard-library name and never one whose ``__init__.py`` is in ``added`` (a change cannot make a
+    package its own to launder calls into it)."""
+    names: set[str] = set()
+    skip = set(added)
+    for path in head_paths:
+        parts = PurePosixPath(path).parts
+        if parts[-1:] != ("__init__.py",) or path in skip:
+            continue
+        if len(parts) == 2:
+            names.add(parts[0])
+        elif len(parts) == 3 and parts[0] in PACKAGE_ROOTS:
+            names.add(parts[1])
+    return frozenset(n for n in names if n.isidentifier() and n not in sys.stdlib_module_names)
+
+
+def check_source(path: str, source: str, rubric: Rubric, _depth: int = 0,
+                 own: frozenset[str] = frozenset()) -> SourceReport:
     """Every constraint violation in one Python file (all lines; the caller decides which lines count).
 
     Code hidden in a string that folds to a constant (``exec(base64.b64decode("…"))``) is checked too, and what
-    it holds is reported on the line that executes it."""
+    it holds is reported on the line that executes it. A banned call into one of ``own`` (:func:`own_packages`)
+    is noted, not a flaw: the repository defines what it does (``yaml.load`` in PyYAML's own tests)."""
     with collector_paused():
-        return _check_source(path, source, rubric, _depth)
+        return _check_source(path, source, rubric, _depth, own)
 
 
-def _check_source(path: str, source: str, rubric: Rubric, _depth: int) -> SourceReport:
+def _check_source(path: str, source: str, rubric: Rubric, _depth: int, own: frozenset[str]) -> SourceReport:
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
@@ -186,12 +209,14 @@ def _check_source(path: str, source: str, rubric: Rubric, _depth: int) -> Source
                 if is_test_path(path) and _all_constant(node):
                     # a test's own fixed command: nothing untrusted reaches it, so it is noted, not a flaw
                     severity, message = "low", f"{message} (constant arguments in a test file)"
+                elif name.split(".")[0] in own:
+                    severity, message = "low", f"{message} (the repository's own package: it defines this call)"
                 found.append(Violation(f"call:{call_rule.name}", "banned-call", severity, message, node.lineno,
                                        call_rule.cwe, name))
         if name in EXECUTORS and node.args and _depth < MAX_NESTING:
             hidden = fold_string(node.args[0], aliases)
             if hidden:
-                for inner in check_source(path, hidden, rubric, _depth + 1).violations:
+                for inner in check_source(path, hidden, rubric, _depth + 1, own).violations:
                     found.append(Violation(f"{inner.rule}:hidden", inner.category, inner.severity,
                                            f"{inner.message} (in code decoded from a constant and run by {name}())",
                                            node.lineno, inner.cwe, inner.symbol))

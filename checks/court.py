@@ -8,7 +8,7 @@ the same inputs give a byte-identical :class:`~checks.models.Evaluation`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from checks import cis
@@ -19,6 +19,7 @@ from checks.errors import DetectiveError
 from checks.hearing import hear
 from checks.judges import offline_judges
 from checks.languages import go, go_syntax, javascript, javascript_syntax
+from checks.languages.python_dialect import unread_dialects
 from checks.linguist import unrun_tests
 from checks.models import (
     Brief,
@@ -115,18 +116,20 @@ def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float |
         testing = None  # the project's tests are in a language LogoMesh does not run: not measured, never "none"
     semantic = state.semantic()
     rationale = semantic.score if semantic is not None and semantic.measured else None
+    unread = {e.location.path for e in unread_dialects(state.evidence) if e.location is not None}
     return {
         "rationale": rationale,
-        "architecture": cis.architecture_score(rubric, severities) if analysable(state.case) else None,
+        "architecture": cis.architecture_score(rubric, severities) if analysable(state.case, unread) else None,
         "testing": testing,
     }
 
 
-def analysable(case: Case) -> bool:
-    """Whether the change holds code the court can analyse: Python that is not removed, or Go or JavaScript /
-    TypeScript when its syntax tree can be read here (:func:`checks.languages.go_syntax.available`,
-    :func:`checks.languages.javascript_syntax.available`)."""
-    return any(f.status != "removed" and (f.path.endswith(".py") or (go.owns(f.path) and go_syntax.available())
+def analysable(case: Case, unread: Collection[str] = ()) -> bool:
+    """Whether the change holds code the court can analyse: Python that is not removed (nor in ``unread``: a
+    dialect this interpreter does not read), or Go or JavaScript / TypeScript when its syntax tree can be read here
+    (:func:`checks.languages.go_syntax.available`, :func:`checks.languages.javascript_syntax.available`)."""
+    return any(f.status != "removed" and f.path not in unread
+               and (f.path.endswith(".py") or (go.owns(f.path) and go_syntax.available())
                                           or (javascript.owns(f.path) and javascript_syntax.available()))
                for f in case.files)
 

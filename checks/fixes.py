@@ -42,7 +42,8 @@ MAINTAINER = "a maintainer, on the base branch"
 OPERATOR = "whoever runs LogoMesh"
 # Facts that are not the change's fault, and who can act on them: the author never reads them under "What to fix".
 # ``.logomesh.yml`` is read from the base branch, so its snippet is a maintainer's to add, not the PR author's.
-NOT_THE_CHANGE = {"test-environmental": MAINTAINER, "tests-env-error": MAINTAINER, "tests-not-measured": OPERATOR}
+NOT_THE_CHANGE = {"test-environmental": MAINTAINER, "tests-env-error": MAINTAINER, "tests-not-measured": OPERATOR,
+                  "code-dialect": OPERATOR}
 
 
 # kind → (title, hint). A kind absent here is shown with its evidence summary as the title.
@@ -91,6 +92,10 @@ WORDS: dict[str, tuple[str, str]] = {
                         "Say in the title and body what the change does, naming the code it touches."),
     "not-analysed": ("Changed code was not analysed", "Split very large or generated files out of the change."),
     "syntax-error": ("The code does not parse", "Fix the syntax error."),
+    "code-dialect": ("Changed code is in a Python LogoMesh does not read",
+                     "Nothing in the change to fix: LogoMesh reads the Python 3 of the interpreter it runs on, not "
+                     "Python 2 or newer syntax, so this file's rules and sinks were not checked and the change "
+                     "cannot pass on it; the tests still judge the code wherever they run it."),
     "detective-failed": ("Part of the review failed", "Run `/recheck`; if it fails again, the message says why."),
     "claim-unsupported": ("The description claims something the change does not show",
                           "Correct the description or add what it promises."),
@@ -112,7 +117,7 @@ FIRST = {kind: i for i, kind in enumerate(("test-regressed", "test-tampered", "t
                                            "constraint-violation", "tests-env-error", "tests-timeout", "tests-error"))}
 # Facts that explain a verdict held back from ``pass`` even when they are not severe themselves.
 DEMOTING = frozenset({"title-mismatch", "tests-not-measured", "tests-env-error", "no-tests", "intent-mismatch",
-                      "not-analysed", "test-mutation", "test-removed", "tests-timeout", "tests-error",
+                      "not-analysed", "code-dialect", "test-mutation", "test-removed", "tests-timeout", "tests-error",
                       "test-flaky", "test-environmental", "test-unattributed", "dependency-startup"})
 # Summaries that repeat facts listed one by one: never a fix of their own.
 AGGREGATES = frozenset({"tests-differential", "tests", "diff-summary", "commit-history", "test-environment",

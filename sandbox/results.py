@@ -105,6 +105,13 @@ def fix_hint(line: str | None) -> str:
             "test:\n  environment:\n    requirements: [\"" + name.replace('"', "") + "\"]")
 
 
+BUILD_HINT = ("the project itself does not build from this checkout here, so its tests cannot import it; a build "
+              "requirement it leaves unpinned may have moved on since (e.g. Cython 3 under an older setup.py): pin "
+              "it in the project's build requirements, or set the environment (build requirements included, the "
+              "install uses it) in the base branch's .logomesh.yml:\ntest:\n  environment:\n    requirements: "
+              "[\"Cython<3\", \"pytest\"]")
+
+
 def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -> TestRunResult:
     setup: SetupReport | None = base.get("setup")
     install: dict[str, Any] = loaded["install"] if isinstance(loaded.get("install"), dict) else {}
@@ -155,9 +162,9 @@ def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -
     if counts["passed"] == 0 and (every_error_imports or (install_failed and messages)):
         why = [f"the tests could not import what they need: {import_line}" if import_line
                else "the tests could not run in this environment"]
-        if install_failed:
+        if install_failed:  # the module the tests miss is the project's own: installing it from an index is no fix
             why.append("the project's editable install failed: " + str(install.get("reason") or "")[-400:])
-        why.append(fix_hint(import_line))
+        why.append(BUILD_HINT if install_failed else fix_hint(import_line))
         return TestRunResult(status="env_error", reason="; ".join(why), **fields)
     executed = counts["passed"] + counts["failed"] + counts["errored"]
     code = loaded.get("exit_code")

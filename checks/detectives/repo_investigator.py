@@ -6,7 +6,9 @@ against the rubric's constraint set with :mod:`ast`, and every changed Go, JavaS
 aside) for its sinks with tree-sitter (:mod:`checks.languages.go_syntax`, :mod:`checks.languages.javascript_syntax`),
 reporting exact ``file:line`` locations.
 Why: architecture (A) is a fact, not an opinion; only violations on lines the change adds count against it,
-so a PR is never blamed for code it did not write. A syntax error is evidence, never a crash.
+so a PR is never blamed for code it did not write. A syntax error is evidence, never a crash; a file in a Python
+this interpreter does not read (Python 2, or newer syntax: :mod:`checks.languages.python_dialect`) is named as not
+analysed, never as a syntax error.
 Example: ``app.py:3 calls eval() — eval() executes arbitrary code (CWE-95)``.
 """
 
@@ -14,9 +16,9 @@ from __future__ import annotations
 
 import re
 
-from checks.constraints import Violation, check_source
+from checks.constraints import Violation, check_source, own_packages
 from checks.detectives.registry import register
-from checks.languages import go, javascript
+from checks.languages import go, javascript, python_dialect
 from checks.languages.go_syntax import check_go
 from checks.languages.javascript_syntax import check_javascript
 from checks.models import Case, ChangedFile, DetectiveReport, Evidence, Location
@@ -34,8 +36,9 @@ class RepoInvestigator:
     async def investigate(self, case: Case, rubric: Rubric) -> DetectiveReport:
         evidence: list[Evidence] = [_diff_summary(case)]
         evidence.extend(_forensics(case, rubric))
+        own = own_packages(case.head_paths, [f.path for f in case.files if f.status == "added"])
         for changed in case.files:
-            evidence.extend(_file_evidence(changed, rubric))
+            evidence.extend(_file_evidence(changed, rubric, own))
         return DetectiveReport(detective=ID, evidence=tuple(evidence))
 
 
@@ -116,7 +119,7 @@ def _forensics(case: Case, rubric: Rubric) -> list[Evidence]:
     return items
 
 
-def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
+def _file_evidence(changed: ChangedFile, rubric: Rubric, own: frozenset[str] = frozenset()) -> list[Evidence]:
     if changed.status != "removed" and changed.not_analysed is not None:
         code = changed.path.endswith(".py")
         return [Evidence(
@@ -135,9 +138,17 @@ def _file_evidence(changed: ChangedFile, rubric: Rubric) -> list[Evidence]:
         return _violations(changed, found) if found is not None else []
     if not changed.path.endswith(".py"):
         return []
-    report = check_source(changed.path, changed.content, rubric)
+    report = check_source(changed.path, changed.content, rubric, own=own)
     if report.syntax_error is not None:
         line, message = report.syntax_error
+        written_in = python_dialect.dialect(changed.content, message)
+        if written_in is not None:  # read whole by the tolerant grammar: unread code, not broken code
+            return [Evidence(
+                id=f"{ID}.dialect:{changed.path}", detective=ID, kind="code-dialect",
+                summary=f"{changed.path} was not analysed: it is {written_in} code, which LogoMesh's Python "
+                        f"{python_dialect.here()} does not read ({message}) — its rules and sinks were not checked",
+                location=Location(path=changed.path, line=line), severity="low",
+                facts={"reason": f"{written_in} code", "python": True, "dialect": written_in})]
         return [
             Evidence(
                 id=f"{ID}.syntax:{changed.path}",
@@ -180,7 +191,7 @@ def _violations(changed: ChangedFile, violations: tuple[Violation, ...]) -> list
     return items
 
 
-@register(ID, order=10, emits=("constraint-violation", "syntax-error", "not-analysed", "analysis-capped",
-                                "commit-history", "diff-summary"))
+@register(ID, order=10, emits=("constraint-violation", "syntax-error", "not-analysed", "code-dialect",
+                                "analysis-capped", "commit-history", "diff-summary"))
 def build(resources: CourtResources) -> RepoInvestigator:
     return RepoInvestigator()

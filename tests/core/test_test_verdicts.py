@@ -497,3 +497,21 @@ def test_a_failing_documentation_example_renumbered_by_the_change_is_pre_existin
     # each base failure covers one head case only
     two = run(ok, case("failed", now, message), case("failed", now.replace("1301", "1401"), message))
     assert len(classify(base, two, None, (), {"docs/index.md"}).new_failing) == 1
+
+
+def test_a_project_that_does_not_build_is_told_how_to_pin_its_build_never_to_install_itself() -> None:
+    # PyYAML's setup.py under Cython 3: the editable install fails, so every test misses ``yaml``, its own module
+    errors = [{"id": f"tests/test_{i}.py", "message": "E   ModuleNotFoundError: No module named 'yaml'"}
+              for i in range(3)]
+    loaded = {"install": {"status": "failed", "reason": "AttributeError: 'build_ext' object has no attribute "
+                                                       "'cython_sources'"},
+              "record": {"collected": [], "tests": [], "errors": errors}}
+    result = read_results(loaded, TestSpec(), {})
+    reason = result.reason or ""
+    assert result.status == "env_error" and "cython_sources" in reason and "build" in reason
+    assert 'requirements: ["yaml"]' not in reason
+    # hostile twin: a missing third-party module with the project installed still names that module
+    missing = {"install": {"status": "ok"}, "record": {"collected": [], "tests": [], "errors": [
+        {"id": "tests/test_a.py", "message": "E   ModuleNotFoundError: No module named 'freezegun'"}]}}
+    named = read_results(missing, TestSpec(), {})
+    assert named.status == "env_error" and 'requirements: ["freezegun"]' in (named.reason or "")
