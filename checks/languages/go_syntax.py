@@ -21,10 +21,10 @@ Pure; tree-sitter and its Go grammar are the ``tree-sitter`` and ``tree-sitter-g
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from checks.constraints import Violation
+from checks.languages.tree import grammar
 from checks.languages.tree import text as _text
 from checks.languages.tree import walk as _walk
 
@@ -34,14 +34,8 @@ SQL_METHODS = {"Query": 0, "QueryRow": 0, "Exec": 0, "Prepare": 0, "QueryContext
                "ExecContext": 1, "PrepareContext": 1}
 
 
-@lru_cache(maxsize=1)
 def _parser() -> Any:
-    try:
-        import tree_sitter
-        import tree_sitter_go
-    except ImportError:
-        return None
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_go.language()))
+    return grammar("tree_sitter_go")
 
 
 def available() -> bool:

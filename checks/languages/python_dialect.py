@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any
 
-from checks.languages.tree import walk
+from checks.languages.tree import grammar, walk
 from checks.models import Evidence
 
 PYTHON2 = "Python 2"
@@ -28,14 +27,8 @@ PYTHON2_NODES = frozenset({"print_statement", "exec_statement"})
 NEWER_NODES = frozenset({"type_alias_statement", "type_parameter"})
 
 
-@lru_cache(maxsize=1)
 def _parser() -> Any:
-    try:
-        import tree_sitter
-        import tree_sitter_python
-    except ImportError:
-        return None
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
+    return grammar("tree_sitter_python")
 
 
 def available() -> bool:
