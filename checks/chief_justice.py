@@ -210,14 +210,19 @@ def _rule_of_environment(diff: TestDiff, verdict: str, reasons: list[str]) -> st
                      always_say=True)
 
 
-def _rule_of_completion(brief: Brief, diff: TestDiff, verdict: str, reasons: list[str]) -> str:
+def _incomplete_run(brief: Brief) -> str | None:
+    """Which of the change's runs (its own, or its code under the base's tests) did not complete, and why."""
     if brief.tests is not None and brief.tests.status in ("timeout", "error"):
-        return _not_pass(verdict, reasons, f"Rule of Completion: the change's test run did not complete "
-                         f"({brief.tests.reason})")
-    if diff.guard_tests is not None and diff.guard_tests.status in ("timeout", "error"):
-        return _not_pass(verdict, reasons, "Rule of Completion: the run of the change's code under the base's "
-                         f"tests did not complete ({diff.guard_tests.reason})")
-    return verdict
+        return f"the change's test run did not complete ({brief.tests.reason})"
+    guard = brief.differential.guard_tests if brief.differential is not None else None
+    if guard is not None and guard.status in ("timeout", "error"):
+        return f"the run of the change's code under the base's tests did not complete ({guard.reason})"
+    return None
+
+
+def _rule_of_completion(brief: Brief, verdict: str, reasons: list[str]) -> str:
+    stopped = _incomplete_run(brief)
+    return verdict if stopped is None else _not_pass(verdict, reasons, f"Rule of Completion: {stopped}")
 
 
 def _rule_of_reproduction(diff: TestDiff, verdict: str, reasons: list[str]) -> str:
@@ -251,7 +256,7 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                                 "be neither charged to this change nor passed over", always_say=True)
         verdict = _rule_of_environment(diff, verdict, reasons)
         verdict = _rule_of_reproduction(diff, verdict, reasons)
-        verdict = _rule_of_completion(brief, diff, verdict, reasons)  # an unmeasured base never silences it
+        verdict = _rule_of_completion(brief, verdict, reasons)  # an unmeasured base never silences it
     if diff is not None and diff.status == "measured":
         if diff.tampered:  # said even when a regression fails the change below: it says how it was hidden
             verdict = _not_pass(verdict, reasons, f"Rule of the Oracle: {len(diff.tampered)} test(s) pass only "
@@ -271,7 +276,7 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                                 f"fail at head (first: {diff.unattributed[0].name}) that the base's run did not "
                                 "record, so they can be neither charged to this change nor passed over",
                                 always_say=True)
-        verdict = _rule_of_completion(brief, diff, verdict, reasons)
+        verdict = _rule_of_completion(brief, verdict, reasons)
         ran = [m for m in diff.mutants if m.status != "not_run"]
         if ran and not any(m.status in ("killed", "timeout") for m in ran):
             verdict = _not_pass(verdict, reasons, f"Rule of Untested Change: none of {len(ran)} small changes to "
@@ -413,12 +418,13 @@ def judge_case(
         verdict = "neutral"
         reasons.append("Tests were not measured, so the verdict cannot be pass")
     verdict = rules_of_tests(brief, verdict, reasons)
-    if (verdict == "fail" and red == 0.0 and intent == 1.0 and brief.tests is not None
-            and brief.tests.status in ("timeout", "error") and not any(r.startswith("Rule of") for r in reasons)):
+    stopped = _incomplete_run(brief)
+    if (verdict == "fail" and red == 0.0 and intent == 1.0 and stopped is not None
+            and not any(r.startswith("Rule of") for r in reasons)):
         # only the CIS failed it, and only because T scored a run that did not complete: no evidence against it
         verdict = "neutral"
-        reasons.append(f"Rule of Completion: the change's test run did not complete ({brief.tests.reason}), so a "
-                       "CIS under the fail line with no failing test, finding or intent penalty is not a fail")
+        reasons.append(f"Rule of Completion: {stopped}, so a CIS under the fail line with no failing test, "
+                       "finding or intent penalty is not a fail")
     verdict, rejected = rule_of_rejection(rubric, opinions, verdict, rejection_first)
     if rejected:
         reasons.append(rejected)

@@ -50,8 +50,8 @@ def testing_from_diff(rubric: Rubric, diff: TestDiff, head: TestRunResult | None
     if head is not None and head.status in ("timeout", "error"):
         return t.at_zero
     good, bad = tests_held(diff)
-    if good + bad == 0:
-        return t.no_tests
+    if good + bad == 0:  # a run stopped before every test (the guard's wall clock) is not "no tests"
+        return t.at_zero if diff.unreached else t.no_tests
     share = good / (good + bad)
     kill_rate = diff.kill_rate
     if kill_rate is not None:

@@ -99,7 +99,7 @@ def measured_components(rubric: Rubric, state: ReviewState) -> dict[str, float |
     found_none = False  # the runs found no test: "no tests" (T = testing.no_tests) unless the tests are elsewhere
     if diff is not None and diff.status == "measured":
         testing = cis.testing_from_diff(rubric, diff, tests)
-        found_none = not diff.regressed and sum(cis.tests_held(diff)) == 0 \
+        found_none = not diff.regressed and not diff.unreached and sum(cis.tests_held(diff)) == 0 \
             and not (tests is not None and tests.status in ("timeout", "error"))
     elif diff is not None and diff.status == "env_error":
         testing = None

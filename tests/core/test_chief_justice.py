@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from checks import cis
 from checks.chief_justice import dissent_for, judge_case, rule_of_evidence, rule_of_functionality, rule_of_security
 from checks.models import (
     Brief,
@@ -102,6 +103,27 @@ def test_a_cis_under_the_fail_line_only_because_the_run_did_not_complete_is_not_
     assert judge_case(RUBRIC, brief(diff=measured(), tests=tests, components=low, red=red), _all(2)).verdict == "fail"
     # and a complete run with the same low CIS fails as before
     assert judge_case(RUBRIC, brief(diff=measured(), components=low), _all(2)).verdict == "fail"
+
+
+def test_a_guard_run_that_stopped_before_every_test_scores_as_incomplete_never_as_no_tests() -> None:
+    # cattrs#732 ("Format using ruff"): the head's run passed 879 tests, the run of its code under the base's tests
+    # hit the wall clock before it reported one, so no test was classified as holding
+    timeout = "killed: wall-clock timeout after 300 s"
+    guard = TestRunResult(status="timeout", reason=timeout)
+    stopped = TestDiff(status="measured", guard_tests=guard, unreached=("tests/test_a.py::t",))
+    apart = RUBRIC.model_copy(update={"testing": RUBRIC.testing.model_copy(update={"no_tests": 0.15})})
+    assert cis.testing_from_diff(apart, stopped, TestRunResult(status="ran", passed=879)) == apart.testing.at_zero
+    low = {"rationale": 0.3, "architecture": 0.5, "testing": RUBRIC.testing.at_zero}
+    j = judge_case(RUBRIC, brief(diff=stopped, components=low), _all(2))
+    assert j.cis_score < RUBRIC.verdict.fail and j.verdict == "neutral"
+    assert any(r.startswith("Rule of Completion: the run of the change's code under the base's tests") and timeout in r
+               for r in j.verdict_reasons)
+    # hostile twins: a regression the guard saw before it stopped still fails; a complete guard's low CIS fails
+    regressed = stopped.model_copy(update={"regressed": (FAILING,)})
+    assert judge_case(RUBRIC, brief(diff=regressed, components=low), _all(2)).verdict == "fail"
+    complete = stopped.model_copy(update={"guard_tests": TestRunResult(status="ran", passed=1), "unreached": ()})
+    assert judge_case(RUBRIC, brief(diff=complete, components=low), _all(2)).verdict == "fail"
+    assert cis.testing_from_diff(apart, complete, None) == apart.testing.no_tests
 
 
 def test_an_empty_change_is_nothing_to_review_and_other_languages_are_not_analysed() -> None:
