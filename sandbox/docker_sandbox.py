@@ -27,7 +27,7 @@ import tarfile
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -38,6 +38,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount, Ulimit
 
 from checks.models import DeclaredRequirement, EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
+from sandbox.cpu_slots import engine_cpus, slot_count, test_slot
 from sandbox.env_registry import EnvRegistry
 from sandbox.environment import plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
@@ -274,6 +275,15 @@ class DockerSandbox:
         self._probe_env: tuple[Prepared, dict[str, Any]] | None = None
         self._probe_lock = asyncio.Lock()
         self._images: dict[str, str] | None = None
+        self._slots: int | None = None
+
+    @contextlib.asynccontextmanager
+    async def test_slot(self) -> AsyncIterator[None]:
+        """Wait for a share of the engine's CPUs before a test run starts (:mod:`sandbox.cpu_slots`)."""
+        if self._slots is None:
+            self._slots = slot_count(await asyncio.to_thread(engine_cpus, self.client), self.limits.cpus)
+        async with test_slot(str(getattr(self.client.api, "base_url", "")), self._slots):
+            yield
 
     @property
     def images(self) -> dict[str, str]:
@@ -409,8 +419,9 @@ class DockerSandbox:
             extra = self._logomesh_files(spec, config)
             await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
             python = prepared.python
-            result = await self._exec(run, [python, "-I", "-S", f"{HERE}/runner.py", f"{HERE}/config.json"],
-                                      limits, env=prepared.env, channel=True)
+            async with self.test_slot():
+                result = await self._exec(run, [python, "-I", "-S", f"{HERE}/runner.py", f"{HERE}/config.json"],
+                                          limits, env=prepared.env, channel=True)
             return self._test_result(result, results_frame(result), spec, limits, time.monotonic() - started,
                                      base)
         except RepositoryTooLarge as exc:

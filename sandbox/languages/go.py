@@ -306,46 +306,48 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
     outputs: list[str] = []
     past_cap = 0
     status, reason = "ran", None
-    for module in modules:
-        remaining = limits.timeout_seconds - (time.monotonic() - started)
-        if remaining <= 1:
-            status, reason = "timeout", f"killed: wall-clock timeout after {limits.timeout_seconds:g} s"
-            break
-        targets = ["./..."]
-        if selected is not None:
-            prefix = f"{module.dir}/" if module.dir else ""
-            targets = ["./" + d[len(prefix):] if d != module.dir else "." for d in selected[0]
-                       if d == module.dir or (d.startswith(prefix) if prefix else True)]
-            if not targets:
-                continue
-        argv = ["go", "test", "-json", "-count=1", "-vet=off", "-p", "1", f"-timeout={max(1, int(remaining))}s",
-                *(["-run", selected[1]] if selected is not None else []), *targets]
-        done: _Exec = await sandbox._exec_in(run.container, argv, limits.with_timeout(remaining), env=env, run=run,
-                                             workdir=f"{REPO}/{module.dir}" if module.dir else REPO, channel=True)
-        stderr = bytes(done.stderr).decode("utf-8", "replace")
-        outputs.append(clean_test_output(bytes(done.stderr), limits.output_bytes))
-        if done.channel_bytes > MAX_CHANNEL_BYTES:
-            status, reason = "error", f"go test's event stream is larger than {MAX_CHANNEL_BYTES} bytes"
-            break
-        found, failed, cut = await asyncio.to_thread(read_events, bytes(done.stdout), stderr, module, tree.read,
-                                                     paths)
-        tests += found
-        errors += failed
-        past_cap += cut
-        if done.timed_out:
-            status, reason = "timeout", f"killed: wall-clock timeout after {limits.timeout_seconds:g} s"
-            break
-        if done.oom_killed:
-            status, reason = "error", f"killed: out of memory (limit {limits.memory_mb} MB)"
-            break
-        if done.output_overflow:
-            status, reason = "error", f"killed: output exceeded {limits.output_kill_bytes} bytes"
-            break
-        if done.exit_code not in (0, 1) and not found and not failed:
-            # the go command itself failed (a malformed go.mod, a missing toolchain): nothing was measured
-            tail = "\n".join(stderr.strip().splitlines()[-8:])
-            status, reason = "error", f"go test ended (exit code {done.exit_code}) without running a test: {tail}"
-            break
+    async with sandbox.test_slot():  # the tests' wall clock starts with them (sandbox/cpu_slots.py)
+        started = time.monotonic()
+        for module in modules:
+            remaining = limits.timeout_seconds - (time.monotonic() - started)
+            if remaining <= 1:
+                status, reason = "timeout", f"killed: wall-clock timeout after {limits.timeout_seconds:g} s"
+                break
+            targets = ["./..."]
+            if selected is not None:
+                prefix = f"{module.dir}/" if module.dir else ""
+                targets = ["./" + d[len(prefix):] if d != module.dir else "." for d in selected[0]
+                           if d == module.dir or (d.startswith(prefix) if prefix else True)]
+                if not targets:
+                    continue
+            argv = ["go", "test", "-json", "-count=1", "-vet=off", "-p", "1", f"-timeout={max(1, int(remaining))}s",
+                    *(["-run", selected[1]] if selected is not None else []), *targets]
+            done: _Exec = await sandbox._exec_in(run.container, argv, limits.with_timeout(remaining), env=env, run=run,
+                                                 workdir=f"{REPO}/{module.dir}" if module.dir else REPO, channel=True)
+            stderr = bytes(done.stderr).decode("utf-8", "replace")
+            outputs.append(clean_test_output(bytes(done.stderr), limits.output_bytes))
+            if done.channel_bytes > MAX_CHANNEL_BYTES:
+                status, reason = "error", f"go test's event stream is larger than {MAX_CHANNEL_BYTES} bytes"
+                break
+            found, failed, cut = await asyncio.to_thread(read_events, bytes(done.stdout), stderr, module, tree.read,
+                                                         paths)
+            tests += found
+            errors += failed
+            past_cap += cut
+            if done.timed_out:
+                status, reason = "timeout", f"killed: wall-clock timeout after {limits.timeout_seconds:g} s"
+                break
+            if done.oom_killed:
+                status, reason = "error", f"killed: out of memory (limit {limits.memory_mb} MB)"
+                break
+            if done.output_overflow:
+                status, reason = "error", f"killed: output exceeded {limits.output_kill_bytes} bytes"
+                break
+            if done.exit_code not in (0, 1) and not found and not failed:
+                # the go command itself failed (a malformed go.mod, a missing toolchain): nothing was measured
+                tail = "\n".join(stderr.strip().splitlines()[-8:])
+                status, reason = "error", f"go test ended (exit code {done.exit_code}) without running a test: {tail}"
+                break
     if status == "ran" and not tests and not errors:
         status = "no_tests"
     return TestRunResult(

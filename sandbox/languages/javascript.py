@@ -478,8 +478,9 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
     link = f"[ -e node_modules ] || ln -s {NPM_DIR}/node_modules node_modules; " if plan.lock is not None else ""
     argv = ["sh", "-c", link + 'exec "$@"', "node", "node", "--test", f"--test-reporter={HERE}/{REPORTER}",
             "--test-reporter-destination=stdout", *[f"./{f}" for f in files]]
-    done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=node_env(), run=run, workdir=REPO,
-                                         channel=True)
+    async with sandbox.test_slot():
+        done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=node_env(), run=run, workdir=REPO,
+                                             channel=True)
     output = clean_test_output(bytes(done.stderr), limits.output_bytes)
     status, reason = "ran", None
     if done.channel_bytes > MAX_CHANNEL_BYTES:
