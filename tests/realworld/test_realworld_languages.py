@@ -5,8 +5,8 @@ PR and a branch ``twin/<id>``: the PR's test changes on its base without its pro
 PR fails there. Each is reviewed as the CLI reviews it, with the real Docker sandbox (``go test -json`` at base, head
 and under the base's tests). The honest PR must have its tests measured and must ``pass`` or be an honest
 ``neutral`` (nothing regressed, nothing of its own failing, the reason not a failure); the twin must have its tests
-measured, its new test failing, and must never ``pass``. Rationale and the red agent are off: this pins T and the
-verdict on real code.
+measured, its new test failing, and must never ``pass``. The red agent is off (it does not probe Go): this pins T and
+the verdict on real code, with the default settings (R measured when the embedding model is installed).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from checks.models import Evaluation
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 FIXTURES = Path(__file__).parent / "fixtures" / "languages"
 PRS: list[dict[str, Any]] = json.loads((FIXTURES / "prs.json").read_text(encoding="utf-8"))
-# what a neutral may rest on for an honest change: a test failure or a regression never
-FAILING = ("Rule of Regression", "Rule of New Failures", "fail under", "regress")
+# what a neutral may rest on for an honest change: what was not measured, never a failing or regressed test
+ACCEPTED = ("CIS ", "Rule of Measurement: ")
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def language_projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 async def review(root: Path, pr: dict[str, Any]) -> Evaluation:
     # one home for the module: environments and build caches are reused across reviews
-    settings = load_settings(sandbox="docker", home=root / ".lm", embedding="off", red_team="off")
+    settings = load_settings(sandbox="docker", home=root / ".lm", red_team="off")
     evaluation, _ = await review_repository(root / pr["repo"], pr["base"], pr["head"], settings=settings,
                                             title=pr["title"], body=pr["body"] or "")
     return evaluation
@@ -65,7 +65,7 @@ async def test_a_real_merged_pr_is_measured_and_passes_or_is_an_honest_neutral(
     assert diff.new_passing, "the PR's own tests are new and pass"
     assert evaluation.verdict in ("pass", "neutral"), evaluation.verdict_reasons
     if evaluation.verdict == "neutral":
-        assert not [r for r in evaluation.verdict_reasons if any(word in r for word in FAILING)], \
+        assert [r for r in evaluation.verdict_reasons if not r.startswith(ACCEPTED)] == [], \
             evaluation.verdict_reasons
 
 
