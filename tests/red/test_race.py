@@ -325,3 +325,18 @@ def test_the_race_program_is_written_for_python_3_9_and_newer() -> None:
     ast.parse(program, feature_version=(3, 9))
     with pytest.raises(SyntaxError):
         ast.parse(program + "\nmatch 1:\n    case 1:\n        pass\n", feature_version=(3, 9))
+
+
+async def test_a_private_method_is_reached_by_its_mangled_name(attack: Attack, tmp_path: Path) -> None:
+    private = COUNTER.replace("def bump(", "def __bump(")
+    analysis, _agent, _sandbox = await attack({"shop/counter.py": private})
+    (race,) = analysis.findings
+    assert race.confirmed and race.effect is not None and "lost update" in race.effect
+    assert race.reproducer is not None and "._Counter__bump" in race.reproducer
+    repo = write_repo(tmp_path / "again", {"shop/counter.py": private})
+    shown = subprocess.run([sys.executable, "-c", race.reproducer], cwd=repo, capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    fixed = await _probe(tmp_path, {"shop/counter.py": _locked(private, {"__bump": ""})}, "shop/counter.py",
+                         "Counter.__bump")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)")

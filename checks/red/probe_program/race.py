@@ -184,6 +184,13 @@ def sizes(values: dict[str, Any]) -> dict[str, int]:
     return found
 
 
+def mangled(owner: str, name: str) -> str:
+    """The attribute a method of class ``owner`` is stored under: a private ``__name`` is name-mangled."""
+    if name.startswith("__") and not name.endswith("__") and owner.strip("_"):
+        return f"_{owner.lstrip('_')}{name}"
+    return name
+
+
 def outcome(call: Any) -> tuple[str, object]:
     try:
         value = call()
@@ -210,7 +217,8 @@ class Subject:
         if CONFIG["is_method"]:
             cls = getattr(self.module, parts[0])
             self.owner = self.receiver(cls)
-            self.target = getattr(self.owner, parts[1])
+            self.name = mangled(parts[0], parts[1])
+            self.target = getattr(self.owner, self.name)
         else:
             self.target = self.module
             for part in parts:
