@@ -80,6 +80,23 @@ def argument(parameter: inspect.Parameter) -> object:
     return "k"
 
 
+class Inferred:
+    """A test's argument that is not a literal (a fixture, a variable): its value is inferred when it is used."""
+
+    def __repr__(self) -> str:
+        return "<inferred>"
+
+
+INFER = Inferred()
+
+
+def literal(node: ast.expr) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return INFER
+
+
 def arguments(func: Any, skip_first: bool) -> dict[str, object]:
     try:
         signature = inspect.signature(func)
@@ -120,13 +137,10 @@ class TestCalls:
                     if not isinstance(node, ast.Call):
                         continue
                     name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-                    if not isinstance(name, str):
+                    if not isinstance(name, str) or any(isinstance(a, ast.Starred) for a in node.args):
                         continue
-                    try:
-                        call: Call = (tuple(ast.literal_eval(a) for a in node.args),
-                                      {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg})
-                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                        continue
+                    call: Call = (tuple(literal(a) for a in node.args),
+                                  {k.arg: literal(k.value) for k in node.keywords if k.arg})
                     if any(k.arg is None for k in node.keywords) or (name, repr(call)) in seen:
                         continue
                     seen.add((name, repr(call)))
@@ -134,21 +148,34 @@ class TestCalls:
         return found
 
     def of(self, name: str, func: Any, skip_first: bool = False) -> list[Call]:
-        """The tests' literal calls of ``name`` that ``func``'s signature accepts."""
+        """The tests' literal calls of ``name`` that ``func``'s signature accepts. When no call is literal
+        throughout, the calls whose other arguments are (a fixture's path with ``is_singleton=True``) are taken with
+        each non-literal argument replaced by the value inferred for its parameter: the call's shape, the keywords
+        that choose a code path, is what the tests say."""
         if self.by_name is None:
             self.by_name = self._scan()
         try:
             signature = inspect.signature(func)
         except (TypeError, ValueError):
             return []
-        accepted = []
+        accepted: list[Call] = []
+        partial: list[Call] = []
         for args, kwargs in self.by_name.get(name, []):
             try:
-                signature.bind(*((None,) if skip_first else ()), *args, **kwargs)
+                bound = signature.bind(*((None,) if skip_first else ()), *args, **kwargs)
             except TypeError:
                 continue
-            accepted.append((args, kwargs))
-        return accepted[:MAX_ARGUMENT_SETS]
+            if not any(v is INFER for v in (*args, *kwargs.values())):
+                accepted.append((args, kwargs))
+                continue
+            for key, value in bound.arguments.items():
+                parameter = signature.parameters[key]
+                if value is INFER and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                    bound.arguments[key] = argument(parameter)
+            filled = (tuple(bound.args[1:] if skip_first else bound.args), dict(bound.kwargs))
+            if not any(v is INFER for v in (*filled[0], *filled[1].values())) and filled not in partial:
+                partial.append(filled)
+        return (accepted or partial)[:MAX_ARGUMENT_SETS]
 
 
 TESTS = TestCalls()
@@ -257,24 +284,39 @@ class Subject:
             return isinstance(value, type) and kind.__qualname__ == metaclass.__qualname__ \
                 and kind.__module__ == metaclass.__module__
 
+        # a class the project can instantiate first: an abstract base built with the metaclass only raises
+        abstract = None
         for _, value in sorted(vars(self.module).items()):
             if built(value) and getattr(value, "__module__", "") == self.module.__name__:
-                return value
-        top = self.module.__name__.split(".")[0]
-        for name, mod in sorted(sys.modules.items()):
-            if mod is None or mod is self.module or not (name == top or name.startswith(top + ".")):
-                continue
+                if not inspect.isabstract(value):
+                    return value
+                abstract = abstract or value
+        for name, mod in project_modules(self.module):
             for attribute, value in sorted(vars(mod).items()):
-                if built(value) and getattr(value, "__module__", "") == name:
+                if built(value) and getattr(value, "__module__", "") == name and not inspect.isabstract(value):
                     fresh = getattr(importlib.reload(mod), attribute, None)
                     if isinstance(fresh, metaclass):
                         return fresh
+        if abstract is not None:
+            return abstract
         raise LookupError(f"no class built with {metaclass.__qualname__} in the project's modules")
+
+    def names_of(self, cls: type) -> list[str]:
+        """The names the project calls ``cls`` by: its own, and those its modules bind it to (``FileLock`` for
+        the platform's lock class)."""
+        found = [cls.__name__]
+        for _, mod in [(self.module.__name__, self.module), *project_modules(self.module)]:
+            for attribute, value in sorted(vars(mod).items()):
+                if isinstance(value, type) and value.__qualname__ == cls.__qualname__ \
+                        and value.__module__ == cls.__module__ and attribute not in found:
+                    found.append(attribute)
+        return found
 
     def calls_of(self, name: str, func: Any) -> list[Call]:
         # a metaclass's method is called by calling the class built with it: the tests call that class
-        called = self.owner.__name__ if isinstance(self.owner, type) and name == self.name else name
-        return TESTS.of(called, func) or [((), arguments(func, skip_first=False))]
+        called = self.names_of(self.owner) if isinstance(self.owner, type) and name == self.name else [name]
+        found = [call for each in called for call in TESTS.of(each, func)][:MAX_ARGUMENT_SETS]
+        return found or [((), arguments(func, skip_first=False))]
 
     def call(self, index: int) -> tuple[str, object]:
         """Call ``index`` of one run: the target's, or (odd calls of a paired run) its companion's."""
@@ -307,6 +349,13 @@ class Subject:
         receiver = "metaclass" if isinstance(self.owner, type) else "new" if "__new__" in self.init_args[1] \
             else "init" if self.owner is not None else "function"
         return {"receiver": receiver, "init_args": repr(self.init_args), "call_args": repr(self.calls)[:2000]}
+
+
+def project_modules(module: ModuleType) -> list[tuple[str, ModuleType]]:
+    """The other loaded modules of ``module``'s top-level package."""
+    top = module.__name__.split(".")[0]
+    return [(name, mod) for name, mod in sorted(sys.modules.items())
+            if mod is not None and mod is not module and (name == top or name.startswith(top + "."))]
 
 
 def companions(subject: Subject) -> list[str]:
