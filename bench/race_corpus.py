@@ -15,7 +15,11 @@ A case is confirmed when the probe confirms a race in one of its functions befor
 give none. ``--precision`` instead counts the race hypotheses on the twenty honest merged PRs of
 ``tests/realworld/fixtures`` (as written, and as if each said its code runs concurrently), and probes every
 function and method each PR changes, hypothesis or not: an honest PR must give no confirmed race.
-Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_corpus.py [--mirrors DIR] [--json OUT] [--precision]``.
+Each tree gets the modules its build generates (a version module) before it is probed. The cases after the first
+fifteen were chosen by the rule written above them in ``CASES``; the totals are given for the whole corpus and for
+the fixes of 2019 or later.
+Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_corpus.py [--mirrors DIR] [--json OUT] [--precision]
+[--fixes SHA-PREFIX…]``.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +99,33 @@ CASES = (
          "BSD-3-Clause", "lazy loading of the app behind a lock"),
     Case("python-trio/trio", "4c2b77026551dfd0a0457a5f72ba6b379dd10778",
          "MIT OR Apache-2.0", "worker timeout race in the thread cache"),
+    # the widening rule: every non-merge commit since 2019 on the default branch of the mirrored projects whose
+    # diff adds a lock (``Lock()``/``RLock()``, ``with …lock``, ``.acquire()``) to non-test Python code and whose
+    # message names a race, thread safety, atomicity or locking (not a deadlock, a leak, a removed lock or a new
+    # feature), not already above
+    Case("alisaifee/limits", "f7d1eef524a55301956a21a07853423632605b80",
+         "MIT", "make memory storage thread safe"),
+    Case("alisaifee/limits", "f29a48a5aeef11d3e19dbd6f8cf03b78d77e3a21",
+         "MIT", "locks for the in-memory rate limiter"),
+    Case("tox-dev/filelock", "a833dd961e4a1ee569e42c10ca305cd088e14c1b",
+         "MIT", "serialise singleton construction in FileLockMeta"),
+    Case("tox-dev/filelock", "897930fb4c10f5070e91e4ae95692bcae151df49",
+         "MIT", "serialise read/write release rollback against a concurrent acquire"),
+    Case("tox-dev/filelock", "3b1511281a775118f79ad29edbf82989c8c9e106",
+         "MIT", "make async cancellation atomic"),
+    Case("tox-dev/filelock", "e266937a96be84181c8e7464ad1f567b70cf99b6",
+         "MIT", "ENOENT race on FUSE/NFS during acquire"),
+    Case("urllib3/urllib3", "8c8e26dab401121e9fccc8e8e8958609ccb045f5",
+         "MIT", "H2Connection hidden inside a locked object"),
+    Case("pytest-dev/pytest-xdist", "9788f12e9e558e813c667df42ce2f33c09c35758",
+         "MIT", "make the steal command atomic"),
+    Case("python-trio/trio", "b172fc335c542828a19b3e2959810dad5741ce38",
+         "MIT OR Apache-2.0", "lock so that several tasks can wait() on a process"),
+    Case("encode/httpx", "56afde1f9f84311b9582b413b6e70bb9973e5921",
+         "BSD-3-Clause", "lock around stream.write and stream.close"),
 )
+# fixes committed from this year on are the modern subset (Python 3.8-era code or newer)
+MODERN_SINCE = 2019
 
 
 def git(mirror: Path, *args: str) -> str:
@@ -250,6 +281,38 @@ def environment(tree: Path, year: int) -> tuple[str, list[str]]:
     return str(python), json.loads(missing_file.read_text(encoding="utf-8"))
 
 
+VERSION_GENERATORS = re.compile(r"setuptools[_-]scm|hatch-vcs|use_scm_version|version[-_]file|write_to")
+
+
+def generate_build_files(tree: Path, python: str) -> list[str]:
+    """Write into ``tree`` the modules its build generates (a version module written by setuptools-scm or
+    hatch-vcs), as installing the project for its tests would: the wheel is built with the project's own build
+    backend (a pretend version, since an exported tree has no git history) and each Python file of it that the
+    tree lacks is copied to where the tree keeps that package (``src/`` or the root). Returns what was written."""
+    config = "".join((tree / name).read_text(encoding="utf-8", errors="replace")
+                     for name in ("pyproject.toml", "setup.py", "setup.cfg") if (tree / name).is_file())
+    if not VERSION_GENERATORS.search(config):
+        return []
+    written = []
+    with tempfile.TemporaryDirectory() as out:
+        built = subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check",
+                                "-w", out, str(tree)], capture_output=True, text=True, timeout=600,
+                               env={**os.environ, "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0"})
+        wheels = sorted(Path(out).glob("*.whl"))
+        if built.returncode != 0 or not wheels:
+            return []
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            for name in wheel.namelist():
+                top = name.split("/", 1)[0]
+                if not name.endswith(".py") or ".dist-info" in top:
+                    continue
+                homes = [base for base in (tree, tree / "src") if (base / top).is_dir()]
+                if homes and not any((base / name).exists() for base in (tree, tree / "src")):
+                    (homes[0] / name).write_bytes(wheel.read(name))
+                    written.append(str((homes[0] / name).relative_to(tree)))
+    return sorted(written)
+
+
 def outcome_kind(result: dict[str, Any]) -> str:
     """What one probed function's probes came to: confirmed, not reached (import or construction failed),
     inconclusive (the reference or the control disagreed) or no race seen."""
@@ -279,11 +342,14 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
              if p.endswith(".py") and not is_test_path(p)]
     before = export(mirror, parent, scratch / f"{fix[:10]}-before")
     after = export(mirror, fix, scratch / f"{fix[:10]}-after")
-    python, missing = environment(before, int(git(mirror, "show", "-s", "--format=%cd", "--date=format:%Y",
-                                                  fix).strip()))
+    year = int(git(mirror, "show", "-s", "--format=%cd", "--date=format:%Y", fix).strip())
+    row["year"] = year
+    python, missing = environment(before, year)
     version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    row["environment"] = {"python": version, "declared": declared_dependencies(before), "not installed": missing}
+    row["environment"] = {"python": version, "declared": declared_dependencies(before), "not installed": missing,
+                          "generated": generate_build_files(before, python)}
+    generate_build_files(after, python)
     for path in paths:
         if not (after / path).exists() or not (before / path).exists():
             continue
@@ -374,6 +440,7 @@ async def main() -> None:
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", help="a repository (owner/name) to measure alone")
+    parser.add_argument("--fixes", nargs="+", default=(), help="measure only the cases whose fix starts so")
     parser.add_argument("--precision", action="store_true", help="count race hypotheses on honest real PRs")
     args = parser.parse_args()
     if args.precision:
@@ -383,13 +450,13 @@ async def main() -> None:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
         for case in CASES:
-            if args.only and case.repo != args.only:
+            if (args.only and case.repo != args.only) or (args.fixes and not case.fix.startswith(tuple(args.fixes))):
                 continue
             try:
                 row = await measure(case, args.mirrors, Path(scratch))
             except (subprocess.CalledProcessError, OSError) as exc:
                 row = {"repo": case.repo, "fix": case.fix, "error": f"{type(exc).__name__}: {exc}"[:300],
-                       "functions": [], "confirmed_before": False, "confirmed_after": False}
+                       "functions": [], "confirmed_before": False, "confirmed_after": False, "year": 0}
             rows.append(row)
             marks = ", ".join(f"{f['qualname']}: before {'RACE' if f['before']['confirmed'] else '-'} / after "
                               f"{'RACE' if f['after']['confirmed'] else '-'} / static "
@@ -403,11 +470,15 @@ async def main() -> None:
             kind = outcome_kind(function["before"])
             outcomes[kind] = outcomes.get(kind, 0) + 1
     print("functions before the fix: " + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items())))
-    confirmed = sum(r["confirmed_before"] for r in probed)
-    fixed = sum(r["confirmed_after"] for r in probed)
-    print(f"\ncases {len(rows)}, with a probed function {len(probed)}; confirmed before the fix {confirmed} "
-          f"({confirmed / max(1, len(rows)):.0%} of all cases); confirmed after the fix {fixed}; "
-          f"{time.monotonic() - started:.0f} s")
+    print()
+    for label, chosen in (("cases", rows), (f"modern cases (fixed in {MODERN_SINCE} or later)",
+                                            [r for r in rows if r["year"] >= MODERN_SINCE])):
+        confirmed = sum(r["confirmed_before"] for r in chosen if r["functions"])
+        fixed = sum(r["confirmed_after"] for r in chosen if r["functions"])
+        print(f"{label} {len(chosen)}, with a probed function {sum(bool(r['functions']) for r in chosen)}; "
+              f"confirmed before the fix {confirmed} ({confirmed / max(1, len(chosen)):.0%}); confirmed after the "
+              f"fix {fixed}")
+    print(f"{time.monotonic() - started:.0f} s")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 

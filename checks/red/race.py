@@ -69,6 +69,8 @@ def reproducer(attack: Attack, data: dict[str, Any]) -> str | None:
         return None
     if target.is_method:
         owner, method = target.qualname.split(".")
+        if method.startswith("__") and not method.endswith("__") and owner.strip("_"):
+            method = f"_{owner.lstrip('_')}{method}"  # outside its class a private method goes by its mangled name
         build = (f"target.{owner}.__new__(target.{owner}).{method}" if receiver == "new" else
                  f"(lambda a, k: target.{owner}(*a, **k))(*{init}).{method}")
     else:

@@ -106,7 +106,7 @@ def shared_state(func: ast.FunctionDef | ast.AsyncFunctionDef, target: Target, *
     if threaded and mutable_globals and (found := global_writes(func, mutable_globals)):
         node, name = found
         return [hyp(node, name, f"{func.name}() mutates module-level {name} in threaded code without a lock")]
-    dunder = func.name.startswith("__") and func.name != "__call__"
+    dunder = func.name.startswith("__") and func.name.endswith("__") and func.name != "__call__"
     if target.is_method and not dunder and (found := attribute_rmw(func)):
         node, name = found
         why = "in threaded code" if threaded else "in code the change says runs concurrently"

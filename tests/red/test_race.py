@@ -325,3 +325,80 @@ def test_the_race_program_is_written_for_python_3_9_and_newer() -> None:
     ast.parse(program, feature_version=(3, 9))
     with pytest.raises(SyntaxError):
         ast.parse(program + "\nmatch 1:\n    case 1:\n        pass\n", feature_version=(3, 9))
+
+
+async def test_a_private_method_is_reached_by_its_mangled_name(attack: Attack, tmp_path: Path) -> None:
+    private = COUNTER.replace("def bump(", "def __bump(")
+    analysis, _agent, _sandbox = await attack({"shop/counter.py": private})
+    (race,) = analysis.findings
+    assert race.confirmed and race.effect is not None and "lost update" in race.effect
+    assert race.reproducer is not None and "._Counter__bump" in race.reproducer
+    repo = write_repo(tmp_path / "again", {"shop/counter.py": private})
+    shown = subprocess.run([sys.executable, "-c", race.reproducer], cwd=repo, capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    fixed = await _probe(tmp_path, {"shop/counter.py": _locked(private, {"__bump": ""})}, "shop/counter.py",
+                         "Counter.__bump")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)")
+
+
+SINGLETONS = '''"""File locks, one instance per path when asked for a singleton."""
+from abc import ABCMeta, abstractmethod
+
+
+class _OnePerPath(ABCMeta):
+    def __init__(cls, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        cls._instances = {}
+
+    def __call__(cls, path, *, timeout=-1.0, singleton=False):
+        if not singleton:
+            return super().__call__(path, timeout)
+        found = cls._instances.get(path)
+        if found is None:
+            found = super().__call__(path, timeout)
+            cls._instances[path] = found
+        elif found.timeout != timeout:
+            raise ValueError("a singleton lock cannot be made again with another timeout")
+        return found
+
+
+class BaseLock(metaclass=_OnePerPath):
+    def __init__(self, path, timeout):
+        self.path = path
+        self.timeout = timeout
+
+    def __call__(self, func):  # a lock decorates functions: the class's own __call__ is not the metaclass's
+        return func
+
+    @abstractmethod
+    def acquire(self): ...
+'''
+SINGLETON_MODULES = {
+    "locks/__init__.py": "from locks._unix import UnixLock\n\nPathLock = UnixLock\n",
+    "locks/_unix.py": "from locks._api import BaseLock\n\n\nclass UnixLock(BaseLock):\n"
+                      "    def acquire(self):\n        return self.path\n",
+    # the tests call the lock by the name the package exports, with a fixture's path: only the keyword is literal
+    "tests/test_locks.py": "from locks import PathLock\n\n\ndef test_one(tmp_path):\n"
+                           "    assert PathLock(str(tmp_path / 'a'), singleton=True) is PathLock(str(tmp_path / 'a'),"
+                           " singleton=True)\n"
+                           # which timeout the singleton keeps depends on the order of the calls, not on a race
+                           + "".join(f"    PathLock(str(tmp_path / 'b'), timeout={t}.0, singleton=True)\n"
+                                     for t in range(1, 9)),
+}
+
+
+async def test_a_metaclass_singleton_is_driven_through_a_concrete_class_with_the_tests_keywords(
+        tmp_path: Path) -> None:
+    """The class built with the metaclass in the changed module is abstract; the one the project instantiates
+    lives in another module and is exported under another name; the tests pass a fixture's path, and the keyword
+    that takes the singleton's path is the literal part of the call. With the lock, a call that raises in one
+    order of the calls and succeeds in another is no second object."""
+    modules = {"locks/_api.py": SINGLETONS, **SINGLETON_MODULES}
+    racy = await _probe(tmp_path, modules, "locks/_api.py", "_OnePerPath.__call__")
+    # two threads both miss the cache: two objects for one path, or a call with another timeout that no longer fails
+    assert racy.confirmed and racy.effect.startswith(("one object expected, several built", "a limit exceeded")), \
+        racy.effect
+    locked = {**modules, "locks/_api.py": _locked(SINGLETONS, {"__call__": ""})}
+    fixed = await _probe(tmp_path, locked, "locks/_api.py", "_OnePerPath.__call__")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)"), fixed.effect

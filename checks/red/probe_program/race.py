@@ -80,6 +80,23 @@ def argument(parameter: inspect.Parameter) -> object:
     return "k"
 
 
+class Inferred:
+    """A test's argument that is not a literal (a fixture, a variable): its value is inferred when it is used."""
+
+    def __repr__(self) -> str:
+        return "<inferred>"
+
+
+INFER = Inferred()
+
+
+def literal(node: ast.expr) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return INFER
+
+
 def arguments(func: Any, skip_first: bool) -> dict[str, object]:
     try:
         signature = inspect.signature(func)
@@ -120,35 +137,51 @@ class TestCalls:
                     if not isinstance(node, ast.Call):
                         continue
                     name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-                    if not isinstance(name, str):
+                    if not isinstance(name, str) or any(isinstance(a, ast.Starred) for a in node.args):
                         continue
-                    try:
-                        call: Call = (tuple(ast.literal_eval(a) for a in node.args),
-                                      {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg})
-                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                        continue
+                    call: Call = (tuple(literal(a) for a in node.args),
+                                  {k.arg: literal(k.value) for k in node.keywords if k.arg})
                     if any(k.arg is None for k in node.keywords) or (name, repr(call)) in seen:
                         continue
                     seen.add((name, repr(call)))
                     found[name].append(call)
         return found
 
+    def count(self, names: list[str]) -> int:
+        """How many distinct calls the tests make by any of ``names``."""
+        if self.by_name is None:
+            self.by_name = self._scan()
+        return sum(len(self.by_name.get(name, [])) for name in names)
+
     def of(self, name: str, func: Any, skip_first: bool = False) -> list[Call]:
-        """The tests' literal calls of ``name`` that ``func``'s signature accepts."""
+        """The tests' literal calls of ``name`` that ``func``'s signature accepts. When no call is literal
+        throughout, the calls whose other arguments are (a fixture's path with ``is_singleton=True``) are taken with
+        each non-literal argument replaced by the value inferred for its parameter: the call's shape, the keywords
+        that choose a code path, is what the tests say."""
         if self.by_name is None:
             self.by_name = self._scan()
         try:
             signature = inspect.signature(func)
         except (TypeError, ValueError):
             return []
-        accepted = []
+        accepted: list[Call] = []
+        partial: list[Call] = []
         for args, kwargs in self.by_name.get(name, []):
             try:
-                signature.bind(*((None,) if skip_first else ()), *args, **kwargs)
+                bound = signature.bind(*((None,) if skip_first else ()), *args, **kwargs)
             except TypeError:
                 continue
-            accepted.append((args, kwargs))
-        return accepted[:MAX_ARGUMENT_SETS]
+            if not any(v is INFER for v in (*args, *kwargs.values())):
+                accepted.append((args, kwargs))
+                continue
+            for key, value in bound.arguments.items():
+                parameter = signature.parameters[key]
+                if value is INFER and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                    bound.arguments[key] = argument(parameter)
+            filled = (tuple(bound.args[1:] if skip_first else bound.args), dict(bound.kwargs))
+            if not any(v is INFER for v in (*filled[0], *filled[1].values())) and filled not in partial:
+                partial.append(filled)
+        return (accepted or partial)[:MAX_ARGUMENT_SETS]
 
 
 TESTS = TestCalls()
@@ -184,6 +217,13 @@ def sizes(values: dict[str, Any]) -> dict[str, int]:
     return found
 
 
+def mangled(owner: str, name: str) -> str:
+    """The attribute a method of class ``owner`` is stored under: a private ``__name`` is name-mangled."""
+    if name.startswith("__") and not name.endswith("__") and owner.strip("_"):
+        return f"_{owner.lstrip('_')}{name}"
+    return name
+
+
 def outcome(call: Any) -> tuple[str, object]:
     try:
         value = call()
@@ -210,7 +250,13 @@ class Subject:
         if CONFIG["is_method"]:
             cls = getattr(self.module, parts[0])
             self.owner = self.receiver(cls)
-            self.target = getattr(self.owner, parts[1])
+            self.name = mangled(parts[0], parts[1])
+            if isinstance(cls, type) and issubclass(cls, type):
+                # the metaclass's own method bound to the class: the class may define a method of that name for
+                # its instances (``__call__`` of a context decorator), which plain attribute lookup finds first
+                self.target = inspect.getattr_static(cls, self.name).__get__(self.owner, cls)
+            else:
+                self.target = getattr(self.owner, self.name)
         else:
             self.target = self.module
             for part in parts:
@@ -249,24 +295,42 @@ class Subject:
             return isinstance(value, type) and kind.__qualname__ == metaclass.__qualname__ \
                 and kind.__module__ == metaclass.__module__
 
+        # a class the project can instantiate (an abstract base built with the metaclass only raises), the one the
+        # tests call most; one of the changed module before one of another module
+        abstract = None
         for _, value in sorted(vars(self.module).items()):
             if built(value) and getattr(value, "__module__", "") == self.module.__name__:
-                return value
-        top = self.module.__name__.split(".")[0]
-        for name, mod in sorted(sys.modules.items()):
-            if mod is None or mod is self.module or not (name == top or name.startswith(top + ".")):
-                continue
-            for attribute, value in sorted(vars(mod).items()):
-                if built(value) and getattr(value, "__module__", "") == name:
-                    fresh = getattr(importlib.reload(mod), attribute, None)
-                    if isinstance(fresh, metaclass):
-                        return fresh
+                if not inspect.isabstract(value):
+                    return value
+                abstract = abstract or value
+        candidates = [(mod, attribute, value) for name, mod in project_modules(self.module)
+                      for attribute, value in sorted(vars(mod).items())
+                      if built(value) and getattr(value, "__module__", "") == name and not inspect.isabstract(value)]
+        if candidates:
+            mod, attribute, _ = max(candidates, key=lambda c: TESTS.count(self.names_of(c[2])))
+            fresh = getattr(importlib.reload(mod), attribute, None)
+            if isinstance(fresh, metaclass):
+                return fresh
+        if abstract is not None:
+            return abstract
         raise LookupError(f"no class built with {metaclass.__qualname__} in the project's modules")
+
+    def names_of(self, cls: type) -> list[str]:
+        """The names the project calls ``cls`` by: its own, and those its modules bind it to (``FileLock`` for
+        the platform's lock class)."""
+        found = [cls.__name__]
+        for _, mod in [(self.module.__name__, self.module), *project_modules(self.module)]:
+            for attribute, value in sorted(vars(mod).items()):
+                if isinstance(value, type) and value.__qualname__ == cls.__qualname__ \
+                        and value.__module__ == cls.__module__ and attribute not in found:
+                    found.append(attribute)
+        return found
 
     def calls_of(self, name: str, func: Any) -> list[Call]:
         # a metaclass's method is called by calling the class built with it: the tests call that class
-        called = self.owner.__name__ if isinstance(self.owner, type) and name == self.name else name
-        return TESTS.of(called, func) or [((), arguments(func, skip_first=False))]
+        called = self.names_of(self.owner) if isinstance(self.owner, type) and name == self.name else [name]
+        found = [call for each in called for call in TESTS.of(each, func)][:MAX_ARGUMENT_SETS]
+        return found or [((), arguments(func, skip_first=False))]
 
     def call(self, index: int) -> tuple[str, object]:
         """Call ``index`` of one run: the target's, or (odd calls of a paired run) its companion's."""
@@ -299,6 +363,13 @@ class Subject:
         receiver = "metaclass" if isinstance(self.owner, type) else "new" if "__new__" in self.init_args[1] \
             else "init" if self.owner is not None else "function"
         return {"receiver": receiver, "init_args": repr(self.init_args), "call_args": repr(self.calls)[:2000]}
+
+
+def project_modules(module: ModuleType) -> list[tuple[str, ModuleType]]:
+    """The other loaded modules of ``module``'s top-level package."""
+    top = module.__name__.split(".")[0]
+    return [(name, mod) for name, mod in sorted(sys.modules.items())
+            if mod is not None and mod is not module and (name == top or name.startswith(top + "."))]
 
 
 def companions(subject: Subject) -> list[str]:
@@ -450,7 +521,8 @@ def invariant_broken(serial: list[dict[str, Any]], other: dict[str, Any]) -> str
                 f"{allowed} do")
     for key, count in sorted(other["distinct"].items()):
         most = max(run["distinct"].get(key, 0) for run in serial)
-        if count > most and most <= 2:
+        # several objects: one where every sequential order raised is another order's success, not a second build
+        if count > max(most, 1) and most <= 2:
             return (f"one object expected, several built: the same call ({key}) returned {count} distinct objects, "
                     f"one after another {most}")
     for name, size in sorted(other["sizes"].items()):
