@@ -6,6 +6,7 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -402,3 +403,31 @@ async def test_a_metaclass_singleton_is_driven_through_a_concrete_class_with_the
     locked = {**modules, "locks/_api.py": _locked(SINGLETONS, {"__call__": ""})}
     fixed = await _probe(tmp_path, locked, "locks/_api.py", "_OnePerPath.__call__")
     assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)"), fixed.effect
+
+
+def _race_program() -> dict[str, object]:
+    """The race probe program's own definitions (the text the probe sends, without what runs it)."""
+    from checks.red.probe_source import program_text
+
+    text = program_text("race").rstrip()
+    assert text.endswith("\nmain()")
+    namespace: dict[str, object] = {"__name__": "logomesh_race_program"}
+    exec(compile(text[:-len("main()")], "race.py", "exec"), namespace)
+    return namespace
+
+
+def test_an_exception_is_a_race_only_where_no_sequential_order_raised() -> None:
+    from collections import Counter
+
+    broken: Any = _race_program()["invariant_broken"]
+
+    def run(**results: int) -> dict[str, object]:
+        return {"results": Counter({k.replace("_", " "): v for k, v in results.items()}), "state": None,
+                "sizes": {}, "distinct": {}, "hung": 0, "identical": False}
+
+    calm = [run(none=8), run(none=8)]
+    assert broken(calm, run(none=7, raised_KeyError=1)) == "an exception only under concurrency: raised KeyError"
+    # filelock's ReadWriteLock.release: one after another, releasing what no call holds raises RuntimeError; under
+    # threads another error is no race
+    misuse = [run(none=6, raised_RuntimeError=2), run(none=6, raised_RuntimeError=2)]
+    assert broken(misuse, run(none=6, raised_OperationalError=2)) is None

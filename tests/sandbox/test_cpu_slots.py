@@ -4,6 +4,7 @@ runs started together never push each other past it."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -49,4 +50,4 @@ async def test_runs_started_together_take_turns_when_the_engine_holds_one(
         assert found is not None, result.tests[0].message
         windows.append((int(found.group(1)), int(found.group(2))))
     windows.sort()
-    assert all(earlier[1] <= later[0] for earlier, later in zip(windows, windows[1:], strict=False)), windows
+    assert all(earlier[1] <= later[0] for earlier, later in itertools.pairwise(windows)), windows
