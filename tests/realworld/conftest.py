@@ -11,9 +11,13 @@ __all__ = ["docker_engine", "projects"]
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-@pytest.fixture(scope="session")
-def projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("realworld")
-    for bundle in sorted(FIXTURES.glob("*.bundle")):
+def clone_bundles(bundles: Path, root: Path) -> Path:
+    """Every ``*.bundle`` in ``bundles`` cloned bare into ``root``, under the bundle's name."""
+    for bundle in sorted(bundles.glob("*.bundle")):
         subprocess.run(["git", "clone", "-q", "--bare", str(bundle), str(root / bundle.stem)], check=True)
     return root
+
+
+@pytest.fixture(scope="session")
+def projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return clone_bundles(FIXTURES, tmp_path_factory.mktemp("realworld"))

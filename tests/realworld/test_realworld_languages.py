@@ -12,7 +12,6 @@ the verdict on real code, with the default settings (R measured when the embeddi
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation
+from tests.realworld.conftest import clone_bundles
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 FIXTURES = Path(__file__).parent / "fixtures" / "languages"
@@ -32,10 +32,7 @@ ACCEPTED = ("CIS ", "Rule of Measurement: ")
 
 @pytest.fixture(scope="module")
 def language_projects(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("realworld-languages")
-    for bundle in sorted(FIXTURES.glob("*.bundle")):
-        subprocess.run(["git", "clone", "-q", "--bare", str(bundle), str(root / bundle.stem)], check=True)
-    return root
+    return clone_bundles(FIXTURES, tmp_path_factory.mktemp("realworld-languages"))
 
 
 async def review(root: Path, pr: dict[str, Any]) -> Evaluation:
