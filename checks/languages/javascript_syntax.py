@@ -30,10 +30,10 @@ wheels. Without them :func:`available` is False and no JavaScript file counts as
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from checks.constraints import Violation
+from checks.languages.tree import grammar
 from checks.languages.tree import text as _text
 from checks.languages.tree import walk as _walk
 
@@ -51,22 +51,19 @@ DESERIALIZERS = {"node-serialize": "unserialize", "serialize-to-js": "deserializ
 DIALECTS = {".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx"}
 
 
-@lru_cache(maxsize=4)
+# dialect → (grammar wheel, its function that gives the language)
+GRAMMARS = {"javascript": ("tree_sitter_javascript", "language"),
+            "typescript": ("tree_sitter_typescript", "language_typescript"),
+            "tsx": ("tree_sitter_typescript", "language_tsx")}
+
+
 def _parser(dialect: str = "javascript") -> Any:
-    try:
-        import tree_sitter
-        import tree_sitter_javascript
-        import tree_sitter_typescript
-    except ImportError:
-        return None
-    language = {"javascript": tree_sitter_javascript.language, "typescript": tree_sitter_typescript.language_typescript,
-                "tsx": tree_sitter_typescript.language_tsx}[dialect]()
-    return tree_sitter.Parser(tree_sitter.Language(language))
+    return grammar(*GRAMMARS[dialect]) if available() else None
 
 
 def available() -> bool:
     """Whether JavaScript and TypeScript files can be parsed here (the tree-sitter wheels are installed)."""
-    return _parser() is not None
+    return all(grammar(*wheel) is not None for wheel in GRAMMARS.values())
 
 
 def dialect(path: str) -> str:

@@ -284,7 +284,6 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
     from sandbox.docker_sandbox import MAX_CHANNEL_BYTES
     from sandbox.image import go_cache
 
-    started = time.monotonic()
     paths = await asyncio.to_thread(tree.paths)
     offered = await asyncio.to_thread(image_go_versions, sandbox)
     plan, modules = await asyncio.to_thread(plan_go, tree.read, paths, offered)
