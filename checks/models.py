@@ -123,6 +123,9 @@ class TestSpec(Model):
                                    "in the same tree and environment; a custom command is not re-run")
     language: Literal["python", "go", "javascript"] = Field(
         default="python", description="whose tests to run (a language plug-in, checks/languages/)")
+    dependencies_as_of: str | None = Field(
+        default=None, description="build the environment from the releases uploaded before this ISO 8601 time "
+        "(the base commit's, when today's releases break the base: checks/dependency_drift.py)")
 
 
 class Case(Model):
@@ -141,6 +144,7 @@ class Case(Model):
     commits_total: int | None = Field(default=None, description="commits in base..head, merges left out: more "
                                       "than len(commits) when the list was cut to the newest")
     head_paths: tuple[str, ...] = Field(default=(), description="every path in the tree at head")
+    base_committed_at: str | None = Field(default=None, description="the base commit's committer date, ISO 8601")
     linguist: dict[str, str] = Field(default_factory=dict, description="changed paths the base's .gitattributes "
                                      "marks linguist-generated, -vendored or -documentation")
     test_spec: TestSpec = TestSpec()
@@ -210,6 +214,8 @@ class EnvironmentPlan(Model):
     overridden: bool = False
     declared: tuple[DeclaredRequirement, ...] = Field(default=(), description="each requirement with the file "
                                                       "that declares it (the first one, when several do)")
+    uploaded_before: str | None = Field(default=None, description="only releases uploaded before this time were "
+                                        "installed (an environment as of the base commit's day)")
 
 
 class ToolchainPlan(Model):

@@ -463,6 +463,9 @@ class DockerSandbox:
     def _plan(self, tree: Tree, spec: TestSpec) -> EnvironmentPlan:
         offered = tuple(self.images)  # the main image's versions first
         plan = plan_environment(tree.read, tree.paths(), offered, preferred=offered[0] if offered else None)
+        if spec.dependencies_as_of:  # releases of the base commit's day (checks/dependency_drift.py)
+            plan = plan.model_copy(update={"uploaded_before": spec.dependencies_as_of,
+                                           "key": plan_key(plan.python, plan.requirements, spec.dependencies_as_of)})
         override = spec.environment
         if override is None:
             return plan
@@ -482,7 +485,8 @@ class DockerSandbox:
             changes["error"] = None if chosen else (f".logomesh.yml asks for Python {override.python}; the "
                                                     f"sandbox image offers {', '.join(offered)}")
         updated = plan.model_copy(update=changes)
-        return updated.model_copy(update={"key": plan_key(updated.python, updated.requirements)})
+        return updated.model_copy(update={"key": plan_key(updated.python, updated.requirements,
+                                                          updated.uploaded_before)})
 
     def _guard_config(self, spec: TestSpec) -> tuple[str, str] | None:
         """For a guard run, ``(file name under /sandbox/logomesh, text)`` of the base's pytest configuration."""

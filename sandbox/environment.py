@@ -330,10 +330,13 @@ def _poetry(table: dict[str, object]) -> list[str]:
     return out
 
 
-def plan_key(python: str | None, requirements: Sequence[str]) -> str:
-    """What an environment is cached under (with the image and the index): the interpreter and the requirements."""
-    return hashlib.sha256(json.dumps({"python": python, "requirements": list(requirements)},
-                                     sort_keys=True).encode()).hexdigest()
+def plan_key(python: str | None, requirements: Sequence[str], uploaded_before: str | None = None) -> str:
+    """What an environment is cached under (with the image and the index): the interpreter, the requirements and
+    the upload time its releases were chosen before, if any."""
+    material: dict[str, object] = {"python": python, "requirements": list(requirements)}
+    if uploaded_before:
+        material["uploaded_before"] = uploaded_before
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
 def _normal(name: str) -> str:

@@ -30,6 +30,8 @@ from packaging.version import InvalidVersion, Version
 MARK = "LOGOMESH-RESOLVED"
 RESOLVE_WORK = "/tmp/logomesh-resolve"  # noqa: S108 - the build container's own tmpfs
 RESOLVE_PYTHON = RESOLVE_WORK + "/venv/bin/python"  # the throw-away venv whose pip resolves and builds
+UPLOADED_BEFORE = "PIP_UPLOADED_PRIOR_TO"  # pip's --uploaded-prior-to, as the environment sets it
+DATED_PIP = "pip>=26"  # the first pip with --uploaded-prior-to
 # run by the image's own interpreter with -I -S: condenses pip's report to what the key and the install need
 CONDENSE = r"""
 import json, sys
@@ -57,11 +59,15 @@ class Artefact:
     url: str
 
 
-def resolve_script(python: str, requirements_file: str, work: str = RESOLVE_WORK) -> str:
-    """The shell script printing the resolved set (``LOGOMESH-RESOLVED [[name, version, url, sha256], …]``)."""
+def resolve_script(python: str, requirements_file: str, work: str = RESOLVE_WORK, dated: bool = False) -> str:
+    """The shell script printing the resolved set (``LOGOMESH-RESOLVED [[name, version, url, sha256], …]``).
+    ``dated``: the set is chosen among releases uploaded before ``PIP_UPLOADED_PRIOR_TO`` (set in the container's
+    environment), which needs pip 26 in the throw-away venv: that pip itself is fetched without the date."""
+    upgrade = (f"env -u {UPLOADED_BEFORE} {work}/venv/bin/python -m pip install --quiet --upgrade '{DATED_PIP}'\n"
+               if dated else "")
     return f"""set -e
 {python} -m venv {work}/venv
-{work}/venv/bin/python -m pip install --quiet --dry-run --ignore-installed --report {work}/report.json \\
+{upgrade}{work}/venv/bin/python -m pip install --quiet --dry-run --ignore-installed --report {work}/report.json \\
   -r {requirements_file}
 {python} -I -S -c {shlex.quote(CONDENSE)} {work}/report.json
 """

@@ -55,6 +55,7 @@ from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_test_output
 from sandbox.resolve import (
     RESOLVE_PYTHON,
+    UPLOADED_BEFORE,
     Artefact,
     BuiltWheel,
     built_wheels,
@@ -462,6 +463,8 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         if options.ca_bundle is not None:
             for variable in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
                 env[variable] = SETUP_DIR + "/ca.pem"
+        if plan.uploaded_before:  # resolved (and sdists built) among the releases of the base commit's day
+            env[UPLOADED_BEFORE] = plan.uploaded_before
         python = f"python{plan.python}" if plan.python else "python3"
         site = f"{ENV_DIR}/lib/python{plan.python or '3'}/site-packages"
         tools = _tools_site(plan.python or "3")
@@ -609,7 +612,7 @@ def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: S
     installed for the cache."""
     builder = _setup_container(sandbox, run, plan, network, limits, files)
     try:
-        script = resolve_script(python, f"{SETUP_DIR}/requirements.txt")
+        script = resolve_script(python, f"{SETUP_DIR}/requirements.txt", dated=bool(plan.uploaded_before))
         resolving = asyncio.run(sandbox._exec_in(builder, ["sh", "-c", script], limits, env=env, workdir="/"))
         artefacts = parse_resolved(bytes(resolving.stdout).decode("utf-8", "replace"))
         if artefacts is None:

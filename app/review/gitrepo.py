@@ -302,6 +302,7 @@ def read_case(
         commits=tuple(repo.commits(merge_base, head_sha)),
         commits_total=repo.commit_count(merge_base, head_sha),
         head_paths=tuple(sorted(head_tree)),
+        base_committed_at=repo.git("show", "-s", "--format=%cI", base_sha).strip() or None,
         linguist=linguist_marks(_attributes_at(repo, merge_base), [f.path for f in files]),
         test_spec=TestSpec(command=test.command, setup_command=test.setup, environment=test.environment,
                            timeout_seconds=test.timeout_seconds or timeout_seconds),

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import asyncio
 
+from checks.constraints import own_packages
 from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
+from checks.dependency_drift import better, drift
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.languages import GO, JAVASCRIPT, PYTHON, language_of_test, languages_of, merge_runs
 from checks.linguist import runtime
-from checks.models import Case, DetectiveReport, Evidence, Location, TestDiff, TestRunResult, TestSpec
+from checks.models import Case, DetectiveReport, Evidence, Location, Mutant, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
 from checks.removed_names import removed_names
@@ -66,7 +68,13 @@ class TestRunner:
                     update.update(mutants=mutants, mutation_seconds=mutation.seconds)
                 runs.append(self.sandbox.run_tests(spec.model_copy(update=update)))
         # side by side: the base is usually cached, and the guard run overlaps the head's
-        answers = await asyncio.gather(*runs)
+        answers = list(await asyncio.gather(*runs))
+        drifted = None
+        if PYTHON in languages:
+            at = languages.index(PYTHON) * len(trees)
+            dated = await self._dated(case, spec, trees, answers[at:at + len(trees)], mutants, mutation.seconds)
+            if dated is not None:
+                spec, drifted, answers[at:at + len(trees)] = dated
         per_tree = [merge_runs(answers[i::len(trees)]) for i in range(len(trees))]
         head, base, guard = per_tree[0], per_tree[1], (per_tree[2] if guarded else None)
         diff = differential(case, base, head, guard)
@@ -75,7 +83,8 @@ class TestRunner:
         diff = await self._rerun(spec, diff, guarded, rubric.testing.reruns)
         # compared with the base, the differential names the failing tests; on its own, the head run does
         classified = diff.new_failing or diff.unattributed or diff.environmental or diff.flaky
-        evidence = (evidence_for(head, list_failures=diff.status != "measured" and not classified)
+        evidence = (drift_evidence(spec, drifted)
+                    + evidence_for(head, list_failures=diff.status != "measured" and not classified)
                     + diff_evidence(diff)
                     + dependency_evidence(diff)
                     + mutant_evidence(diff))
@@ -83,6 +92,29 @@ class TestRunner:
                                        "guard_tests": compact(guard) if guard is not None else None})
         return DetectiveReport(detective=ID, evidence=tuple(evidence), tests=compact(head), differential=diff)
 
+
+    async def _dated(self, case: Case, spec: TestSpec, trees: tuple[str, ...], runs: list[TestRunResult],
+                     mutants: tuple[Mutant, ...], mutation_seconds: float,
+                     ) -> tuple[TestSpec, str, list[TestRunResult]] | None:
+        """When today's releases of the dependencies break the base (:mod:`checks.dependency_drift`), the Python
+        runs again in an environment of the releases uploaded before the base commit's date: ``(the spec they ran
+        with, the drift seen, the runs)`` when they measure more, else None. An environment the repository set in
+        ``.logomesh.yml`` is left as it is."""
+        base = runs[trees.index("base")]
+        if self.sandbox is None or not case.base_committed_at or spec.environment is not None:
+            return None
+        sign = drift(base, own_packages(case.head_paths))
+        if sign is None:
+            return None
+        dated_spec = spec.model_copy(update={"dependencies_as_of": case.base_committed_at})
+        dated = list(await asyncio.gather(*(self.sandbox.run_tests(dated_spec.model_copy(update={
+            "tree": tree, "language": PYTHON,
+            **({"mutants": mutants, "mutation_seconds": mutation_seconds} if tree == "head" else {})}))
+            for tree in trees)))
+        head = trees.index("head")
+        if not better((dated[trees.index("base")], dated[head]), (base, runs[head])):
+            return None
+        return dated_spec, sign, dated
 
     async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool, reruns: int) -> TestDiff:
         """Run each regressed or new failing test again (``reruns`` times, the rubric's ``testing.reruns``; only
@@ -112,6 +144,18 @@ class TestRunner:
                 found[role].append(result)
         head_runs, oracle_runs, base_runs = found["head"], found["oracle"], found["base"]
         return apply_reruns(diff, head_runs, oracle_runs, base_runs)
+
+
+def drift_evidence(spec: TestSpec, drifted: str | None) -> list[Evidence]:
+    """Why the tests ran among older releases, when they did."""
+    if drifted is None or not spec.dependencies_as_of:
+        return []
+    return [Evidence(
+        id=f"{ID}.dependency-drift", detective=ID, kind="dependency-drift", severity="info",
+        facts={"uploaded_before": spec.dependencies_as_of, "drift": drifted},
+        summary=(f"The tests ran with the dependencies' releases uploaded before {spec.dependencies_as_of} (the base "
+                 f"commit's date): with today's releases the base commit itself fails ({drifted[:200]}) — its "
+                 "requirements allow releases that no longer fit its code"))]
 
 
 def _is_pytest(command: tuple[str, ...]) -> bool:
@@ -161,9 +205,12 @@ def _facts(result: TestRunResult) -> dict[str, object]:
     }
     if result.environment is not None:
         env = result.environment
-        facts["environment"] = {"python": env.python, "layout": env.layout, "sources": list(env.sources),
-                                "requirements": list(env.requirements)[:30], "overridden": env.overridden,
-                                "lock_files": list(env.lock_files)}
+        planned: dict[str, object] = {"python": env.python, "layout": env.layout, "sources": list(env.sources),
+                                      "requirements": list(env.requirements)[:30], "overridden": env.overridden,
+                                      "lock_files": list(env.lock_files)}
+        if env.uploaded_before:
+            planned["uploaded_before"] = env.uploaded_before
+        facts["environment"] = planned
     if result.setup is not None:
         setup: dict[str, object] = {"status": result.setup.status, "install": result.setup.install,
                                     "refused": list(result.setup.refused), "reason": result.setup.reason}
@@ -183,6 +230,7 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
         items.append(Evidence(
             id=f"{ID}.environment", detective=ID, kind="test-environment", severity="info", facts=facts,
             summary=(f"Python {env.python or '—'} ({env.layout} layout) from {how}{setup}"
+                     + (f", releases uploaded before {env.uploaded_before}" if env.uploaded_before else "")
                      + (" — set in .logomesh.yml" if env.overridden else ""))))
     for toolchain in result.toolchains:
         go = toolchain.language == "Go"

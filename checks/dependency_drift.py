@@ -1,0 +1,66 @@
+"""Dependency drift: a base commit that no longer runs with today's releases of its dependencies.
+
+What: a project whose requirements have no upper bounds gets the newest releases; a release that removed an API
+the base commit still calls (``werkzeug.urls.url_quote``, gone in Werkzeug 3) or a build tool that no longer builds
+it (Cython 3 and a 2019 ``setup.py``) breaks the *base* run before the change is looked at. :func:`drift` reads a
+run for that: an import of a name a third-party module no longer has, an attribute a third-party module no longer
+has, a missing submodule of an installed third-party package, or the project's own build failing. The test
+runner then builds the environment again from the releases uploaded before the base commit's date (pip's
+``--uploaded-prior-to``) and keeps those runs when they are :func:`better`.
+Why: a run that breaks on drift measures nothing; the releases of the base commit's day are the environment its
+tests passed in. Only the base is read for drift, and the date is the base commit's (a PR controls its own
+commits' dates and its own imports, not the base branch's): a change that itself calls a removed API still fails.
+Example: ``cannot import name 'url_quote' from 'werkzeug.urls'`` at base → releases before 2023-04-12T…
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Collection
+
+from checks.models import TestRunResult
+
+# the third-party module is group "module"; what it lacks, group "name"
+PATTERNS = (
+    re.compile(r"ImportError: cannot import name '(?P<name>[\w.]+)' from '(?P<module>[\w.]+)'"),
+    re.compile(r"AttributeError: module '(?P<module>[\w.]+)' has no attribute '(?P<name>[\w.]+)'"),
+    re.compile(r"ModuleNotFoundError: No module named '(?P<module>\w+)\.(?P<name>[\w.]+)'"),
+)
+BUILD_FAILED = "the project's editable install failed"
+MAX_TEXTS = 400  # failing tests read for drift: a run with thousands of failures shows it in the first few
+
+
+def _texts(run: TestRunResult) -> list[str]:
+    texts = [run.reason or "", run.output[-8000:] if run.output else ""]
+    texts += [c.message or "" for c in run.collection_errors[:MAX_TEXTS]]
+    texts += [t.message or "" for t in run.tests[:MAX_TEXTS * 4] if t.outcome in ("failed", "error")][:MAX_TEXTS]
+    return texts
+
+
+def drift(run: TestRunResult, own: Collection[str]) -> str | None:
+    """What in ``run`` says its dependencies moved on from the code (the first sign, quoted), or None. ``own`` are
+    the repository's own top-level packages (:func:`checks.constraints.own_packages`): a name the project's own
+    module lacks is the code's business, as is anything of the standard library."""
+    for text in _texts(run):
+        for pattern in PATTERNS:
+            for match in pattern.finditer(text):
+                top = match.group("module").split(".", 1)[0]
+                if top in own or top in sys.stdlib_module_names or top == "__main__":
+                    continue
+                return match.group(0).split(": ", 1)[1]
+        if BUILD_FAILED in text:
+            return BUILD_FAILED
+    return None
+
+
+def _trouble(run: TestRunResult) -> tuple[int, int]:
+    """How far a run is from measuring: (did not run, tests that failed or errored + collection errors)."""
+    return (run.status != "ran", run.failed + run.errored + len(run.collection_errors))
+
+
+def better(dated: tuple[TestRunResult, TestRunResult], today: tuple[TestRunResult, TestRunResult]) -> bool:
+    """Whether the dated environment's ``(base, head)`` runs measure more than today's: the base strictly closer to
+    running clean, and the head no further from it."""
+    (dated_base, dated_head), (base, head) = dated, today
+    return _trouble(dated_base) < _trouble(base) and _trouble(dated_head) <= _trouble(head)

@@ -1,0 +1,145 @@
+"""Dependency drift: a base that today's releases broke is measured among the releases of its own day, and nothing
+a change does can ask for that.
+
+Friendly: werkzeug's removed ``url_quote`` at base → the Python runs again with ``dependencies_as_of`` the base
+commit's date, and the dated runs are kept when they measure more. Hostile: the same removed name imported by the
+change alone (the base is fine) → no dated run; an ImportError of the repository's own package or of the standard
+library → no dated run; dated runs that measure less → today's runs stay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from checks.dependency_drift import better, drift
+from checks.detectives.test_runner import TestRunner
+from checks.models import Case, ChangedFile, TestCaseResult, TestRunResult, TestSpec
+from rubric.loader import load_rubric
+from sandbox.environment import plan_key
+from sandbox.resolve import DATED_PIP, UPLOADED_BEFORE, resolve_script
+
+URL_QUOTE = ("ImportError while loading conftest '/sandbox/repo/tests/conftest.py'.\nsrc/flask/app.py:28: in <module>\n"
+             "    from werkzeug.urls import url_quote\nE   ImportError: cannot import name 'url_quote' from "
+             "'werkzeug.urls' (/opt/logomesh/envs/venv/lib/python3.11/site-packages/werkzeug/urls.py)")
+BASE_DATE = "2023-04-12T09:30:00+02:00"
+
+
+def ran(*cases: TestCaseResult, status: str = "ran", reason: str | None = None) -> TestRunResult:
+    return TestRunResult(status=status, reason=reason, tests=cases,
+                         passed=sum(c.outcome == "passed" for c in cases),
+                         failed=sum(c.outcome == "failed" for c in cases))
+
+
+def failing(name: str, message: str) -> TestCaseResult:
+    return TestCaseResult(name=name, outcome="failed", message=message)
+
+
+def passing(name: str) -> TestCaseResult:
+    return TestCaseResult(name=name, outcome="passed")
+
+
+BROKEN = ran(status="error", reason="pytest stopped before running any test (exit code 4): " + URL_QUOTE)
+CLEAN = ran(passing("tests/test_app.py::test_index"), passing("tests/test_app.py::test_quote"))
+
+
+def test_drift_is_a_name_or_attribute_a_third_party_module_no_longer_has() -> None:
+    assert drift(BROKEN, own={"flask"}) == "cannot import name 'url_quote' from 'werkzeug.urls'"
+    gone = ran(failing("tests/test_basic.py::test_session", "AttributeError: module 'werkzeug' has no attribute "
+                       "'__version__'"))
+    assert drift(gone, own={"flask"}) == "module 'werkzeug' has no attribute '__version__'"
+    moved = ran(status="env_error", reason="ModuleNotFoundError: No module named 'attr.validators_v2'")
+    assert drift(moved, own=set()) == "No module named 'attr.validators_v2'"
+    build = ran(status="env_error", reason="the tests could not import what they need: No module named 'yaml'; "
+                "the project's editable install failed: AttributeError: cython_sources")
+    assert drift(build, own={"yaml"}) == "the project's editable install failed"
+
+
+def test_the_repository_s_own_code_the_standard_library_and_plain_failures_are_not_drift() -> None:
+    own = ran(status="error", reason="ImportError: cannot import name 'url_quote' from 'flask.helpers'")
+    assert drift(own, own={"flask"}) is None
+    stdlib = ran(failing("tests/test_a.py::test_a", "AttributeError: module 'collections' has no attribute "
+                         "'Mapping'"))
+    assert drift(stdlib, own=set()) is None
+    missing = ran(status="env_error", reason="ModuleNotFoundError: No module named 'werkzeug'")  # not installed
+    assert drift(missing, own=set()) is None
+    assert drift(ran(failing("tests/test_a.py::test_a", "assert 2 == 3")), own=set()) is None
+    assert drift(CLEAN, own=set()) is None
+
+
+def test_dated_runs_are_kept_only_when_the_base_measures_more_and_the_head_no_less() -> None:
+    regression = ran(passing("tests/test_app.py::test_index"), failing("tests/test_app.py::test_quote", "assert"))
+    assert better((CLEAN, CLEAN), (BROKEN, BROKEN))
+    assert better((CLEAN, regression), (BROKEN, BROKEN))  # a real regression is measured, not hidden
+    assert not better((CLEAN, BROKEN), (BROKEN, CLEAN))  # the head measured today: no worse head for a base
+    assert not better((BROKEN, BROKEN), (BROKEN, BROKEN))
+    assert not better((ran(status="env_error"), CLEAN), (BROKEN, CLEAN))
+
+
+def test_a_dated_environment_is_its_own_cache_entry_resolved_by_a_pip_that_knows_the_date() -> None:
+    assert plan_key("3.11", ["werkzeug"]) == plan_key("3.11", ["werkzeug"], None)
+    assert plan_key("3.11", ["werkzeug"], BASE_DATE) != plan_key("3.11", ["werkzeug"])
+    script = resolve_script("python3", "/r.txt", dated=True)
+    # pip itself comes from today's index (the date would pick a pip without the option); the set from the date's
+    assert f"env -u {UPLOADED_BEFORE} " in script and f"'{DATED_PIP}'" in script
+    assert script.index(DATED_PIP) < script.index("--dry-run")
+    assert DATED_PIP not in resolve_script("python3", "/r.txt")
+
+
+class RecordedSandbox:
+    """Answers each run from a table by (tree, dated?), recording the specs it was asked for."""
+
+    def __init__(self, today: dict[str, TestRunResult], dated: dict[str, TestRunResult]) -> None:
+        self.today, self.dated = today, dated
+        self.asked: list[TestSpec] = []
+
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        self.asked.append(spec)
+        table = self.dated if spec.dependencies_as_of else self.today
+        return table[spec.tree].model_copy(update={"tree": spec.tree})
+
+    async def run_probe(self, *args: object, **kwargs: object) -> object:  # pragma: no cover - not asked here
+        raise AssertionError("no probe here")
+
+
+APP = ChangedFile(path="src/flask/app.py", status="modified", added_lines=(1,), content="x = 1\n")
+
+
+def review_tests(sandbox: RecordedSandbox, *, base_date: str | None = BASE_DATE,
+                 spec: TestSpec | None = None) -> tuple[object, list[TestSpec]]:
+    case = Case(base_sha="a" * 40, head_sha="b" * 40, diff="", files=(APP,), base_committed_at=base_date,
+                head_paths=("src/flask/__init__.py", "src/flask/app.py", "tests/test_app.py"),
+                test_spec=spec or TestSpec())
+    rubric = load_rubric()
+    rubric = rubric.model_copy(update={"testing": rubric.testing.model_copy(update={"reruns": 0})})
+    report = asyncio.run(TestRunner(sandbox).investigate(case, rubric))  # type: ignore[arg-type]
+    return report, sandbox.asked
+
+
+def test_a_base_broken_by_today_s_releases_is_measured_among_its_day_s_releases() -> None:
+    sandbox = RecordedSandbox({"head": BROKEN, "base": BROKEN}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox)
+    assert [s.dependencies_as_of for s in asked] == [None, None, BASE_DATE, BASE_DATE]
+    assert report.differential.status == "measured" and report.tests.passed == 2  # type: ignore[attr-defined]
+    drifted = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+    assert len(drifted) == 1 and BASE_DATE in drifted[0].summary and "url_quote" in drifted[0].summary
+
+
+def test_a_change_that_itself_imports_a_removed_name_gets_no_dated_environment() -> None:
+    # the base runs clean today; only the head (the change) imports what today's release removed
+    sandbox = RecordedSandbox({"head": BROKEN, "base": CLEAN}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox)
+    assert all(s.dependencies_as_of is None for s in asked)
+    assert not [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+
+
+def test_no_dated_environment_without_a_date_an_operator_s_environment_or_a_better_measure() -> None:
+    assert all(s.dependencies_as_of is None for s in review_tests(
+        RecordedSandbox({"head": BROKEN, "base": BROKEN}, {"head": CLEAN, "base": CLEAN}), base_date=None)[1])
+    configured = TestSpec.model_validate({"environment": {"requirements": ["werkzeug<3"]}})
+    assert all(s.dependencies_as_of is None for s in review_tests(
+        RecordedSandbox({"head": BROKEN, "base": BROKEN}, {"head": CLEAN, "base": CLEAN}), spec=configured)[1])
+    worse = ran(status="env_error", reason="installing the environment failed: nothing could be downloaded")
+    report, asked = review_tests(RecordedSandbox({"head": BROKEN, "base": BROKEN}, {"head": worse, "base": worse}))
+    assert [s.dependencies_as_of for s in asked] == [None, None, BASE_DATE, BASE_DATE]
+    assert report.tests.status == "error"  # type: ignore[attr-defined]
+    assert not [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]

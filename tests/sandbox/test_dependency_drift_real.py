@@ -1,0 +1,129 @@
+"""Dependency drift for real: a project of June 2023 that imports ``werkzeug.urls.url_quote`` (removed in Werkzeug
+3.0, September 2023) with an unbounded ``werkzeug`` requirement, reviewed in the Docker sandbox with its packages
+from the real index (PyPI, through the setup proxy).
+
+Friendly: an honest change on that base is measured — today's Werkzeug breaks the base, so the tests run again with
+the releases uploaded before the base commit's date (pip's ``--uploaded-prior-to``), the environment says so, and
+the change passes. Hostile: on a base that runs today, a change that itself imports the removed name gets no dated
+environment and does not pass.
+"""
+
+from __future__ import annotations
+
+import calendar
+import socket
+import textwrap
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from app.review.assembly import review_repository
+from app.settings import load_settings
+from checks.models import Evaluation
+from tests.gitfixture import RepoBuilder
+
+pytestmark = pytest.mark.docker
+
+PYPROJECT = textwrap.dedent("""
+    [build-system]
+    requires = ["setuptools>=61"]
+    build-backend = "setuptools.build_meta"
+
+    [project]
+    name = "quoter"
+    version = "1.0"
+    dependencies = ["werkzeug"]
+
+    [project.optional-dependencies]
+    test = ["pytest"]
+    """).lstrip()
+QUOTE = textwrap.dedent('''
+    """Quote the path part of a URL."""
+    from werkzeug.urls import url_quote
+
+
+    def quote_path(path):
+        """The path with every character outside a URL path's safe set percent-encoded."""
+        return url_quote(path, safe="/")
+    ''').lstrip()
+QUOTE_TEST = ("from quoter.quote import quote_path\n\n\ndef test_quote_path():\n"
+              "    assert quote_path('/a b/c') == '/a%20b/c'\n")
+SLUG = textwrap.dedent('''
+    """Slugs for titles."""
+
+
+    def slugify(title):
+        """The title lower-cased, its runs of spaces as single hyphens."""
+        return "-".join(title.lower().split())
+    ''').lstrip()
+SLUG_TEST = ("from quoter.slug import slugify\n\n\ndef test_slugify():\n"
+             "    assert slugify('Hello  World') == 'hello-world'\n")
+JUNE_2023 = calendar.timegm(time.strptime("2023-06-01", "%Y-%m-%d"))
+
+
+def index_reachable() -> str | None:
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=10).close()
+    except OSError as exc:
+        return f"the package index (pypi.org) cannot be reached from here: {exc}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def quoter(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    why = index_reachable()
+    if why is not None:
+        pytest.skip(why)
+    root = tmp_path_factory.mktemp("quoter")
+    repo = RepoBuilder(root)
+    repo.clock = JUNE_2023
+    base = repo.commit("Quote URL paths", {"pyproject.toml": PYPROJECT, "src/quoter/__init__.py": "",
+                                    "src/quoter/quote.py": QUOTE, "tests/test_quote.py": QUOTE_TEST})
+    heads = {"base": base, **repo.branches({"honest": {"src/quoter/slug.py": SLUG, "tests/test_slug.py": SLUG_TEST}})}
+    # a base of today's code: nothing imports url_quote; the change brings the import in
+    repo.branch("main")
+    repo.commit("Quote with the standard library", {"src/quoter/quote.py": QUOTE.replace(
+        "from werkzeug.urls import url_quote", "from urllib.parse import quote as url_quote")})
+    heads["modern"] = repo.git("rev-parse", "HEAD").strip()
+    heads |= repo.branches({"reintroduced": {"src/quoter/slug.py": SLUG.replace(
+        '"""Slugs for titles."""\n', '"""Slugs for titles."""\nfrom werkzeug.urls import url_quote\n').replace(
+        'return "-".join(title.lower().split())', 'return url_quote("-".join(title.lower().split()))'),
+        "tests/test_slug.py": SLUG_TEST}})
+    return root, heads
+
+
+async def review(root: Path, base: str, head: str, title: str, body: str) -> Evaluation:
+    settings = load_settings(sandbox="docker", home=root / ".lm", embedding="auto", red_team="off")
+    evaluation, _ = await review_repository(root, base, head, settings=settings, title=title, body=body)
+    return evaluation
+
+
+def summaries(evaluation: Evaluation, kind: str) -> list[str]:
+    return [e.summary for e in evaluation.evidence if e.kind == kind]
+
+
+async def test_a_base_today_s_werkzeug_broke_is_measured_with_its_day_s_releases(
+        quoter: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    root, heads = quoter
+    evaluation = await review(root, heads["base"], heads["honest"], "Add slugify for titles",
+                              "slugify lower-cases a title and joins its words with hyphens, with a test.")
+    reasons = " | ".join(evaluation.verdict_reasons)
+    drifted = summaries(evaluation, "dependency-drift")
+    assert len(drifted) == 1 and "url_quote" in drifted[0] and "2023-06-01" in drifted[0], (drifted, reasons)
+    assert any("releases uploaded before 2023-06-01" in s for s in summaries(evaluation, "test-environment"))
+    diff = evaluation.differential
+    assert diff is not None and diff.status == "measured", reasons
+    assert diff.new_passing == ("tests/test_slug.py::test_slugify",) and not diff.new_failing, reasons
+    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
+
+
+async def test_a_change_that_imports_the_removed_name_itself_gets_no_dated_environment(
+        quoter: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    root, heads = quoter
+    evaluation = await review(root, heads["modern"], heads["reintroduced"], "Add slugify for titles",
+                              "slugify lower-cases a title, joins its words with hyphens and quotes it.")
+    reasons = " | ".join(evaluation.verdict_reasons)
+    assert summaries(evaluation, "dependency-drift") == [], reasons
+    assert evaluation.verdict == "fail" and "Rule of New Failures" in reasons, reasons
