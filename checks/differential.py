@@ -50,7 +50,7 @@ change is red whatever the base did); its other failing tests are *unattributed*
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import PurePosixPath
 
 from checks.models import TestCaseResult, TestChange, TestDiff, TestRunResult
@@ -82,6 +82,17 @@ def _function_of(node_id: str) -> str:
 
 def _file_of(node_id: str) -> str:
     return node_id.split("::", 1)[0]
+
+
+def _test_function(node_id: str) -> str:
+    """The function's own name (``f.py::TestX::test_y[1]`` → ``test_y``)."""
+    return _function_of(node_id).rsplit("::", 1)[-1]
+
+
+def _renamed_passes(name: str, renamed: Mapping[str, str], passing: Collection[tuple[str, str]]) -> bool:
+    """Whether the change renamed ``name``'s test function where it stands and the renamed test passes at head."""
+    new = renamed.get(f"{_file_of(name)}::{_test_function(name)}")
+    return new is not None and (_file_of(new), new.rsplit("::", 1)[-1]) in passing
 
 
 def base_failure(base: TestRunResult) -> str | None:
@@ -324,10 +335,11 @@ def _same_failure_renumbered(result: TestCaseResult, vanished: dict[str, list[Te
 
 def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | None,
              changed_tests: Collection[str], changed_paths: Collection[str] = (),
-             removed_names: Collection[str] = ()) -> TestDiff:
+             removed_names: Collection[str] = (), renamed: Mapping[str, str] | None = None) -> TestDiff:
     """Classify every test; ``changed_tests`` are the test paths (files and data) the change touched,
     ``changed_paths`` every path it touched (for :func:`environment_cause`), ``removed_names`` the names the
-    change deleted from product code (:func:`checks.removed_names.removed_names`, for *retired* tests)."""
+    change deleted from product code (:func:`checks.removed_names.removed_names`, for *retired* tests),
+    ``renamed`` the test functions it renamed where they stand (:func:`checks.removed_names.renamed_tests`)."""
     changed_paths = set(changed_paths) | set(changed_tests)
     failure = base_failure(base)
     if failure is not None:
@@ -341,6 +353,8 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                         base_tests=base, guard_tests=guard, mutants=head.mutants)
     at_base, at_head, under_oracle = outcomes(base), outcomes(head), outcomes(oracle)
     passing_functions = {_function_of(n) for n, r in at_head.items() if r.outcome == PASSED}
+    passing_by_file = {(_file_of(n), _test_function(n)) for n, r in at_head.items() if r.outcome == PASSED}
+    renamed = renamed or {}
     changed_dirs = {path.rsplit("/", 1)[0] for path in changed_tests if "/" in path}
     regressed: list[TestChange] = []
     tampered: list[TestChange] = []
@@ -374,7 +388,8 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                 else:
                     unchanged += 1
             elif head_outcome == PASSED or (head_outcome == "missing" and "[" in name
-                                            and _function_of(name) in passing_functions):
+                                            and _function_of(name) in passing_functions) or (
+                    head_outcome == "missing" and _renamed_passes(name, renamed, passing_by_file)):
                 test_file = _file_of(name)
                 edited = test_file in changed_tests or any(test_file.startswith(d + "/") for d in changed_dirs)
                 if edited:

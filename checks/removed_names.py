@@ -8,6 +8,13 @@ guard run) that test fails, and a deleted test that fails under the base's oracl
 failure tells the two apart only when it names what the change itself removed (``module 'm' has no attribute
 'old_name'``, ``cannot import name 'old_name'``): :func:`names_removed_symbol` checks exactly that.
 Example: ``-def soft_unicode(s):`` and ``-    from ._native import soft_unicode`` → ``{"soft_unicode"}``.
+
+:func:`renamed_tests` reads the other side: a test function the change renames where it stands (its ``def`` line
+replaced by another test's within one hunk), so that the renamed test is the same test with a new name — an
+edited expectation, as an edit that keeps the name is — and not a deletion.
+Example: ``-def test_request_url_trims_leading_path_separators():`` / ``+def test_request_url_handles_leading_path_
+separators():`` → ``{"tests/test_adapters.py::test_request_url_trims_leading_path_separators":
+"tests/test_adapters.py::test_request_url_handles_leading_path_separators"}``.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ FROM_IMPORT = re.compile(r"^\s*from\s+[\w.]+\s+import\s+\(?([\w\s,]+?)\)?\s*(?:#
 IMPORT = re.compile(r"^\s*import\s+([\w.\s,]+?)\s*(?:#.*)?$")
 # the errors by which a test meets a name that no longer exists (NameError is not one: it is code that still
 # refers to the name, a break the change made, not a test of what it removed)
+TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(")
 MISSING_SYMBOL = re.compile(r"has no attribute '([A-Za-z_]\w*)'|cannot import name '([A-Za-z_]\w*)'")
 
 
@@ -80,3 +88,42 @@ def names_removed_symbol(messages: Iterable[str | None], removed: Collection[str
             if name in removed:
                 return name
     return None
+
+
+def renamed_tests(diff: str, is_test: Callable[[str], bool]) -> dict[str, str]:
+    """``{"path::old_test": "path::new_test"}`` for each test function of a Python test file whose ``def`` line a
+    hunk replaces by another test's ``def`` line, neither name defined elsewhere in that hunk: paired in order, and
+    only in hunks that remove as many test definitions as they add (a hunk that deletes more than it adds is not
+    read as renames)."""
+    renamed: dict[str, str] = {}
+    path: str | None = None
+    header = False
+    removed: list[str] = []
+    added: list[str] = []
+
+    def flush() -> None:
+        gone = [n for n in removed if n not in added]
+        new = [n for n in added if n not in removed]
+        if path and gone and len(gone) == len(new):
+            renamed.update({f"{path}::{old}": f"{path}::{now}" for old, now in zip(gone, new, strict=True)})
+        removed.clear()
+        added.clear()
+
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            flush()
+            path, header = None, True
+        elif header and line.startswith("+++ "):
+            target = line[4:].strip()
+            path = target[2:] if target.startswith("b/") else None
+            if path is not None and (not path.endswith(".py") or not is_test(path)):
+                path = None
+        elif line.startswith("@@"):
+            flush()
+            header = False
+        elif not header and line[:1] in ("-", "+"):
+            match = TEST_DEF.match(line[1:])
+            if match:
+                (removed if line[0] == "-" else added).append(match.group(1))
+    flush()
+    return renamed

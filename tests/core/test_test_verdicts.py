@@ -11,7 +11,8 @@ from checks.config import parse_repo_config
 from checks.detectives.test_runner import diff_evidence
 from checks.differential import apply_reruns, classify, environment_cause
 from checks.models import Brief, Case, ChangedFile, RedAnalysis, TestCaseResult, TestDiff, TestRunResult, TestSpec
-from checks.testpaths import holds_pytest_config, is_harness_path
+from checks.removed_names import renamed_tests
+from checks.testpaths import holds_pytest_config, is_harness_path, is_test_path
 from sandbox.redact import clean_test_output
 from sandbox.results import MAX_TESTS, read_results
 from sandbox.trees import pytest_config
@@ -515,3 +516,58 @@ def test_a_project_that_does_not_build_is_told_how_to_pin_its_build_never_to_ins
         {"id": "tests/test_a.py", "message": "E   ModuleNotFoundError: No module named 'freezegun'"}]}}
     named = read_results(missing, TestSpec(), {})
     assert named.status == "env_error" and 'requirements: ["freezegun"]' in (named.reason or "")
+
+
+# --- a test renamed where it stands, its expectation rewritten with the code (requests#7315) ---------------------
+
+RENAME_DIFF = '''diff --git a/tests/test_adapters.py b/tests/test_adapters.py
+index 6c55d5a1..303e4cc3 100644
+--- a/tests/test_adapters.py
++++ b/tests/test_adapters.py
+@@ -1,8 +1,8 @@
+ import requests.adapters
+
+
+-def test_request_url_trims_leading_path_separators():
++def test_request_url_handles_leading_path_separators():
+     """See also https://github.com/psf/requests/issues/6643."""
+     a = requests.adapters.HTTPAdapter()
+     p = requests.Request(method="GET", url="http://127.0.0.1:10000//v:h").prepare()
+-    assert "/v:h" == a.request_url(p, {})
++    assert "//v:h" == a.request_url(p, {})
+'''
+OLD = "tests/test_adapters.py::test_request_url_trims_leading_path_separators"
+NEW = "tests/test_adapters.py::test_request_url_handles_leading_path_separators"
+ADAPTERS = ChangedFile(path="tests/test_adapters.py", status="modified", added_lines=(4, 8), content="x = 1\n")
+
+
+def test_a_test_renamed_where_it_stands_with_its_expectation_is_an_expectation_change_not_a_regression() -> None:
+    renamed = renamed_tests(RENAME_DIFF, is_test_path)
+    assert renamed == {OLD: NEW}
+    base = run(case("passed", OLD), case("passed", "tests/test_adapters.py::test_other"))
+    guard = run(case("failed", OLD, "AssertionError: assert '/v:h' == '//v:h'"),
+                case("passed", "tests/test_adapters.py::test_other"))
+    head = run(case("passed", NEW), case("passed", "tests/test_adapters.py::test_other"))
+    diff = classify(base, head, guard, {"tests/test_adapters.py"}, {"src/requests/adapters.py"}, (), renamed)
+    assert diff.expectation_changed == (OLD,) and not diff.regressed
+    assert verdict_of(diff, ADAPTERS, PRODUCT)[0] == "pass"
+    # hostile: the renamed test fails at head — the rename covers nothing
+    failing = run(case("failed", NEW, "assert '/v:h' == '//v:h'"), case("passed", "tests/test_adapters.py::test_other"))
+    broke = classify(base, failing, guard, {"tests/test_adapters.py"}, {"src/requests/adapters.py"}, (), renamed)
+    assert [c.name for c in broke.regressed] == [OLD] and verdict_of(broke, ADAPTERS, PRODUCT)[0] == "fail"
+    # hostile: the same outcomes without a rename in the diff (the test deleted, another added elsewhere)
+    deleted = classify(base, head, guard, {"tests/test_adapters.py"}, {"src/requests/adapters.py"}, (), {})
+    assert [c.name for c in deleted.regressed] == [OLD] and verdict_of(deleted, ADAPTERS, PRODUCT)[0] == "fail"
+
+
+def test_only_a_hunk_that_replaces_as_many_test_definitions_as_it_removes_renames() -> None:
+    two_for_one = RENAME_DIFF.replace('-def test_request_url_trims_leading_path_separators():\n',
+                                      '-def test_request_url_trims_leading_path_separators():\n-def test_b():\n')
+    assert renamed_tests(two_for_one, is_test_path) == {}
+    # a deletion in one hunk and an addition in another are not a rename
+    apart = RENAME_DIFF.replace("+def test_request_url_handles_leading_path_separators():\n", " \n") + \
+        "@@ -40,2 +40,4 @@\n+def test_request_url_handles_leading_path_separators():\n+    assert True\n"
+    assert renamed_tests(apart, is_test_path) == {}
+    # product code is never read for renames
+    assert renamed_tests(RENAME_DIFF.replace("tests/test_adapters.py", "src/requests/adapters.py"),
+                         is_test_path) == {}
