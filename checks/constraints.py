@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from checks import pyast
 from checks.collector import collector_paused
 from checks.resolve import assignment_aliases, call_name, fold_string
 from checks.testpaths import is_test_path
@@ -167,7 +168,7 @@ def check_source(path: str, source: str, rubric: Rubric, _depth: int = 0,
 
 def _check_source(path: str, source: str, rubric: Rubric, _depth: int, own: frozenset[str]) -> SourceReport:
     try:
-        tree = ast.parse(source, filename=path)
+        tree = pyast.parse(source, filename=path)
     except SyntaxError as exc:
         return SourceReport(violations=(), syntax_error=(exc.lineno, exc.msg or "invalid syntax"))
     except ValueError as exc:  # e.g. source with NUL bytes

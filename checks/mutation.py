@@ -21,6 +21,7 @@ import ast
 import hashlib
 from collections.abc import Callable, Iterator
 
+from checks import pyast
 from checks.models import Case, ChangedFile, Mutant
 from checks.testpaths import is_test_path
 
@@ -93,7 +94,7 @@ def _apply(source: str, index: int, edit: Edit) -> tuple[str, str] | None:
 
     A fresh parse, not ``copy.deepcopy``: the C parser copes with nesting that Python-level recursion does not."""
     try:
-        clone = ast.parse(source)
+        clone = pyast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     nodes = list(ast.walk(clone))
@@ -120,7 +121,7 @@ def _file_mutants(changed: ChangedFile) -> list[Iterator[Mutant]]:
     if changed.content is None or not changed.added_lines:
         return []
     try:
-        tree = ast.parse(changed.content)
+        tree = pyast.parse(changed.content)
     except (SyntaxError, ValueError, RecursionError):
         return []
     added = set(changed.added_lines)

@@ -52,7 +52,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from checks import cis
+from checks import cis, pyast
 from checks.collector import collector_paused
 from checks.diff import DiffError, parse_diff
 from checks.errors import DetectiveError
@@ -479,7 +479,7 @@ def scopes_by_path(case: Case) -> ScopesByPath:
 
 def _python_scopes(source: str) -> list[_Scope] | None:
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         return None
     scopes: list[_Scope] = []
@@ -687,7 +687,7 @@ def _python_prose(content: str) -> tuple[set[int], dict[int, int]]:
     comments: dict[int, int] = {}
     with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
         with collector_paused():
-            tree = ast.parse(content)
+            tree = pyast.parse(content)
         for node in ast.walk(tree):
             if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
                 first = node.body[0]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import re
 
+from checks import pyast
 from checks.red.shared_state import dotted
 
 SQL_EXECUTE = frozenset({"execute"})
@@ -56,7 +57,7 @@ def _parse_line(line: str) -> tuple[str, ast.Module] | None:
     if not code or code.endswith((":", "\\")):
         return None
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         return None
     if len(tree.body) != 1 or isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -294,7 +295,7 @@ def shell_argument_list(line: str) -> str | None:
 
 def _balanced(text: str) -> bool:
     try:
-        ast.parse(f"f({text})")
+        pyast.parse(f"f({text})")
     except SyntaxError:
         return False
     return True

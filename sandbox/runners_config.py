@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from checks import pyast
+
 Reader = Callable[[str], str | None]
 Follow = Callable[[str], list[str]]
 TEST_FACTORS = ("test", "tests", "testing", "pytest", "unit", "unittest", "unittests")
@@ -328,7 +330,7 @@ def nox_deps(source: str | None, follow: Follow) -> ToolDeps | None:
     if not source:
         return None
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except (SyntaxError, ValueError):
         return None
     constants = _string_lists(tree.body)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from checks import pyast
+
 
 @dataclass(frozen=True)
 class SetupPy:
@@ -40,7 +42,7 @@ def read_setup_py(text: str | None) -> SetupPy:
     if not text:
         return SetupPy()
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return SetupPy()
     names: dict[str, ast.expr] = {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from checks import pyast
 from checks.models import Location
 
 STATE_BASES = {"BaseModel": "pydantic", "TypedDict": "TypedDict"}
@@ -190,7 +191,7 @@ def collect(sources: dict[str, str]) -> ArchitectureFacts:
             continue
         facts.python_files += 1
         try:
-            tree = ast.parse(sources[path], filename=path)
+            tree = pyast.parse(sources[path], filename=path)
         except (SyntaxError, ValueError) as exc:
             facts.unparsable.append(Location(path=path, line=getattr(exc, "lineno", None)))
             continue

@@ -20,6 +20,7 @@ import ast
 import re
 from typing import Any
 
+from checks import pyast
 from checks.red.hypotheses import Attack
 
 THREADS = 8
@@ -42,7 +43,7 @@ def _literal(text: object) -> str | None:
     if not isinstance(text, str):
         return None
     try:
-        return repr(ast.literal_eval(text))
+        return repr(ast.literal_eval(pyast.parse_expression(text)))
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
 

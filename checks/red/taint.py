@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from checks import pyast
 from checks.red.hypotheses import Hypothesis, Target
 from checks.red.shared_state import dotted, shared_state
 from checks.resolve import assignment_aliases, call_name
@@ -249,7 +250,7 @@ class TaintPass:
 
     def run(self) -> list[Hypothesis]:
         try:
-            tree = ast.parse(self.source, filename=self.path)
+            tree = pyast.parse(self.source, filename=self.path)
         except (SyntaxError, ValueError):
             return []  # the repo investigator reports syntax errors; there is nothing to attack
         facts = module_facts(tree)
@@ -416,7 +417,7 @@ def target_index(path: str, source: str) -> Callable[[int], Target | None]:
     """Parse once; return a lookup from a line to the top-level function or method whose body holds it — how a
     scanner's finding becomes attackable (one parse per file, however many findings it has)."""
     try:
-        tree = ast.parse(source, filename=path)
+        tree = pyast.parse(source, filename=path)
     except (SyntaxError, ValueError):
         return lambda line: None
     spans = sorted((func.lineno, getattr(func, "end_lineno", None) or func.lineno,
