@@ -104,6 +104,9 @@ def record(kind: str, pr: dict[str, Any], evaluation: Any, seconds: float) -> di
         "new_failing": [c.name for c in diff.new_failing] if diff else [],
         "environmental": [f"{c.name}: {c.cause}" for c in diff.environmental] if diff else [],
         "flaky": [c.name for c in diff.flaky] if diff else [],
+        # why the charged tests failed, for reading a miss without reviewing it again
+        "messages": {c.name: (c.message or "")[:400] for c in [*diff.regressed, *diff.new_failing][:10]}
+        if diff else {},
         "measured": bool(tests and tests.status == "ran" and not environmental),
         "seconds": round(seconds, 1),
     }

@@ -469,9 +469,10 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
     if plan.lock is not None:
         installed, setup = await sandbox._thread(run, prepare_npm, sandbox, run, tree, plan.lock)
         base["setup"] = setup
-        if installed is None:
-            return TestRunResult(status="env_error", reason=f"the project's npm packages could not be installed: "
-                                 f"{setup.reason}", **base)
+        if installed is None:  # the toolchain's plan carries why, so the verdict names it
+            why = f"the project's npm packages could not be installed: {setup.reason}"
+            base["toolchains"] = (plan.toolchain.model_copy(update={"error": why}),)
+            return TestRunResult(status="env_error", reason=why, **base)
         image = installed
     await sandbox._thread(run, sandbox._start, run, image, reporter_tar(), tree, None)
     # the installed packages, read-only in the image, are the tree's node_modules (unless the tree has its own)

@@ -342,6 +342,25 @@ def spans(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     return root, repo.branches(SPANS_CASES)
 
 
+async def test_packages_that_cannot_be_installed_are_named_never_a_runner_logomesh_lacks(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
+    why = registry_reachable()
+    if why is not None:
+        pytest.skip(why)
+    # the lock pins ms with another package's integrity hash: npm ci refuses it (EINTEGRITY) at base and at head
+    forged = MS_LOCK.replace("sha512-6FlzubTLZG3J2a", "sha512-AAAAubTLZG3J2a")
+    repo = RepoBuilder(tmp_path / "forged-lock")
+    repo.commit("Start spans", {**SPANS_START, "package-lock.json": forged})
+    heads = repo.branches({"honest": SPANS_CASES["honest"]})
+    evaluation = await review(tmp_path / "forged-lock", heads["honest"], "Add minutes to spans",
+                              "minutes returns how many whole minutes a span lasts.")
+    said = reasons(evaluation)
+    assert evaluation.verdict == "neutral" and evaluation.measured["testing"] is False, said
+    assert "the JavaScript tests could not run: the project's npm packages could not be installed: npm ci failed" \
+        in said, said
+    assert "which LogoMesh does not run" not in said, said
+
+
 async def test_a_project_with_an_npm_dependency_is_installed_from_its_lock_file_and_measured(
         spans: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
     root, heads = spans
