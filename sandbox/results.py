@@ -35,6 +35,7 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 MUTANT_STATUSES = ("killed", "survived", "uncovered", "timeout", "not_run")
 LAST_LINES = 12
 NOTHING_WRONG = (0, 5)  # pytest's exit codes for "all passed" and "no tests collected"
+INTERNAL_ERROR = 3  # pytest's exit code when it stopped on an INTERNALERROR (its own or a plugin's)
 LAST_CHARS = 1500
 # how a process that ended without its collector's record was stopped: exit codes and negative signal numbers
 ENDINGS = {
@@ -178,6 +179,16 @@ def read_results(loaded: dict[str, Any], spec: TestSpec, base: dict[str, Any]) -
                    + (f": {line}; {fix_hint(line)}" if line else "")
                    + (f"; pytest's last lines:\n{tail}" if tail else "; pytest printed nothing"))
         return TestRunResult(status="error", reason=stopped, **fields)
+    if code == INTERNAL_ERROR and executed < collected:
+        # pytest itself broke mid-run (a plugin's or pytest's own INTERNALERROR): the tests after it have no outcome,
+        # and a run that did not complete is never read as one that ran them all
+        output = base.get("output") if isinstance(base.get("output"), str) else ""
+        internal = [line[14:].strip() for line in str(output).splitlines()
+                    if line.startswith("INTERNALERROR>") and line[14:].strip()]
+        fields["reason"] = (f"pytest stopped with an internal error after {executed} of {collected} tests"
+                            + (f": {internal[-1][:300]}" if internal else "")
+                            + (f"; pytest's last lines:\n{last_lines(str(output))}" if output else ""))
+        return TestRunResult(status="error", **fields)
     status = "ran" if executed else "no_tests"
     if past_cap:
         fields["reason"] = (f"{past_cap} test(s) past the first {MAX_TESTS} ran but were not recorded: they are "

@@ -571,3 +571,36 @@ def test_only_a_hunk_that_replaces_as_many_test_definitions_as_it_removes_rename
     # product code is never read for renames
     assert renamed_tests(RENAME_DIFF.replace("tests/test_adapters.py", "src/requests/adapters.py"),
                          is_test_path) == {}
+
+
+# --- pytest's own INTERNALERROR mid-run (pydantic-settings#924) -------------------------------------------------
+
+INTERNAL = ("INTERNALERROR>   File \"/usr/lib/python3.11/traceback.py\", line 416, in _extract_from_extended\n"
+            "INTERNALERROR>     for f, (lineno, end_lineno, colno, end_colno) in frame_gen:\n"
+            "INTERNALERROR> RuntimeError: generator raised StopIteration\n")
+
+
+def internal_run(outcomes: list[tuple[int, str]], collected: int, code: int = 3) -> TestRunResult:
+    loaded = {"exit_code": code, "record": {
+        "collected": [f"tests/test_s.py::test_{i}" for i in range(collected)],
+        "tests": [{"id": f"tests/test_s.py::test_{i}", "outcome": outcome, "message": None if outcome == "passed"
+                   else "AssertionError: assert 1 == 2"} for i, outcome in outcomes]}}
+    return read_results(loaded, TestSpec(), {"output": "tests/test_s.py ..F\n" + INTERNAL})
+
+
+def test_a_run_pytest_broke_off_with_an_internal_error_did_not_complete_and_charges_no_unreached_test() -> None:
+    base = run(*(case("passed", f"tests/test_s.py::test_{i}") for i in range(10)))
+    broken = internal_run([(0, "passed"), (1, "passed")], collected=10)
+    assert broken.status == "error" and "internal error after 2 of 10 tests" in (broken.reason or "")
+    assert "generator raised StopIteration" in (broken.reason or "")
+    diff = classify(base, broken, broken, {"tests/test_s.py"}, {"pkg/calc.py"})
+    assert not diff.regressed and len(diff.unreached) == 8
+    verdict, reasons = verdict_of(diff, PRODUCT, TEST_FILE, tests=broken)
+    assert verdict == "neutral" and any("Rule of Completion" in r for r in reasons), reasons
+    # hostile: a test that failed before the break is still the change's
+    failed_first = internal_run([(0, "passed"), (1, "failed")], collected=10)
+    charged = classify(base, failed_first, failed_first, {"tests/test_s.py"}, {"pkg/calc.py"})
+    assert [c.name for c in charged.regressed] == ["tests/test_s.py::test_1"]
+    assert verdict_of(charged, PRODUCT, TEST_FILE, tests=failed_first)[0] == "fail"
+    # an internal error after every test ran (at session end) leaves a complete run
+    assert internal_run([(i, "passed") for i in range(10)], collected=10).status == "ran"
