@@ -11,7 +11,6 @@ environment and does not pass.
 from __future__ import annotations
 
 import calendar
-import socket
 import textwrap
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
+from tests.sandbox.registries import unreachable
 
 pytestmark = pytest.mark.docker
 
@@ -63,17 +63,9 @@ SLUG_TEST = ("from quoter.slug import slugify\n\n\ndef test_slugify():\n"
 JUNE_2023 = calendar.timegm(time.strptime("2023-06-01", "%Y-%m-%d"))
 
 
-def index_reachable() -> str | None:
-    try:
-        socket.create_connection(("pypi.org", 443), timeout=10).close()
-    except OSError as exc:
-        return f"the package index (pypi.org) cannot be reached from here: {exc}"
-    return None
-
-
 @pytest.fixture(scope="module")
 def quoter(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    why = index_reachable()
+    why = unreachable("https://pypi.org/simple/werkzeug/")
     if why is not None:
         pytest.skip(why)
     root = tmp_path_factory.mktemp("quoter")

@@ -23,6 +23,7 @@ from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
+from tests.sandbox.registries import unreachable
 
 pytestmark = pytest.mark.docker
 
@@ -322,13 +323,7 @@ SPANS_CASES: dict[str, dict[str, str | None]] = {
 
 def registry_reachable() -> str | None:
     """None when the npm registry answers from this machine, else why not."""
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(REGISTRY + "ms", timeout=15) as answer:
-            return None if answer.status == 200 else f"the npm registry answered {answer.status}"
-    except OSError as exc:
-        return f"the npm registry ({REGISTRY}) cannot be reached from here: {exc}"
+    return unreachable(REGISTRY + "ms")
 
 
 @pytest.fixture(scope="module")
