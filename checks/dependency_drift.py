@@ -1,4 +1,5 @@
-"""Dependency drift: a base commit that no longer runs with today's releases of its dependencies.
+"""Dependency drift: a base commit that no longer runs with today's releases of its dependencies (or with the
+interpreter chosen for it).
 
 What: a project whose requirements have no upper bounds gets the newest releases; a release that removed an API
 the base commit still calls (``werkzeug.urls.url_quote``, gone in Werkzeug 3) or a build tool that no longer builds
@@ -10,6 +11,8 @@ runner then builds the environment again from the releases uploaded before the b
 Why: a run that breaks on drift measures nothing; the releases of the base commit's day are the environment its
 tests passed in. Only the base is read for drift, and the date is the base commit's (a PR controls its own
 commits' dates and its own imports, not the base branch's): a change that itself calls a removed API still fails.
+The same holds for an interpreter: when pytest itself breaks at base (an INTERNALERROR), :func:`other_interpreter`
+names another interpreter the project admits, and the runs are made again with it.
 Example: ``cannot import name 'url_quote' from 'werkzeug.urls'`` at base → releases before 2023-04-12T…
 """
 
@@ -18,6 +21,8 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Collection
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from checks.models import TestRunResult
 
@@ -52,6 +57,25 @@ def drift(run: TestRunResult, own: Collection[str]) -> str | None:
         if BUILD_FAILED in text:
             return BUILD_FAILED
     return None
+
+
+INTERNAL_ERROR = "pytest stopped with an internal error"  # sandbox/results.py's reason for an INTERNALERROR
+
+
+def other_interpreter(run: TestRunResult) -> str | None:
+    """Another interpreter to run ``run``'s tests with when pytest broke inside itself there (an INTERNALERROR: the
+    interpreter's traceback module or a plugin failing, as pytest 8.4's tracebacks do under Debian's Python 3.11.2):
+    the newest other interpreter the sandbox offers that the project's ``requires-python`` admits, or None."""
+    plan = run.environment
+    if run.status != "error" or not (run.reason or "").startswith(INTERNAL_ERROR) or plan is None:
+        return None
+    try:
+        wanted = SpecifierSet(plan.requires_python or "")
+    except InvalidSpecifier:
+        wanted = SpecifierSet()
+    others = [v for v in plan.offered if v != plan.python
+              and (wanted.contains(v + ".0", prereleases=True) or wanted.contains(v + ".99"))]
+    return max(others, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()), default=None)
 
 
 def _trouble(run: TestRunResult) -> tuple[int, int]:

@@ -123,6 +123,8 @@ class TestSpec(Model):
                                    "in the same tree and environment; a custom command is not re-run")
     language: Literal["python", "go", "javascript"] = Field(
         default="python", description="whose tests to run (a language plug-in, checks/languages/)")
+    python: str | None = Field(default=None, description="run with this interpreter when the sandbox offers it and "
+                               "the project admits it, instead of the one chosen (pytest broke under that one)")
     dependencies_as_of: str | None = Field(
         default=None, description="build the environment from the releases uploaded before this ISO 8601 time "
         "(the base commit's, when today's releases break the base: checks/dependency_drift.py)")

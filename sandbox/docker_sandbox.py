@@ -462,7 +462,8 @@ class DockerSandbox:
 
     def _plan(self, tree: Tree, spec: TestSpec) -> EnvironmentPlan:
         offered = tuple(self.images)  # the main image's versions first
-        plan = plan_environment(tree.read, tree.paths(), offered, preferred=offered[0] if offered else None)
+        preferred = spec.python if spec.python in offered else (offered[0] if offered else None)
+        plan = plan_environment(tree.read, tree.paths(), offered, preferred=preferred)
         if spec.dependencies_as_of:  # releases of the base commit's day (checks/dependency_drift.py)
             plan = plan.model_copy(update={"uploaded_before": spec.dependencies_as_of,
                                            "key": plan_key(plan.python, plan.requirements, spec.dependencies_as_of)})

@@ -18,7 +18,7 @@ import asyncio
 
 from checks.constraints import own_packages
 from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
-from checks.dependency_drift import better, drift
+from checks.dependency_drift import better, drift, other_interpreter
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.languages import GO, JAVASCRIPT, PYTHON, language_of_test, languages_of, merge_runs
@@ -69,12 +69,12 @@ class TestRunner:
                 runs.append(self.sandbox.run_tests(spec.model_copy(update=update)))
         # side by side: the base is usually cached, and the guard run overlaps the head's
         answers = list(await asyncio.gather(*runs))
-        drifted = None
+        retried: Evidence | None = None
         if PYTHON in languages:
             at = languages.index(PYTHON) * len(trees)
-            dated = await self._dated(case, spec, trees, answers[at:at + len(trees)], mutants, mutation.seconds)
-            if dated is not None:
-                spec, drifted, answers[at:at + len(trees)] = dated
+            again = await self._retry(case, spec, trees, answers[at:at + len(trees)], mutants, mutation.seconds)
+            if again is not None:
+                spec, retried, answers[at:at + len(trees)] = again
         per_tree = [merge_runs(answers[i::len(trees)]) for i in range(len(trees))]
         head, base, guard = per_tree[0], per_tree[1], (per_tree[2] if guarded else None)
         diff = differential(case, base, head, guard)
@@ -83,7 +83,7 @@ class TestRunner:
         diff = await self._rerun(spec, diff, guarded, rubric.testing.reruns)
         # compared with the base, the differential names the failing tests; on its own, the head run does
         classified = diff.new_failing or diff.unattributed or diff.environmental or diff.flaky
-        evidence = (drift_evidence(spec, drifted)
+        evidence = (([retried] if retried is not None else [])
                     + evidence_for(head, list_failures=diff.status != "measured" and not classified)
                     + diff_evidence(diff)
                     + dependency_evidence(diff)
@@ -93,28 +93,45 @@ class TestRunner:
         return DetectiveReport(detective=ID, evidence=tuple(evidence), tests=compact(head), differential=diff)
 
 
-    async def _dated(self, case: Case, spec: TestSpec, trees: tuple[str, ...], runs: list[TestRunResult],
+    async def _retry(self, case: Case, spec: TestSpec, trees: tuple[str, ...], runs: list[TestRunResult],
                      mutants: tuple[Mutant, ...], mutation_seconds: float,
-                     ) -> tuple[TestSpec, str, list[TestRunResult]] | None:
-        """When today's releases of the dependencies break the base (:mod:`checks.dependency_drift`), the Python
-        runs again in an environment of the releases uploaded before the base commit's date: ``(the spec they ran
-        with, the drift seen, the runs)`` when they measure more, else None. An environment the repository set in
-        ``.logomesh.yml`` is left as it is."""
+                     ) -> tuple[TestSpec, Evidence, list[TestRunResult]] | None:
+        """When the environment broke the base (:mod:`checks.dependency_drift`) — today's releases of its
+        dependencies no longer fit it, or pytest broke inside itself under the chosen interpreter — the Python runs
+        again in another environment: the releases uploaded before the base commit's date, or another interpreter
+        the project admits. ``(the spec they ran with, the evidence saying why, the runs)`` when they measure more,
+        else None. An environment the repository set in ``.logomesh.yml`` is left as it is."""
         base = runs[trees.index("base")]
-        if self.sandbox is None or not case.base_committed_at or spec.environment is not None:
+        if self.sandbox is None or spec.environment is not None:
             return None
-        sign = drift(base, own_packages(case.head_paths))
-        if sign is None:
+        sign = drift(base, own_packages(case.head_paths)) if case.base_committed_at else None
+        python = other_interpreter(base) if sign is None else None
+        if sign is not None:
+            other = spec.model_copy(update={"dependencies_as_of": case.base_committed_at})
+            said = Evidence(
+                id=f"{ID}.dependency-drift", detective=ID, kind="dependency-drift", severity="info",
+                facts={"uploaded_before": case.base_committed_at, "drift": sign},
+                summary=(f"The tests ran with the dependencies' releases uploaded before {case.base_committed_at} "
+                         f"(the base commit's date): with today's releases the base commit itself fails "
+                         f"({sign[:200]}) — its requirements allow releases that no longer fit its code"))
+        elif python is not None:
+            other = spec.model_copy(update={"python": python})
+            chosen = base.environment.python if base.environment is not None else None
+            said = Evidence(
+                id=f"{ID}.interpreter", detective=ID, kind="interpreter-fallback", severity="info",
+                facts={"python": python, "instead_of": chosen, "reason": (base.reason or "")[:400]},
+                summary=(f"The tests ran with Python {python}: under Python {chosen} pytest itself broke at the base "
+                         f"commit ({(base.reason or '')[:200]})"))
+        else:
             return None
-        dated_spec = spec.model_copy(update={"dependencies_as_of": case.base_committed_at})
-        dated = list(await asyncio.gather(*(self.sandbox.run_tests(dated_spec.model_copy(update={
+        again = list(await asyncio.gather(*(self.sandbox.run_tests(other.model_copy(update={
             "tree": tree, "language": PYTHON,
             **({"mutants": mutants, "mutation_seconds": mutation_seconds} if tree == "head" else {})}))
             for tree in trees)))
         head = trees.index("head")
-        if not better((dated[trees.index("base")], dated[head]), (base, runs[head])):
+        if not better((again[trees.index("base")], again[head]), (base, runs[head])):
             return None
-        return dated_spec, sign, dated
+        return other, said, again
 
     async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool, reruns: int) -> TestDiff:
         """Run each regressed or new failing test again (``reruns`` times, the rubric's ``testing.reruns``; only
@@ -144,18 +161,6 @@ class TestRunner:
                 found[role].append(result)
         head_runs, oracle_runs, base_runs = found["head"], found["oracle"], found["base"]
         return apply_reruns(diff, head_runs, oracle_runs, base_runs)
-
-
-def drift_evidence(spec: TestSpec, drifted: str | None) -> list[Evidence]:
-    """Why the tests ran among older releases, when they did."""
-    if drifted is None or not spec.dependencies_as_of:
-        return []
-    return [Evidence(
-        id=f"{ID}.dependency-drift", detective=ID, kind="dependency-drift", severity="info",
-        facts={"uploaded_before": spec.dependencies_as_of, "drift": drifted},
-        summary=(f"The tests ran with the dependencies' releases uploaded before {spec.dependencies_as_of} (the base "
-                 f"commit's date): with today's releases the base commit itself fails ({drifted[:200]}) — its "
-                 "requirements allow releases that no longer fit its code"))]
 
 
 def _is_pytest(command: tuple[str, ...]) -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 
-from checks.dependency_drift import better, drift
+from checks.dependency_drift import better, drift, other_interpreter
 from checks.detectives.test_runner import TestRunner
-from checks.models import Case, ChangedFile, TestCaseResult, TestRunResult, TestSpec
+from checks.models import Case, ChangedFile, EnvironmentPlan, TestCaseResult, TestRunResult, TestSpec
 from rubric.loader import load_rubric
 from sandbox.environment import plan_key
 from sandbox.resolve import DATED_PIP, UPLOADED_BEFORE, resolve_script
@@ -143,3 +143,45 @@ def test_no_dated_environment_without_a_date_an_operator_s_environment_or_a_bett
     assert [s.dependencies_as_of for s in asked] == [None, None, BASE_DATE, BASE_DATE]
     assert report.tests.status == "error"  # type: ignore[attr-defined]
     assert not [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+
+
+# --- pytest broke inside itself under the chosen interpreter: another one the project admits --------------------
+
+def planned(python: str, requires: str | None = ">=3.9") -> EnvironmentPlan:
+    return EnvironmentPlan(python=python, offered=("3.11", "3.13"), requires_python=requires)
+
+
+BROKE = ran(status="error", reason="pytest stopped with an internal error after 56 of 700 tests: RuntimeError: "
+            "generator raised StopIteration").model_copy(update={"environment": planned("3.11")})
+
+
+def test_another_interpreter_only_for_pytest_s_own_break_and_only_one_the_project_admits() -> None:
+    assert other_interpreter(BROKE) == "3.13"
+    assert other_interpreter(BROKE.model_copy(update={"environment": planned("3.11", "<3.12")})) is None
+    assert other_interpreter(BROKE.model_copy(update={"environment": planned("3.13")})) == "3.11"
+    timeout = BROKE.model_copy(update={"status": "timeout", "reason": "killed: wall-clock timeout after 300 s"})
+    assert other_interpreter(timeout) is None
+    assert other_interpreter(CLEAN.model_copy(update={"environment": planned("3.11")})) is None
+
+
+class InterpreterSandbox(RecordedSandbox):
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        self.asked.append(spec)
+        table = self.dated if spec.python == "3.13" else self.today
+        return table[spec.tree].model_copy(update={"tree": spec.tree})
+
+
+def test_a_base_pytest_broke_under_one_interpreter_runs_under_another_and_says_so() -> None:
+    sandbox = InterpreterSandbox({"head": BROKE, "base": BROKE}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox)
+    assert [s.python for s in asked] == [None, None, "3.13", "3.13"]
+    said = [e for e in report.evidence if e.kind == "interpreter-fallback"]  # type: ignore[attr-defined]
+    assert len(said) == 1 and "Python 3.13" in said[0].summary and "internal error" in said[0].summary
+    assert report.differential.status == "measured"  # type: ignore[attr-defined]
+
+
+def test_a_change_that_breaks_pytest_itself_gets_no_other_interpreter() -> None:
+    sandbox = InterpreterSandbox({"head": BROKE, "base": CLEAN}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox)
+    assert all(s.python is None for s in asked)
+    assert report.tests.status == "error"  # type: ignore[attr-defined]

@@ -119,3 +119,39 @@ async def test_a_change_that_imports_the_removed_name_itself_gets_no_dated_envir
     reasons = " | ".join(evaluation.verdict_reasons)
     assert summaries(evaluation, "dependency-drift") == [], reasons
     assert evaluation.verdict == "fail" and "Rule of New Failures" in reasons, reasons
+
+
+# --- pytest broke inside itself under the main interpreter: the companion image's runs the tests ------------------
+
+BREAKS_ON_311 = textwrap.dedent('''
+    import sys
+
+
+    def pytest_runtest_logreport(report):
+        # pytest's own reporting breaks under this interpreter, as pytest 8.4's tracebacks do under Python 3.11.2
+        if sys.version_info[:2] == (3, 11) and report.when == "call" and report.nodeid.endswith("test_second"):
+            raise RuntimeError("generator raised StopIteration")
+    ''').lstrip()
+CALC = "def add(a, b):\n    return a + b\n"
+CALC_TESTS = ("from calc import add\n\n\ndef test_first():\n    assert add(1, 2) == 3\n\n\n"
+              "def test_second():\n    assert add(2, 2) == 4\n\n\ndef test_third():\n    assert add(0, 0) == 0\n")
+SUB = "\n\ndef sub(a, b):\n    \"\"\"a minus b.\"\"\"\n    return a - b\n"
+SUB_TEST = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
+
+
+async def test_a_base_pytest_breaks_under_the_main_interpreter_is_measured_under_another(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
+    root = tmp_path / "calc"
+    repo = RepoBuilder(root)
+    base = repo.commit("Add add", {"pyproject.toml": '[project]\nname = "calc"\nversion = "1"\nrequires-python = '
+                                   '">=3.9"\n', "calc.py": CALC, "conftest.py": BREAKS_ON_311,
+                                   "tests/test_calc.py": CALC_TESTS})
+    head = repo.branches({"sub": {"calc.py": CALC + SUB, "tests/test_sub.py": SUB_TEST}})["sub"]
+    evaluation = await review(root, base, head, "Add sub", "sub subtracts its second argument from its first.")
+    reasons = " | ".join(evaluation.verdict_reasons)
+    said = summaries(evaluation, "interpreter-fallback")
+    assert len(said) == 1 and "Python 3.13" in said[0] and "internal error" in said[0], (said, reasons)
+    diff = evaluation.differential
+    assert diff is not None and diff.status == "measured" and diff.new_passing == ("tests/test_sub.py::test_sub",)
+    assert not diff.regressed and not diff.new_failing, reasons
+    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
