@@ -121,6 +121,8 @@ async def verify(git_dir: Path, twin: str, base: str, settings: Any) -> dict[str
     """Run the twin's tests at its head in the sandbox, as a review would (zero configuration)."""
     from app.review.assembly import prepare
     from app.review.gitrepo import GitRepo
+    from checks.constraints import own_packages
+    from checks.dependency_drift import drift
     from sandbox.docker_sandbox import DockerSandbox, SetupOptions, docker_client
     from sandbox.limits import SandboxLimits
 
@@ -135,15 +137,27 @@ async def verify(git_dir: Path, twin: str, base: str, settings: Any) -> dict[str
     try:
         sandbox = await asyncio.to_thread(DockerSandbox.for_git, repo.git_bytes, twin, limits,
                                           settings.sandbox_image, client, base_sha=base, setup=setup)
-        result = await sandbox.run_tests(prepared.case.test_spec)
-        base_result = await sandbox.run_tests(prepared.case.test_spec.model_copy(update={"tree": "base"}))
+        spec = prepared.case.test_spec
+        result = await sandbox.run_tests(spec)
+        base_result = await sandbox.run_tests(spec.model_copy(update={"tree": "base"}))
+        case = prepared.case
+        if case.base_committed_at and drift(base_result, own_packages(case.head_paths)):
+            # today's releases break the base: both run with the releases of the base commit's day, as a review would
+            spec = spec.model_copy(update={"dependencies_as_of": case.base_committed_at})
+            result = await sandbox.run_tests(spec)
+            base_result = await sandbox.run_tests(spec.model_copy(update={"tree": "base"}))
     finally:
         client.close()
     failing = new_failures(result, base_result)
-    verified = result.status == "ran" and bool(failing)
-    why = None if verified else (f"no test fails at the twin's head that passes at the base ({result.passed} passed)"
-                                 if result.status == "ran" else f"tests not run at the twin's head: {result.status}"
-                                 f" ({(result.reason or '')[:200]})")
+    # a base that does not run proves nothing: every failure at the twin's head could be the environment's
+    verified = result.status == "ran" and base_result.status == "ran" and bool(failing)
+    why = None
+    if result.status != "ran":
+        why = f"tests not run at the twin's head: {result.status} ({(result.reason or '')[:200]})"
+    elif base_result.status != "ran":
+        why = f"the base's tests do not run: {base_result.status} ({(base_result.reason or '')[:200]})"
+    elif not failing:
+        why = f"no test fails at the twin's head that passes at the base ({result.passed} passed)"
     return {"verified": verified, "failing": failing[:20], "dropped": why}
 
 
