@@ -353,6 +353,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                         base_tests=base, guard_tests=guard, mutants=head.mutants)
     at_base, at_head, under_oracle = outcomes(base), outcomes(head), outcomes(oracle)
     passing_functions = {_function_of(n) for n, r in at_head.items() if r.outcome == PASSED}
+    failing_functions = {_function_of(n) for n, r in at_head.items() if r.outcome in FAILING}
     passing_by_file = {(_file_of(n), _test_function(n)) for n, r in at_head.items() if r.outcome == PASSED}
     renamed = renamed or {}
     changed_dirs = {path.rsplit("/", 1)[0] for path in changed_tests if "/" in path}
@@ -387,9 +388,10 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                     removed.append(name)
                 else:
                     unchanged += 1
-            elif head_outcome == PASSED or (head_outcome == "missing" and "[" in name
-                                            and _function_of(name) in passing_functions) or (
-                    head_outcome == "missing" and _renamed_passes(name, renamed, passing_by_file)):
+            elif head_outcome == PASSED or (head_outcome == "missing" and (
+                    ("[" in name and _function_of(name) in passing_functions)  # another case of its function
+                    or (name in passing_functions and name not in failing_functions)  # parametrised: its cases pass
+                    or _renamed_passes(name, renamed, passing_by_file))):
                 test_file = _file_of(name)
                 edited = test_file in changed_tests or any(test_file.startswith(d + "/") for d in changed_dirs)
                 if edited:

@@ -604,3 +604,23 @@ def test_a_run_pytest_broke_off_with_an_internal_error_did_not_complete_and_char
     assert verdict_of(charged, PRODUCT, TEST_FILE, tests=failed_first)[0] == "fail"
     # an internal error after every test ran (at session end) leaves a complete run
     assert internal_run([(i, "passed") for i in range(10)], collected=10).status == "ran"
+
+
+def test_a_test_the_change_parametrised_whose_cases_pass_is_an_expectation_change() -> None:
+    # markupsafe#115: ``def test_adding():`` became ``def test_adding(escape):`` over a parametrised fixture
+    base = run(case("passed", "tests/test_m.py::test_adding"), case("passed", "tests/test_m.py::test_mul"))
+    guard = run(case("failed", "tests/test_m.py::test_adding"), case("passed", "tests/test_m.py::test_mul"))
+    head = run(case("passed", "tests/test_m.py::test_adding[markupsafe._native]"),
+               case("passed", "tests/test_m.py::test_adding[markupsafe._speedups]"),
+               case("passed", "tests/test_m.py::test_mul"))
+    diff = classify(base, head, guard, {"tests/test_m.py"}, {"src/markupsafe/__init__.py"})
+    assert diff.expectation_changed == ("tests/test_m.py::test_adding",) and not diff.regressed
+    # hostile: one of its cases fails at head — the function no longer passes as a whole
+    broke = run(case("passed", "tests/test_m.py::test_adding[markupsafe._native]"),
+                case("failed", "tests/test_m.py::test_adding[markupsafe._speedups]"),
+                case("passed", "tests/test_m.py::test_mul"))
+    assert [c.name for c in classify(base, broke, guard, {"tests/test_m.py"}, {"src/m.py"}).regressed] == [
+        "tests/test_m.py::test_adding"]
+    # hostile: the test file is not the change's: its cases passing is the harness's doing, not a new expectation
+    forged = classify(base, head, guard, {"conftest.py"}, {"conftest.py"})
+    assert [c.name for c in forged.tampered] == ["tests/test_m.py::test_adding"]
