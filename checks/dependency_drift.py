@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Collection
+from datetime import UTC, datetime
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -76,6 +77,28 @@ def other_interpreter(run: TestRunResult) -> str | None:
     others = [v for v in plan.offered if v != plan.python
               and (wanted.contains(v + ".0", prereleases=True) or wanted.contains(v + ".99"))]
     return max(others, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()), default=None)
+
+
+STALE_DAYS = 90  # a base older than this has seen its dependencies' next releases (set, not fitted: a quarter)
+
+
+def stale_failures(run: TestRunResult, committed_at: str | None, now: datetime | None = None) -> str | None:
+    """For a base committed more than :data:`STALE_DAYS` before ``now`` whose run has failing tests: what fails
+    (their count), or None. Such failures may be today's releases, not the code: the runs are tried again with the
+    releases of the base's day, and kept only when they measure more."""
+    failing = run.failed + run.errored + len(run.collection_errors)
+    if not committed_at or run.status != "ran" or not failing:
+        return None
+    try:
+        when = datetime.fromisoformat(committed_at)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    age = (now or datetime.now(UTC)) - when
+    if age.days <= STALE_DAYS:
+        return None
+    return f"{failing} test(s) fail at the base commit, {age.days} days old, with today's releases"
 
 
 def _trouble(run: TestRunResult) -> tuple[int, int]:

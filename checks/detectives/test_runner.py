@@ -18,7 +18,7 @@ import asyncio
 
 from checks.constraints import own_packages
 from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
-from checks.dependency_drift import better, drift, other_interpreter
+from checks.dependency_drift import better, drift, other_interpreter, stale_failures
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.languages import GO, JAVASCRIPT, PYTHON, language_of_test, languages_of, merge_runs
@@ -104,8 +104,12 @@ class TestRunner:
         base = runs[trees.index("base")]
         if self.sandbox is None or spec.environment is not None:
             return None
-        sign = drift(base, own_packages(case.head_paths)) if case.base_committed_at else None
+        # releases can only be dated where something is installed from an index
+        installs = base.environment is None or bool(base.environment.requirements)
+        sign = drift(base, own_packages(case.head_paths)) if case.base_committed_at and installs else None
         python = other_interpreter(base) if sign is None else None
+        if sign is None and python is None and installs:
+            sign = stale_failures(base, case.base_committed_at)
         if sign is not None:
             other = spec.model_copy(update={"dependencies_as_of": case.base_committed_at})
             said = Evidence(
@@ -113,7 +117,7 @@ class TestRunner:
                 facts={"uploaded_before": case.base_committed_at, "drift": sign},
                 summary=(f"The tests ran with the dependencies' releases uploaded before {case.base_committed_at} "
                          f"(the base commit's date): with today's releases the base commit itself fails "
-                         f"({sign[:200]}) — its requirements allow releases that no longer fit its code"))
+                         f"({sign[:200]}), and with its day's releases it fails less"))
         elif python is not None:
             other = spec.model_copy(update={"python": python})
             chosen = base.environment.python if base.environment is not None else None

@@ -10,8 +10,9 @@ library → no dated run; dated runs that measure less → today's runs stay.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
-from checks.dependency_drift import better, drift, other_interpreter
+from checks.dependency_drift import better, drift, other_interpreter, stale_failures
 from checks.detectives.test_runner import TestRunner
 from checks.models import Case, ChangedFile, EnvironmentPlan, TestCaseResult, TestRunResult, TestSpec
 from rubric.loader import load_rubric
@@ -185,3 +186,37 @@ def test_a_change_that_breaks_pytest_itself_gets_no_other_interpreter() -> None:
     report, asked = review_tests(sandbox)
     assert all(s.python is None for s in asked)
     assert report.tests.status == "error"  # type: ignore[attr-defined]
+
+
+# --- an old base with failing tests: its day's releases are tried, kept only when they measure more --------------
+
+OLD_FAILING = ran(passing("testing/test_a.py::test_ok"),
+                  failing("testing/acceptance_test.py::TestGroupScope::test_by_class", "assert {} == {'gw0': 3}"))
+
+
+def test_failures_at_an_old_base_are_tried_with_its_day_s_releases_and_a_recent_base_s_are_not() -> None:
+    now = datetime(2026, 11, 26, tzinfo=UTC)
+    said = stale_failures(OLD_FAILING, "2025-05-12T22:33:00+02:00", now)
+    assert said is not None and said.startswith("1 test(s) fail at the base commit, 562 days old")
+    assert stale_failures(OLD_FAILING, "2026-10-01T00:00:00+00:00", now) is None  # recent: today's releases are its
+    assert stale_failures(CLEAN, "2025-05-12T22:33:00+02:00", now) is None  # nothing fails
+    assert stale_failures(OLD_FAILING, None, now) is None and stale_failures(OLD_FAILING, "not a date", now) is None
+
+
+def test_an_old_base_s_failures_that_its_day_s_releases_fix_are_measured_with_them() -> None:
+    old = "2025-05-12T22:33:00+02:00"
+    sandbox = RecordedSandbox({"head": OLD_FAILING, "base": OLD_FAILING}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox, base_date=old)
+    assert [s.dependencies_as_of for s in asked] == [None, None, old, old]
+    assert [e.kind for e in report.evidence][:1] == ["dependency-drift"]  # type: ignore[attr-defined]
+    # hostile: the same releases do not help (the failure is the code's): today's runs stay, the failure charged
+    same = RecordedSandbox({"head": OLD_FAILING, "base": OLD_FAILING}, {"head": OLD_FAILING, "base": OLD_FAILING})
+    report, asked = review_tests(same, base_date=old)
+    assert len(asked) == 4 and not [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+
+
+def test_nothing_installed_from_an_index_is_never_dated() -> None:
+    bare = OLD_FAILING.model_copy(update={"environment": EnvironmentPlan(python="3.11", requirements=())})
+    sandbox = RecordedSandbox({"head": bare, "base": bare}, {"head": CLEAN, "base": CLEAN})
+    _report, asked = review_tests(sandbox, base_date="2025-05-12T22:33:00+02:00")
+    assert all(s.dependencies_as_of is None for s in asked) and len(asked) == 2
