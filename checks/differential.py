@@ -53,7 +53,7 @@ import re
 from collections.abc import Collection, Mapping
 from pathlib import PurePosixPath
 
-from checks.models import TestCaseResult, TestChange, TestDiff, TestRunResult
+from checks.models import DeclaredRequirement, TestCaseResult, TestChange, TestDiff, TestRunResult
 from checks.removed_names import names_removed_symbol
 
 PASSED = "passed"
@@ -135,8 +135,27 @@ def _top_levels(paths: Collection[str]) -> set[str]:
     return names
 
 
+def _distribution(requirement: str) -> str:
+    """A requirement line's project name, normalised with underscores (``azure-identity>=1`` → ``azure_identity``)."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "_", match.group(1)).lower() if match else ""
+
+
+def provides(requirement: str, module: str) -> bool:
+    """Whether the project a requirement names plausibly provides the top-level module ``module``: the same name,
+    a namespace package's member (``azure`` from ``azure-identity``) or the ``py``/``python-`` prefixed form
+    (``yaml`` from ``PyYAML``, ``dateutil`` from ``python-dateutil``)."""
+    name, top = _distribution(requirement), module.split(".")[0].lower()
+    return bool(name and top) and (name == top or name.startswith(top + "_") or name in ("py" + top, "python_" + top))
+
+
+def _left_out_extra(module: str, left_out: Collection[DeclaredRequirement]) -> DeclaredRequirement | None:
+    return next((d for d in left_out if provides(d.requirement, module)), None)
+
+
 def environment_cause(result: TestCaseResult, changed_paths: Collection[str],
-                      absent_submodules: Collection[str] = ()) -> str | None:
+                      absent_submodules: Collection[str] = (),
+                      left_out: Collection[DeclaredRequirement] = ()) -> str | None:
     """Why a failing test's error is the sandbox's environment and not the change, or None.
 
     Only errors that no change to the project's own code can produce in the sandbox count: a program the image
@@ -144,7 +163,9 @@ def environment_cause(result: TestCaseResult, changed_paths: Collection[str],
     that cannot be loaded, the sandbox's missing network (name resolution or an unreachable network, never a refused
     local connection, which a broken local server also gives), a git submodule the base declares and the clone
     lacks, and, in a test file the change does not touch, a module that is not the project's own and that the
-    change's paths do not define. Nothing whose top-level name is a path the change touched counts.
+    change's paths do not define, or, in any test, a module of an optional extra the base declares and the
+    environment did not install (``left_out``: the base's plan, never the change's). Nothing whose top-level name is
+    a path the change touched counts.
     """
     message = result.message or ""
     touched = _top_levels(changed_paths)
@@ -169,10 +190,13 @@ def environment_cause(result: TestCaseResult, changed_paths: Collection[str],
         return f"the sandbox lacks the system library {name}"
     if NO_NETWORK.search(message):
         return "the test needs the network, which the sandbox does not have"
-    if module and result.outcome == "error" and _file_of(result.name) not in changed_paths:
-        top = module.split(".")[0]
-        if top not in touched:
-            return f"the module '{module}' is not installed in the sandbox's environment"
+    top = module.split(".")[0]
+    if module and result.outcome == "error" and _file_of(result.name) not in changed_paths and top not in touched:
+        return f"the module '{module}' is not installed in the sandbox's environment"
+    extra = _left_out_extra(module, left_out) if module and top not in touched else None
+    if extra is not None:
+        return (f"the module '{module}' comes from {extra.requirement}, an optional requirement ({extra.source}) "
+                "the sandbox's environment does not install")
     return None
 
 
@@ -210,6 +234,10 @@ def _shared_base_cause(result: TestCaseResult, shared: dict[str, int]) -> str | 
     if count < SHARED_AT_BASE:
         return None
     return f"it fails as {count} tests already fail at base ({signature[:160]}): the environment, not the change"
+
+
+def _left_out(base: TestRunResult) -> tuple[DeclaredRequirement, ...]:
+    return base.environment.left_out if base.environment is not None else ()
 
 
 def _failing(result: TestCaseResult | None) -> bool:
@@ -288,7 +316,7 @@ def head_alone(reason: str, status: str, base: TestRunResult, head: TestRunResul
         if result.outcome not in FAILING:
             continue
         change = _change(name, None, result, result.outcome)
-        cause = environment_cause(result, changed_paths, head.absent_submodules)
+        cause = environment_cause(result, changed_paths, head.absent_submodules, _left_out(base))
         test_file = _file_of(name)
         if cause is not None:
             environmental.append(change.model_copy(update={"cause": cause}))
@@ -439,7 +467,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                 continue
             case = TestCaseResult(name=change.name, outcome="error" if change.head == "error" else "failed",
                                   message=change.message)
-            cause = environment_cause(case, changed_paths, head.absent_submodules)
+            cause = environment_cause(case, changed_paths, head.absent_submodules, _left_out(base))
             if cause is None and group is new_failing and change.base is None:
                 cause = _shared_base_cause(case, shared)
             if cause is not None:

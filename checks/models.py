@@ -218,6 +218,8 @@ class EnvironmentPlan(Model):
                                                       "that declares it (the first one, when several do)")
     uploaded_before: str | None = Field(default=None, description="only releases uploaded before this time were "
                                         "installed (an environment as of the base commit's day)")
+    left_out: tuple[DeclaredRequirement, ...] = Field(default=(), description="optional requirements the project "
+                                                      "declares (extras) that the plan does not install")
 
 
 class ToolchainPlan(Model):

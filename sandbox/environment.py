@@ -159,6 +159,7 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
 
     skipped: list[str] = []
     conflicts: list[str] = []
+    optional: dict[str, str] = {}  # every optional requirement the project declares -> where, installed or not
     specifiers: dict[str, list[tuple[str, SpecifierSet]]] = {}  # project name -> (line, its specifier), in order
 
     def admitted(line: str, source: str) -> bool:
@@ -204,6 +205,8 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
             add("pyproject.toml [build-system] requires", build_requires)
         add("pyproject.toml [project] dependencies", _strings(project.get("dependencies")))
         extras = _table(project.get("optional-dependencies"))
+        for extra in extras:
+            _declare(optional, f"pyproject.toml [project.optional-dependencies] {extra}", _strings(extras[extra]))
         for extra in _pick(list(extras)):
             add(f"pyproject.toml [project.optional-dependencies] {extra}", _strings(extras[extra]))
         groups = _table(pyproject.get("dependency-groups"))
@@ -247,6 +250,8 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
         if parser.has_section("options.extras_require"):
             section = dict(parser.items("options.extras_require"))
             cfg_extras.update(section)
+            for extra in section:
+                _declare(optional, f"setup.cfg extras_require {extra}", _cfg_list(section[extra]))
             for extra in _pick(list(section)):
                 add(f"setup.cfg extras_require {extra}", _cfg_list(section[extra]))
     if ("setup.py" in names or "setup.cfg" in names) and not install_project:
@@ -256,6 +261,8 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
         declared_py = read_setup_py(read("setup.py"))
         add("setup.py install_requires", declared_py.install_requires)
         cfg_extras.update({k: "\n".join(v) for k, v in declared_py.extras_require.items() if k not in cfg_extras})
+        for extra, lines in declared_py.extras_require.items():
+            _declare(optional, f"setup.py extras_require {extra}", lines)
         for extra in _pick(list(declared_py.extras_require)):
             add(f"setup.py extras_require {extra}", declared_py.extras_require[extra])
         requires_python = requires_python or declared_py.python_requires
@@ -300,7 +307,14 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
         key=plan_key(python, requirements),
         error=error,
         declared=tuple(DeclaredRequirement(requirement=r, source=origin[r]) for r in requirements),
+        left_out=tuple(DeclaredRequirement(requirement=r, source=source) for r, source in optional.items()
+                       if r not in requirements)[:MAX_REQUIREMENTS],
     )
+
+
+def _declare(optional: dict[str, str], source: str, lines: Sequence[str]) -> None:
+    for line in lines:
+        optional.setdefault(line, source)
 
 
 def _excludes(pins: SpecifierSet, other: SpecifierSet) -> bool:

@@ -10,7 +10,18 @@ from checks.chief_justice import rules_of_tests
 from checks.config import parse_repo_config
 from checks.detectives.test_runner import diff_evidence
 from checks.differential import apply_reruns, classify, environment_cause
-from checks.models import Brief, Case, ChangedFile, RedAnalysis, TestCaseResult, TestDiff, TestRunResult, TestSpec
+from checks.models import (
+    Brief,
+    Case,
+    ChangedFile,
+    DeclaredRequirement,
+    EnvironmentPlan,
+    RedAnalysis,
+    TestCaseResult,
+    TestDiff,
+    TestRunResult,
+    TestSpec,
+)
 from checks.removed_names import renamed_tests
 from checks.testpaths import holds_pytest_config, is_harness_path, is_test_path
 from sandbox.redact import clean_test_output
@@ -194,6 +205,45 @@ def test_environment_cause_names_each_kind_and_refuses_look_alikes() -> None:
     assert cause("ModuleNotFoundError: No module named 'pkg.calc'", "error", "tests/test_a.py") is None
     assert cause("ConnectionRefusedError: [Errno 111] Connection refused") is None
     assert cause("AssertionError: assert 'less' == 'more'") is None
+
+
+AZURE = DeclaredRequirement(requirement="azure-keyvault-secrets>=4.7",
+                            source="pyproject.toml [project.optional-dependencies] azure-key-vault")
+
+
+def test_a_module_of_an_optional_extra_the_environment_left_out_is_the_environment_s() -> None:
+    """pydantic-settings#924: a dependency bump; a documentation example imports ``azure``, which only the
+    ``azure-key-vault`` extra installs, and LogoMesh installs the test extras only. That failure names the extra."""
+    example = "tests/test_docs.py::test_docs_examples[docs/index.md:1290-1340]"
+    message = "docs/index.md:1294: ModuleNotFoundError: No module named 'azure'"
+    base = run(case("passed", "tests/test_settings.py::test_env"))
+    base = base.model_copy(update={"environment": EnvironmentPlan(python="3.11", left_out=(AZURE,))})
+    head = run(case("passed", "tests/test_settings.py::test_env"), case("failed", example, message))
+    diff = classify(base, head, None, changed_tests=(), changed_paths={"pyproject.toml", "uv.lock"})
+    assert not diff.new_failing and [c.name for c in diff.environmental] == [example]
+    assert "azure-key-vault" in (diff.environmental[0].cause or "")
+    assert verdict_of(diff)[0] == "neutral"
+    # hostile twins: the same failure where the base declares no such extra, or where the extra is only the
+    # change's own (the head's plan is never asked), is the change's
+    undeclared = base.model_copy(update={"environment": EnvironmentPlan(python="3.11")})
+    diff = classify(undeclared, head.model_copy(update={"environment": EnvironmentPlan(
+        python="3.11", left_out=(AZURE,))}), None, changed_tests=(), changed_paths={"pyproject.toml"})
+    assert [c.name for c in diff.new_failing] == [example] and verdict_of(diff)[0] == "fail"
+    # a regression importing a module the change touched is the change's even when an extra is named after it
+    own = DeclaredRequirement(requirement="pkg-plugins", source="setup.cfg extras_require plugins")
+    base = run(case("passed", "tests/test_calc.py::test_add")).model_copy(
+        update={"environment": EnvironmentPlan(python="3.11", left_out=(own,))})
+    head = run(case("failed", "tests/test_calc.py::test_add", "ModuleNotFoundError: No module named 'pkg.calc'"))
+    diff = classify(base, head, None, changed_tests=(), changed_paths={"pkg/calc.py"})
+    assert [c.name for c in diff.regressed] == ["tests/test_calc.py::test_add"] and verdict_of(diff)[0] == "fail"
+
+
+def test_a_requirement_provides_its_module_by_name_namespace_or_py_prefix_only() -> None:
+    from checks.differential import provides
+    assert provides("azure-identity>=1", "azure") and provides("PyYAML>=6", "yaml")
+    assert provides("python-dateutil", "dateutil.tz") and provides("Babel>=2.7", "babel")
+    assert not provides("azure-identity", "identity") and not provides("pyyaml", "py")
+    assert not provides("requests", "requests_mock") and not provides("", "x")
 
 
 # --- pytest 9's configuration files ---------------------------------------------------------------------------

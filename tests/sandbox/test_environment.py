@@ -48,6 +48,9 @@ def test_detection_reads_pep621_extras_groups_requirements_and_tox() -> None:
                                        "pytest-mock", "six", "pytest==8.3.5", "idna==3.7", "coverage"]
     assert "pyproject.toml [project.optional-dependencies] tests" in plan.sources
     assert "sphinx" not in plan.requirements
+    # an extra left out is kept as declared, so a test that needs it fails for the environment, not the change
+    assert [(d.requirement, d.source) for d in plan.left_out] == [
+        ("sphinx", "pyproject.toml [project.optional-dependencies] docs")]
     assert plan.key == plan_environment(reader(files), sorted(files), ("3.11",)).key
 
 
