@@ -3,7 +3,7 @@
 Run from the repository root (the mirrors of ``bench/corpus/prs.json``'s projects must be present)::
 
     PYTHONPATH=. HF_HUB_OFFLINE=1 python bench/review_corpus.py --half held-out [--project NAME ...] \\
-        [--limit N] [--jobs J] [--twins/--no-twins] [--dump FILE] [--work DIR]
+        [--limit N] [--jobs J] [--twins/--no-twins] [--first ID|PROJECT ...] [--dump FILE] [--work DIR]
 
 Every PR is reviewed as ``logomesh review`` reviews it: :func:`app.review.assembly.review_repository` on a bare
 clone of the mirror (``--work``), base and head pinned, default settings (the Docker sandbox, the embedding
@@ -230,6 +230,8 @@ async def main() -> None:
     parser.add_argument("--twins", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--honest", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--dump", type=Path, default=None, help="JSON lines, appended; reviews in it are skipped")
+    parser.add_argument("--first", action="append", default=[],
+                        help="a PR id or project reviewed before the rest (the order of the queue only)")
     parser.add_argument("--tables", type=Path, default=None, help="print the tables of this dump and stop")
     args = parser.parse_args()
     if args.tables:
@@ -251,6 +253,8 @@ async def main() -> None:
                 print(f"twin of {twin['id']} left out: {twin.get('dropped') or 'not verified'}")
         twin_done = {r["id"] for r in done if r["kind"] == "twin"}
         todo += [("twin", t) for t in twins if t.get("verified") and t["id"] not in twin_done]
+    first = set(args.first)
+    todo.sort(key=lambda item: not ({item[1]["id"], item[1]["project"]} & first))  # stable: corpus order otherwise
     settings = load_settings(home=args.work.parent / "home")
     print(f"{len(todo)} reviews ({len(done)} already in {args.dump}), {args.jobs} at a time", flush=True)
     gate = asyncio.Semaphore(args.jobs)
