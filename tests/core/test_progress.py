@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+import pytest
+
+from app.review import progress
 from app.review.gitrepo import GitRepo, read_case
 from app.review.progress import report_progress
 from checks.config import parse_repo_config
@@ -43,22 +47,44 @@ async def test_stages_say_when_they_start_and_end(tmp_path: Path) -> None:
     assert evaluation.opinions  # the wrapped judges still ruled
 
 
-class SlowSandbox(FakeSandbox):
-    async def run_tests(self, spec: TestSpec) -> TestRunResult:
-        import asyncio
+async def test_a_long_sandbox_run_says_it_is_still_working_throttled(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three intervals pass while the head's environment builds: three lines, each after a wait of the interval
+    (the heartbeat's clock is driven tick by tick, so nothing here depends on the machine's speed)."""
+    asked: list[float] = []
+    ticks: asyncio.Queue[None] = asyncio.Queue()
 
-        await asyncio.sleep(0.35)  # an environment being built
-        return await super().run_tests(spec)
+    async def tick_sleep(seconds: float) -> None:
+        asked.append(seconds)
+        await ticks.get()
 
-
-async def test_a_long_sandbox_run_says_it_is_still_working_throttled(tmp_path: Path) -> None:
-    case = clean_case(tmp_path)
+    monkeypatch.setattr(progress, "_sleep", tick_sleep)
     said: list[str] = []
-    parts = CourtParts(sandbox=SlowSandbox(), embedder_missing="none", red_team_missing="none")
+
+    def beats() -> list[str]:
+        return [m for m in said if m.startswith("sandbox: still installing the head tree's test environment")]
+
+    class BuildingSandbox(FakeSandbox):
+        async def run_tests(self, spec: TestSpec) -> TestRunResult:
+            if spec.tree == "head":
+                for n in range(1, 4):
+                    ticks.put_nowait(None)
+                    for _ in range(10_000):  # bounded: a heartbeat that never speaks fails the test, not hangs
+                        if len(beats()) >= n:
+                            break
+                        await asyncio.sleep(0)
+            return await super().run_tests(spec)
+
+    parts = CourtParts(sandbox=BuildingSandbox(), embedder_missing="none", red_team_missing="none")
     report_progress(parts, said.append, every=0.1)
-    await review(case, load_rubric(), parts)
-    beats = [m for m in said if m.startswith("sandbox: still installing the head tree's test environment")]
-    assert 2 <= len(beats) <= 4, said  # one line per interval, not one per poll
-    assert beats[0].endswith(" s)…")
-    done = said.index("sandbox: head tree ran: 1 passed, 1 failed, 0 errors")
-    assert not [m for m in said[done:] if m.startswith("sandbox: still")]  # silent once the run is over
+    assert parts.sandbox is not None
+    await parts.sandbox.run_tests(TestSpec(tree="head"))
+    assert len(beats()) == 3 and all(b.endswith(" s)…") for b in beats()), said  # one line per interval
+    assert set(asked) == {0.1}  # each line waited a whole interval, never a poll
+    ticks.put_nowait(None)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert said[-1] == "sandbox: head tree ran: 1 passed, 1 failed, 0 errors", said  # silent once it is over
+    await parts.sandbox.run_tests(TestSpec(tree="base"))  # a quick run says nothing in between
+    assert said[-2:] == ["sandbox: running the tests of the base tree…", "sandbox: base tree ran: 1 passed, "
+                         "1 failed, 0 errors"]
