@@ -108,6 +108,8 @@ def record(kind: str, pr: dict[str, Any], evaluation: Any, seconds: float) -> di
         "messages": {c.name: (c.message or "")[:400] for c in [*diff.regressed, *diff.new_failing][:10]}
         if diff else {},
         "measured": bool(tests and tests.status == "ran" and not environmental),
+        # what the test detective established (the base's run, a fallback, the environment), to read a miss
+        "test_evidence": [f"{e.kind}: {e.summary[:300]}" for e in evaluation.evidence if e.detective == "tests"][:12],
         "seconds": round(seconds, 1),
     }
 

@@ -12,7 +12,9 @@ Why: a run that breaks on drift measures nothing; the releases of the base commi
 tests passed in. Only the base is read for drift, and the date is the base commit's (a PR controls its own
 commits' dates and its own imports, not the base branch's): a change that itself calls a removed API still fails.
 The same holds for an interpreter: when pytest itself breaks at base (an INTERNALERROR), :func:`other_interpreter`
-names another interpreter the project admits, and the runs are made again with it.
+names another interpreter the project admits, and the runs are made again with it. At head only when the break is
+the interpreter's own (:func:`interpreter_broke`: the innermost frame of pytest's last lines is in the standard
+library, as Debian's 3.11.2 ``traceback.extract_tb`` raising ``StopIteration``), never the change's code or plugin.
 Example: ``cannot import name 'url_quote' from 'werkzeug.urls'`` at base → releases before 2023-04-12T…
 """
 
@@ -61,6 +63,19 @@ def drift(run: TestRunResult, own: Collection[str]) -> str | None:
 
 
 INTERNAL_ERROR = "pytest stopped with an internal error"  # sandbox/results.py's reason for an INTERNALERROR
+FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+')
+STDLIB = re.compile(r"^/usr/(?:local/)?lib/python3\.\d+/(?!site-packages/|dist-packages/)[\w/]+\.py$")
+
+
+def interpreter_broke(run: TestRunResult) -> bool:
+    """Whether pytest broke inside the interpreter itself in ``run``: an INTERNALERROR whose innermost frame (the
+    last ``File "…"`` of pytest's last lines) is the interpreter's standard library, not a plugin, a dependency or
+    the project."""
+    reason = run.reason or ""
+    if run.status != "error" or not reason.startswith(INTERNAL_ERROR):
+        return False
+    frames = FRAME.findall(reason)
+    return bool(frames) and STDLIB.match(frames[-1]) is not None
 
 
 def other_interpreter(run: TestRunResult) -> str | None:
@@ -106,8 +121,11 @@ def _trouble(run: TestRunResult) -> tuple[int, int]:
     return (run.status != "ran", run.failed + run.errored + len(run.collection_errors))
 
 
-def better(dated: tuple[TestRunResult, TestRunResult], today: tuple[TestRunResult, TestRunResult]) -> bool:
-    """Whether the dated environment's ``(base, head)`` runs measure more than today's: the base strictly closer to
-    running clean, and the head no further from it."""
+def better(dated: tuple[TestRunResult, TestRunResult], today: tuple[TestRunResult, TestRunResult],
+           mended: str = "base") -> bool:
+    """Whether the other environment's ``(base, head)`` runs measure more than today's: the ``mended`` tree (the one
+    whose break asked for it) strictly closer to running clean, and the other no further from it."""
     (dated_base, dated_head), (base, head) = dated, today
+    if mended == "head":
+        return _trouble(dated_head) < _trouble(head) and _trouble(dated_base) <= _trouble(base)
     return _trouble(dated_base) < _trouble(base) and _trouble(dated_head) <= _trouble(head)

@@ -18,7 +18,7 @@ import asyncio
 
 from checks.constraints import own_packages
 from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
-from checks.dependency_drift import better, drift, other_interpreter, stale_failures
+from checks.dependency_drift import better, drift, interpreter_broke, other_interpreter, stale_failures
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.languages import GO, JAVASCRIPT, PYTHON, language_of_test, languages_of, merge_runs
@@ -108,6 +108,10 @@ class TestRunner:
         installs = base.environment is None or bool(base.environment.requirements)
         sign = drift(base, own_packages(case.head_paths)) if case.base_committed_at and installs else None
         python = other_interpreter(base) if sign is None else None
+        head_run = runs[trees.index("head")]
+        mended = "base"
+        if sign is None and python is None and interpreter_broke(head_run):
+            python, mended = other_interpreter(head_run), "head"
         if sign is None and python is None and installs:
             sign = stale_failures(base, case.base_committed_at)
         if sign is not None:
@@ -120,12 +124,14 @@ class TestRunner:
                          f"({sign[:200]}), and with its day's releases it fails less"))
         elif python is not None:
             other = spec.model_copy(update={"python": python})
-            chosen = base.environment.python if base.environment is not None else None
+            broken = base if mended == "base" else head_run
+            chosen = broken.environment.python if broken.environment is not None else None
             said = Evidence(
                 id=f"{ID}.interpreter", detective=ID, kind="interpreter-fallback", severity="info",
-                facts={"python": python, "instead_of": chosen, "reason": (base.reason or "")[:400]},
-                summary=(f"The tests ran with Python {python}: under Python {chosen} pytest itself broke at the base "
-                         f"commit ({(base.reason or '')[:200]})"))
+                facts={"python": python, "instead_of": chosen, "broke_at": mended,
+                       "reason": (broken.reason or "")[:400]},
+                summary=(f"The tests ran with Python {python}: under Python {chosen} pytest itself broke at the "
+                         f"{mended} commit ({(broken.reason or '')[:200]})"))
         else:
             return None
         again = list(await asyncio.gather(*(self.sandbox.run_tests(other.model_copy(update={
@@ -133,7 +139,7 @@ class TestRunner:
             **({"mutants": mutants, "mutation_seconds": mutation_seconds} if tree == "head" else {})}))
             for tree in trees)))
         head = trees.index("head")
-        if not better((again[trees.index("base")], again[head]), (base, runs[head])):
+        if not better((again[trees.index("base")], again[head]), (base, runs[head]), mended):
             return None
         return other, said, again
 

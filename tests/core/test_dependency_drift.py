@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from checks.dependency_drift import better, drift, other_interpreter, stale_failures
+from checks.dependency_drift import better, drift, interpreter_broke, other_interpreter, stale_failures
 from checks.detectives.test_runner import TestRunner
 from checks.models import Case, ChangedFile, EnvironmentPlan, TestCaseResult, TestRunResult, TestSpec
 from rubric.loader import load_rubric
@@ -186,6 +186,41 @@ def test_a_change_that_breaks_pytest_itself_gets_no_other_interpreter() -> None:
     report, asked = review_tests(sandbox)
     assert all(s.python is None for s in asked)
     assert report.tests.status == "error"  # type: ignore[attr-defined]
+
+
+def broke_in(innermost: str) -> TestRunResult:
+    return BROKE.model_copy(update={"reason": (
+        "pytest stopped with an internal error after 56 of 696 tests: RuntimeError: generator raised StopIteration; "
+        "pytest's last lines:\nINTERNALERROR>   File \"/opt/logomesh/envs/project/lib/python3.11/site-packages/_pytest/"
+        "_code/code.py\", line 219, in get_python_framesummary\nINTERNALERROR>     stack_summary = extract_tb(self."
+        f"_rawentry, limit=1)\nINTERNALERROR>   File \"{innermost}\", line 74, in extract_tb\n"
+        "INTERNALERROR>     return StackSummary._extract_from_extended_frame_gen(")})
+
+
+def test_pytest_breaking_inside_the_interpreter_at_head_runs_under_another_interpreter() -> None:
+    """pydantic-settings#924: Debian's Python 3.11.2 ``traceback.extract_tb`` raises inside pytest's report of a
+    failing documentation example at head; under 3.13 the run completes."""
+    stdlib = broke_in("/usr/lib/python3.11/traceback.py")
+    assert interpreter_broke(stdlib)
+    assert not interpreter_broke(broke_in("/opt/logomesh/envs/project/lib/python3.11/site-packages/pytest_x/p.py"))
+    assert not interpreter_broke(broke_in("/sandbox/repo/conftest.py"))
+    assert not interpreter_broke(BROKE)  # no frame: nothing says the interpreter
+    sandbox = InterpreterSandbox({"head": stdlib, "base": CLEAN}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox)
+    assert [s.python for s in asked] == [None, None, "3.13", "3.13"]
+    said = [e for e in report.evidence if e.kind == "interpreter-fallback"]  # type: ignore[attr-defined]
+    assert len(said) == 1 and "at the head commit" in said[0].summary and said[0].facts["broke_at"] == "head"
+    assert report.tests.status == "ran"  # type: ignore[attr-defined]
+    # hostile twins: the change's own conftest breaking pytest gets no other interpreter; and where the other
+    # interpreter breaks the base (or does not mend the head), today's runs stand, the head's break charged
+    own = InterpreterSandbox({"head": broke_in("/sandbox/repo/conftest.py"), "base": CLEAN},
+                             {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(own)
+    assert all(s.python is None for s in asked) and report.tests.status == "error"  # type: ignore[attr-defined]
+    for dated in ({"head": CLEAN, "base": BROKE}, {"head": stdlib, "base": CLEAN}):
+        report, asked = review_tests(InterpreterSandbox({"head": stdlib, "base": CLEAN}, dated))
+        assert len(asked) == 4 and report.tests.status == "error"  # type: ignore[attr-defined]
+        assert not [e for e in report.evidence if e.kind == "interpreter-fallback"]  # type: ignore[attr-defined]
 
 
 # --- an old base with failing tests: its day's releases are tried, kept only when they measure more --------------
