@@ -155,3 +155,36 @@ async def test_a_base_pytest_breaks_under_the_main_interpreter_is_measured_under
     assert diff is not None and diff.status == "measured" and diff.new_passing == ("tests/test_sub.py::test_sub",)
     assert not diff.regressed and not diff.new_failing, reasons
     assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
+
+
+BREAKS_ON_311_IN_STDLIB = textwrap.dedent('''
+    import json
+    import sys
+
+
+    def pytest_runtest_logreport(report):
+        # as Debian's 3.11.2 ``traceback.extract_tb`` does on a documentation example's report: the standard
+        # library raising inside pytest's reporting, under this interpreter only
+        if sys.version_info[:2] == (3, 11) and report.when == "call" and "example" in report.nodeid:
+            json.loads("{")
+    ''').lstrip()
+EXAMPLE_TEST = "from calc import sub\n\n\ndef test_example():\n    assert sub(5, 3) == 2\n"
+
+
+async def test_a_head_where_pytest_breaks_inside_the_interpreter_is_measured_under_another(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
+    root = tmp_path / "calc"
+    repo = RepoBuilder(root)
+    base = repo.commit("Add add", {"pyproject.toml": '[project]\nname = "calc"\nversion = "1"\nrequires-python = '
+                                   '">=3.9"\n', "calc.py": CALC, "conftest.py": BREAKS_ON_311_IN_STDLIB,
+                                   "tests/test_calc.py": CALC_TESTS})
+    head = repo.branches({"sub": {"calc.py": CALC + SUB, "tests/test_an_example.py": EXAMPLE_TEST}})["sub"]
+    evaluation = await review(root, base, head, "Add sub", "sub subtracts its second argument from its first.")
+    reasons = " | ".join(evaluation.verdict_reasons)
+    said = summaries(evaluation, "interpreter-fallback")
+    assert len(said) == 1 and "Python 3.13" in said[0] and "at the head commit" in said[0], (
+        said, reasons, evaluation.tests and evaluation.tests.model_dump(exclude={"tests", "output"}))
+    diff = evaluation.differential
+    assert diff is not None and diff.status == "measured" and diff.new_passing == (
+        "tests/test_an_example.py::test_example",), reasons
+    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
