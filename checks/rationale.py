@@ -832,8 +832,9 @@ def title_mismatch(case: Case, intent: Intent, touched: str, found: Sequence[str
         facts={"title_anchors": list(named), "body_anchors_touched": body_named})
 
 
-# English function words and the verbs every PR uses ("add", "fix", "handle"): they say nothing about what a
-# description refers to, so they neither show nor refute that the change holds what it describes.
+# English function words and the words every PR uses for its own making ("add", "fix", "handle", "implement the
+# fix", "document the test", "add a failing test"): they say nothing about what a description refers to, so they
+# neither show nor refute that the change holds what it describes.
 _DESCRIPTION_NOISE = """a an the and or but if of to in on for with by from at as is are was were be been being this
     that these those it its into onto over under when while where which who whom what why how not no yes can could
     should would will may might must do does did done has have had also more most some any all each other than then
@@ -841,7 +842,9 @@ _DESCRIPTION_NOISE = """a an the and or but if of to in on for with by from at a
     here so such only just very too via per use used using add added adds fix fixed fixes fixing make makes made allow
     allows support supports handle handles new now instead after before test tests testing pr issue issues change
     changes changed update updates updated remove removed work works working small minor improve improves improved
-    improvement improvements various misc miscellaneous tweak tweaks few several stuff things"""
+    improvement improvements various misc miscellaneous tweak tweaks few several stuff things implement implements
+    implemented implementing implementation document documents documented documenting fail fails failed failing
+    pass passes passing bug bugs feature features"""
 DESCRIPTION_NOISE = frozenset(_DESCRIPTION_NOISE.split())
 STEM = 5  # words are compared by their stem's first five letters: "parse", "parsing" and "parsed" are one word here
 STEM_SUFFIXES = ("ing", "ed", "es", "s", "e")

@@ -155,6 +155,19 @@ def test_a_description_whose_words_the_change_lacks_applies_the_plain_threshold(
     assert penalty_threshold(rubric, (), (), None, Familiarity(2, ("proxy", "gateways"))) == rubric.intent.threshold
 
 
+def test_words_of_a_pr_s_own_making_are_no_evidence_of_another_subject(rubric: Rubric) -> None:
+    """cattrs#722, squash-merged with its commits as the body: "Working set fix / Add failing test / Implement the
+    fix / Document the test". Only "set" says what it is about, and the change holds it."""
+    change = "def structure_set(self, obj, cl):\n    return set(self._structure(e) for e in obj)\n"
+    known = familiarity("Working set fix\nAdd failing test\nImplement the fix\nDocument the test", change)
+    assert known.described == 1 and not known.unfamiliar
+    assert penalty_threshold(rubric, (), (), None, known) is None
+    # hostile twin: the same process words around a subject the change lacks are still unfamiliar
+    other = familiarity("Implement proxy gateway retries\nAdd failing test for remote sockets", change)
+    assert set(other.unfamiliar) == {"proxy", "gateway", "retries", "remote", "sockets"}
+    assert penalty_threshold(rubric, (), (), None, other) == rubric.intent.threshold
+
+
 def test_familiarity_compares_stems_with_the_change_text() -> None:
     known = familiarity("Parse zone tables and reject negative offsets", "def parsing_zones(table):\n offset")
     assert known.described == 6 and set(known.unfamiliar) == {"negative", "reject"}
