@@ -139,22 +139,29 @@ SUB = "\n\ndef sub(a, b):\n    \"\"\"a minus b.\"\"\"\n    return a - b\n"
 SUB_TEST = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
 
 
-async def test_a_base_pytest_breaks_under_the_main_interpreter_is_measured_under_another(
-        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
-    root = tmp_path / "calc"
+async def measured_under_another(root: Path, conftest: str, test_path: str, test: str, at: str) -> None:
+    """A calc project whose ``conftest`` breaks pytest under 3.11 and a change adding ``sub`` with ``test``: the
+    review says which commit broke (``at``), runs everything under 3.13, and the change's test is a new pass."""
     repo = RepoBuilder(root)
     base = repo.commit("Add add", {"pyproject.toml": '[project]\nname = "calc"\nversion = "1"\nrequires-python = '
-                                   '">=3.9"\n', "calc.py": CALC, "conftest.py": BREAKS_ON_311,
+                                   '">=3.9"\n', "calc.py": CALC, "conftest.py": conftest,
                                    "tests/test_calc.py": CALC_TESTS})
-    head = repo.branches({"sub": {"calc.py": CALC + SUB, "tests/test_sub.py": SUB_TEST}})["sub"]
+    head = repo.branches({"sub": {"calc.py": CALC + SUB, test_path: test}})["sub"]
     evaluation = await review(root, base, head, "Add sub", "sub subtracts its second argument from its first.")
     reasons = " | ".join(evaluation.verdict_reasons)
     said = summaries(evaluation, "interpreter-fallback")
     assert len(said) == 1 and "Python 3.13" in said[0] and "internal error" in said[0], (said, reasons)
+    assert f"at the {at} commit" in said[0], said
     diff = evaluation.differential
-    assert diff is not None and diff.status == "measured" and diff.new_passing == ("tests/test_sub.py::test_sub",)
+    assert diff is not None and diff.status == "measured", reasons
+    assert diff.new_passing == (f"{test_path}::{test.split('def ', 1)[1].split('(', 1)[0]}",), reasons
     assert not diff.regressed and not diff.new_failing, reasons
     assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
+
+
+async def test_a_base_pytest_breaks_under_the_main_interpreter_is_measured_under_another(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
+    await measured_under_another(tmp_path / "calc", BREAKS_ON_311, "tests/test_sub.py", SUB_TEST, "base")
 
 
 BREAKS_ON_311_IN_STDLIB = textwrap.dedent('''
@@ -173,18 +180,6 @@ EXAMPLE_TEST = "from calc import sub\n\n\ndef test_example():\n    assert sub(5,
 
 async def test_a_head_where_pytest_breaks_inside_the_interpreter_is_measured_under_another(
         tmp_path: Path, docker_engine: docker.DockerClient) -> None:
-    root = tmp_path / "calc"
-    repo = RepoBuilder(root)
-    base = repo.commit("Add add", {"pyproject.toml": '[project]\nname = "calc"\nversion = "1"\nrequires-python = '
-                                   '">=3.9"\n', "calc.py": CALC, "conftest.py": BREAKS_ON_311_IN_STDLIB,
-                                   "tests/test_calc.py": CALC_TESTS})
-    head = repo.branches({"sub": {"calc.py": CALC + SUB, "tests/test_an_example.py": EXAMPLE_TEST}})["sub"]
-    evaluation = await review(root, base, head, "Add sub", "sub subtracts its second argument from its first.")
-    reasons = " | ".join(evaluation.verdict_reasons)
-    said = summaries(evaluation, "interpreter-fallback")
-    assert len(said) == 1 and "Python 3.13" in said[0] and "at the head commit" in said[0], (
-        said, reasons, evaluation.tests and evaluation.tests.model_dump(exclude={"tests", "output"}))
-    diff = evaluation.differential
-    assert diff is not None and diff.status == "measured" and diff.new_passing == (
-        "tests/test_an_example.py::test_example",), reasons
-    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
+    # the test runs first (pytest's order), so the break comes before the other tests are reached
+    await measured_under_another(tmp_path / "calc", BREAKS_ON_311_IN_STDLIB, "tests/test_an_example.py",
+                                 EXAMPLE_TEST, "head")
