@@ -160,12 +160,44 @@ def test_a_new_test_failing_its_own_way_or_by_assertion_still_fails_the_change()
     diff = classify(base, head, None, changed_tests={"tests/test_pofile.py"}, changed_paths={"babel/messages.py"})
     assert sorted(c.name for c in diff.new_failing) == sorted(new) and not diff.environmental
     assert verdict_of(diff)[0] == "fail"
-    # a test that passed at base and now fails as the base's broken tests do is a regression, never excused so
-    base = run(*base.tests[:12], case("passed", "tests/test_dates.py::test_format"))
-    head = run(*base.tests[:12], case("failed", "tests/test_dates.py::test_format",
-                                      LOCALE_DATA.format(n=1, name="en")))
+    # babel#1309: a test that passed at base and now fails as 12 base tests already do (the change reaches the
+    # locale data the checkout lacks) is the environment's: neutral, never pass; an assertion, or an error fewer
+    # base tests share, is still the change's regression
+    base = run(*base.tests[:12], *base.tests[24:], case("passed", "tests/test_dates.py::test_format"),
+               case("passed", "tests/test_io.py::test_read"), case("passed", "tests/test_dates.py::test_parse"))
+    head = run(*base.tests[:12], *base.tests[12:15],
+               case("failed", "tests/test_dates.py::test_format", LOCALE_DATA.format(n=1, name="en")),
+               case("failed", "tests/test_io.py::test_read", "OSError: [Errno 5] Input/output error"),
+               case("failed", "tests/test_dates.py::test_parse", "tests/test_dates.py:9: AssertionError\n"
+                    "AssertionError: assert 1 == 2"))
     diff = classify(base, head, None, changed_tests=(), changed_paths={"babel/core.py"})
-    assert [c.name for c in diff.regressed] == ["tests/test_dates.py::test_format"] and not diff.environmental
+    assert [c.name for c in diff.environmental] == ["tests/test_dates.py::test_format"]
+    assert sorted(c.name for c in diff.regressed) == ["tests/test_dates.py::test_parse", "tests/test_io.py::test_read"]
+    assert verdict_of(diff)[0] == "fail"
+    alone = classify(run(*base.tests[:-2]), run(*head.tests[:16]), None, changed_tests=(),
+                     changed_paths={"babel/core.py"})
+    assert not alone.regressed and verdict_of(alone)[0] == "neutral"
+
+
+def test_an_environment_error_inside_a_warns_block_is_the_environment_s() -> None:
+    """babel#1302: the new test's ``pytest.warns`` block raised the missing-data error, which pytest reports with
+    its own "DID NOT WARN" last: the error is one of the failure's parts, and 12 base tests fail with it."""
+    data = ("/sandbox/repo/babel/core.py:{n}: RuntimeError: The babel data files are not available. Just make sure "
+            "to run \"python setup.py import_cldr\" before installing the library.")
+    base = run(*(case("failed", f"tests/test_dates.py::test_{i}", data.format(n=61)) for i in range(12)))
+    warns = ("/sandbox/repo/tests/test_units.py:36: RuntimeError: The babel data files are not available. Just make "
+             "sure to run \"python setup.py import_cldr\" before installing the library. | Failed: DID NOT WARN. "
+             "No warnings of type (<class 'DeprecationWarning'>,) were emitted. | Emitted warnings: [].")
+    head = run(*base.tests, case("failed", "tests/test_units.py::test_deprecated_unit_ids", warns))
+    diff = classify(base, head, None, changed_tests={"tests/test_units.py"}, changed_paths={"babel/units.py"})
+    assert [c.name for c in diff.environmental] == ["tests/test_units.py::test_deprecated_unit_ids"]
+    assert not diff.new_failing and verdict_of(diff)[0] == "neutral"
+    # hostile twin: "DID NOT WARN" alone is the test's own expectation, charged
+    head = run(*base.tests, case("failed", "tests/test_units.py::test_deprecated_unit_ids",
+                                 "Failed: DID NOT WARN. No warnings of type (<class 'DeprecationWarning'>,) were "
+                                 "emitted. | Emitted warnings: []."))
+    diff = classify(base, head, None, changed_tests={"tests/test_units.py"}, changed_paths={"babel/units.py"})
+    assert [c.name for c in diff.new_failing] == ["tests/test_units.py::test_deprecated_unit_ids"]
 
 
 def test_a_regression_that_looks_environmental_still_fails() -> None:
