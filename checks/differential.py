@@ -323,11 +323,13 @@ def head_alone(reason: str, status: str, base: TestRunResult, head: TestRunResul
     new_failing: list[TestChange] = []
     unattributed: list[TestChange] = []
     environmental: list[TestChange] = []
+    shared = _base_signatures(outcomes(base))  # the base's own breakage: the same error at head is not the change's
     for name, result in sorted(outcomes(head).items()):
         if result.outcome not in FAILING:
             continue
         change = _change(name, None, result, result.outcome)
-        cause = environment_cause(result, changed_paths, head.absent_submodules, _left_out(base))
+        cause = (environment_cause(result, changed_paths, head.absent_submodules, _left_out(base))
+                 or _shared_base_cause(result, shared))
         test_file = _file_of(name)
         if cause is not None:
             environmental.append(change.model_copy(update={"cause": cause}))

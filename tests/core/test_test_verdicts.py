@@ -80,6 +80,22 @@ def test_with_an_unmeasurable_base_the_change_s_own_failing_test_still_fails_it(
     assert verdict_of(green, PRODUCT, TEST_FILE)[0] == "pass"
 
 
+def test_with_an_unmeasurable_base_its_own_breakage_at_head_is_not_the_change_s() -> None:
+    """pyyaml#363: the base's install leaves ``yaml`` unimportable, so every test module fails to import at base;
+    the change's test module fails the same way at head. That is the base's breakage, not the change's."""
+    missing = "ModuleNotFoundError: No module named 'yaml'"
+    base = TestRunResult(status="ran", collection_errors=tuple(
+        case("error", f"tests/lib3/test_{i}.py", missing) for i in range(12)))
+    head = run(case("failed", "tests/lib3/test_constructor.py::test_new", missing),
+               case("failed", "tests/lib3/test_constructor.py::test_values", "assert 2 == 3"))
+    diff = classify(base, head, None, changed_tests={"tests/lib3/test_constructor.py"},
+                    changed_paths={"lib3/yaml/constructor.py"})
+    assert [c.name for c in diff.environmental] == ["tests/lib3/test_constructor.py::test_new"]
+    # hostile twin: the change's own assertion in the same file is still its failure
+    assert [c.name for c in diff.new_failing] == ["tests/lib3/test_constructor.py::test_values"]
+    assert verdict_of(diff, PRODUCT, TEST_FILE)[0] == "fail"
+
+
 # --- every failing test at head is classified ------------------------------------------------------------------
 
 def test_removing_an_xfail_mark_without_a_fix_is_a_new_failure() -> None:
