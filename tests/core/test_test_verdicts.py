@@ -94,6 +94,18 @@ def test_with_an_unmeasurable_base_its_own_breakage_at_head_is_not_the_change_s(
     # hostile twin: the change's own assertion in the same file is still its failure
     assert [c.name for c in diff.new_failing] == ["tests/lib3/test_constructor.py::test_values"]
     assert verdict_of(diff, PRODUCT, TEST_FILE)[0] == "fail"
+    # a Python 2 test module the change edits fails to compile at head as it did at base: pre-existing; one the
+    # change broke (another error, or none at base) is the change's
+    py2 = "exec code | ^^^^^^^^^ | SyntaxError: Missing parentheses in call to 'exec'. Did you mean exec(...)?"
+    base = base.model_copy(update={"collection_errors": (*base.collection_errors,
+                                                         case("error", "tests/lib/test_constructor.py", py2))})
+    for message, charged in ((py2, False), ("SyntaxError: invalid syntax", True)):
+        head = run(case("failed", "tests/lib3/test_constructor.py::test_new", missing)).model_copy(
+            update={"collection_errors": (case("error", "tests/lib/test_constructor.py", message),)})
+        diff = classify(base, head, None, changed_tests={"tests/lib/test_constructor.py"})
+        assert [c.name for c in diff.new_failing] == (["tests/lib/test_constructor.py"] if charged else [])
+        assert diff.pre_existing == (() if charged else ("tests/lib/test_constructor.py",))
+        assert verdict_of(diff, PRODUCT, TEST_FILE)[0] == ("fail" if charged else "neutral")
 
 
 # --- every failing test at head is classified ------------------------------------------------------------------
