@@ -53,6 +53,7 @@ import re
 from collections.abc import Collection, Mapping
 from pathlib import PurePosixPath
 
+from checks.dependencies import project_name
 from checks.models import DeclaredRequirement, TestCaseResult, TestChange, TestDiff, TestRunResult
 from checks.removed_names import names_removed_symbol
 
@@ -135,17 +136,11 @@ def _top_levels(paths: Collection[str]) -> set[str]:
     return names
 
 
-def _distribution(requirement: str) -> str:
-    """A requirement line's project name, normalised with underscores (``azure-identity>=1`` → ``azure_identity``)."""
-    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-    return re.sub(r"[-_.]+", "_", match.group(1)).lower() if match else ""
-
-
 def provides(requirement: str, module: str) -> bool:
     """Whether the project a requirement names plausibly provides the top-level module ``module``: the same name,
     a namespace package's member (``azure`` from ``azure-identity``) or the ``py``/``python-`` prefixed form
     (``yaml`` from ``PyYAML``, ``dateutil`` from ``python-dateutil``)."""
-    name, top = _distribution(requirement), module.split(".")[0].lower()
+    name, top = project_name(requirement).replace("-", "_"), module.split(".")[0].lower()
     return bool(name and top) and (name == top or name.startswith(top + "_") or name in ("py" + top, "python_" + top))
 
 

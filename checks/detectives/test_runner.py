@@ -138,8 +138,7 @@ class TestRunner:
             "tree": tree, "language": PYTHON,
             **({"mutants": mutants, "mutation_seconds": mutation_seconds} if tree == "head" else {})}))
             for tree in trees)))
-        head = trees.index("head")
-        if not better((again[trees.index("base")], again[head]), (base, runs[head]), mended):
+        if not better((again[trees.index("base")], again[trees.index("head")]), (base, head_run), mended):
             return None
         return other, said, again
 
