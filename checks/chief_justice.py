@@ -30,6 +30,10 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
 - *Rule of the Environment* — a failing test whose error is the sandbox's environment (a missing program or
                             system library, the absent network, a missing third-party module): not ``pass``, the
                             cause named; never ``fail`` on its own.
+- *Rule of the Declared Change* — a test the change deleted fails under the base's tests and uses a name that the
+                            change's own changelog entry declares changed (and its product code touches): not
+                            charged as a regression, not ``pass`` either (``neutral``: a person confirms the
+                            behaviour change is intended); without such an entry it is a regression.
 - *Rule of the Oracle*    — a test passes only under the change's harness (it fails under the base's test files
                             and configuration) or was reported passing although it raised: not ``pass``.
 - *Rule of Completion*    — the change's own test run (or the run of its code under the base's tests) did not
@@ -271,6 +275,13 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
             return "fail"
         verdict = _rule_of_environment(diff, verdict, reasons)
         verdict = _rule_of_reproduction(diff, verdict, reasons)
+        if diff.declared:
+            said = diff.declared[0]
+            verdict = _not_pass(verdict, reasons, f"Rule of the Declared Change: {len(diff.declared)} test(s) the "
+                                "change deleted fail under the base's tests, and the change's changelog entry "
+                                f"declares what they test changed (first: {said.name}: {said.cause}): not charged "
+                                "as a regression, and not a pass until a person confirms the change is intended",
+                                always_say=True)
         if diff.unattributed:
             verdict = _not_pass(verdict, reasons, f"Rule of the Unmeasured Base: {len(diff.unattributed)} test(s) "
                                 f"fail at head (first: {diff.unattributed[0].name}) that the base's run did not "

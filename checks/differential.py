@@ -31,6 +31,11 @@ retired                passed at base, deleted at head from a test file the chan
                        base's oracle because a name the change removed from product code is missing (``has no
                        attribute 'x'``, ``cannot import name 'x'``): the test went with the API it tested — not
                        charged, shown as evidence; any other failure of a deleted test is *regressed*
+declared               passed at base, deleted at head from a test file the change edited, failing under the base's
+                       oracle, and using a name that a changelog entry the change adds declares changed and that
+                       the change's product code touches (:mod:`checks.declared_changes`): a behaviour removed on
+                       purpose, said so — not charged as a regression, never a pass (the court makes the verdict
+                       ``neutral`` for a person to confirm); without such an entry it is *regressed*
 flaky                  a regressed or new failing test that its re-runs (``testing.reruns`` of the rubric; only its
                        node id, the same tree and environment) do not reproduce: it passed on a re-run under the
                        oracle or at head, or, for a regressed test, failed on a re-run at base (:func:`apply_reruns`);
@@ -378,11 +383,14 @@ def _same_failure_renumbered(result: TestCaseResult, vanished: dict[str, list[Te
 
 def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | None,
              changed_tests: Collection[str], changed_paths: Collection[str] = (),
-             removed_names: Collection[str] = (), renamed: Mapping[str, str] | None = None) -> TestDiff:
+             removed_names: Collection[str] = (), renamed: Mapping[str, str] | None = None,
+             declared: Mapping[tuple[str, str], str] | None = None) -> TestDiff:
     """Classify every test; ``changed_tests`` are the test paths (files and data) the change touched,
     ``changed_paths`` every path it touched (for :func:`environment_cause`), ``removed_names`` the names the
     change deleted from product code (:func:`checks.removed_names.removed_names`, for *retired* tests),
-    ``renamed`` the test functions it renamed where they stand (:func:`checks.removed_names.renamed_tests`)."""
+    ``renamed`` the test functions it renamed where they stand (:func:`checks.removed_names.renamed_tests`),
+    ``declared`` the tests it deleted with a behaviour its changelog entry declares changed
+    (:func:`checks.declared_changes.declared_deletions`)."""
     changed_paths = set(changed_paths) | set(changed_tests)
     failure = base_failure(base)
     if failure is not None:
@@ -399,6 +407,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
     failing_functions = {_function_of(n) for n, r in at_head.items() if r.outcome in FAILING}
     passing_by_file = {(_file_of(n), _test_function(n)) for n, r in at_head.items() if r.outcome == PASSED}
     renamed = renamed or {}
+    declared = declared or {}
     changed_dirs = {path.rsplit("/", 1)[0] for path in changed_tests if "/" in path}
     regressed: list[TestChange] = []
     tampered: list[TestChange] = []
@@ -412,6 +421,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
     unreached: list[str] = []
     unattributed: list[TestChange] = []
     retired: list[TestChange] = []
+    declared_changes: list[TestChange] = []
     unchanged = 0
     for name, was in sorted(at_base.items()):
         now = under_oracle.get(name)
@@ -446,6 +456,11 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
                   and (symbol := names_removed_symbol([now.message], removed_names)) is not None):
                 retired.append(_change(name, was.outcome, now, now_outcome).model_copy(update={
                     "cause": f"the change deleted this test with '{symbol}', which it removed"}))
+            elif (head_outcome == "missing" and _file_of(name) in changed_tests
+                  and (word := declared.get((_file_of(name), _test_function(name)))) is not None):
+                declared_changes.append(_change(name, was.outcome, now, now_outcome).model_copy(update={
+                    "cause": f"the change deleted this test, which uses '{word}', and its changelog entry declares "
+                             f"'{word}' changed"}))
             else:
                 regressed.append(_change(name, was.outcome, now or at_h, now_outcome))
         elif was.outcome in FAILING:
@@ -505,6 +520,7 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
         unreached=tuple(unreached[:LISTED]),
         unattributed=tuple(unattributed[:LISTED]),
         retired=tuple(retired[:LISTED]),
+        declared=tuple(declared_changes[:LISTED]),
         mutants=head.mutants,
         base_tests=base,
         guard_tests=guard,

@@ -100,6 +100,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "claim-unsupported": ("The description claims something the change does not show",
                           "Correct the description or add what it promises."),
     "test-removed": ("A test that passed before was removed", "Keep the test, or say in the PR why it goes."),
+    "test-declared": ("A deleted test fails under the old tests, and the changelog says that behaviour changed",
+                      "Nothing to fix if the change is intended: a reviewer confirms it; if it is not, restore the "
+                      "behaviour and its test."),
     "title-mismatch": ("The title does not say what the change does",
                        "Retitle the PR: the title is what reviewers and the history read first."),
     "surviving-mutant": ("No test notices a change to this line",
@@ -118,7 +121,8 @@ FIRST = {kind: i for i, kind in enumerate(("test-regressed", "test-tampered", "t
 # Facts that explain a verdict held back from ``pass`` even when they are not severe themselves.
 DEMOTING = frozenset({"title-mismatch", "tests-not-measured", "tests-env-error", "no-tests", "intent-mismatch",
                       "not-analysed", "code-dialect", "test-mutation", "test-removed", "tests-timeout", "tests-error",
-                      "test-flaky", "test-environmental", "test-unattributed", "dependency-startup"})
+                      "test-flaky", "test-environmental", "test-unattributed", "dependency-startup",
+                      "test-declared"})
 # Summaries that repeat facts listed one by one: never a fix of their own.
 AGGREGATES = frozenset({"tests-differential", "tests", "diff-summary", "commit-history", "test-environment",
                         "red-search", "red-not-run", "llm-exchange", "semantic", "semantic-not-measured",

@@ -463,6 +463,9 @@ class TestDiff(Model):
     retired: tuple[TestChange, ...] = Field(default=(), description="tests the change deleted together with the "
                                             "product names they tested (failing under the base's tests only "
                                             "because those names are gone; how, in ``cause``): not charged")
+    declared: tuple[TestChange, ...] = Field(default=(), description="tests the change deleted that fail under the "
+                                             "base's tests and use a name its own changelog entry declares changed "
+                                             "(which, in ``cause``): not charged, never a pass")
     mutants: tuple[MutantResult, ...] = ()
     dependencies: tuple[DependencyChange, ...] = Field(default=(), description="requirements the change adds, "
                                                        "removes or re-pins")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from checks.constraints import own_packages
+from checks.declared_changes import declared_deletions
 from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
 from checks.dependency_drift import better, drift, interpreter_broke, other_interpreter, stale_failures
 from checks.detectives.registry import register
@@ -201,7 +202,7 @@ def differential(case: Case, base: TestRunResult, head: TestRunResult, guard: Te
         f.old_path for f in case.files if f.old_path and is_test_path(f.old_path)}
     touched = {f.path for f in case.files} | {f.old_path for f in case.files if f.old_path}
     return classify(base, head, guard, changed, touched, removed_names(case.diff, is_test_path),
-                    renamed_tests(case.diff, is_test_path))
+                    renamed_tests(case.diff, is_test_path), declared_deletions(case.diff, is_test_path))
 
 
 SETUP_REFUSED_LISTED = 8  # destinations named in the evidence's summary (all of them are in its facts)
@@ -330,6 +331,7 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
         "expectation_changed": len(diff.expectation_changed), "unchanged_passing": diff.unchanged_passing,
         "unattributed": len(diff.unattributed), "environmental": len(diff.environmental),
         "past_cap": len(diff.past_cap), "flaky": len(diff.flaky), "retired": len(diff.retired),
+        "declared": len(diff.declared),
     }
     if diff.status != "measured":
         alone = (f"; the head judged on its own: {len(diff.new_failing)} failing in test files this change "
@@ -346,7 +348,9 @@ def diff_evidence(diff: TestDiff) -> list[Evidence]:
                + (f", {len(diff.environmental)} failing because of the sandbox (not charged)"
                   if diff.environmental else "")
                + (f", {len(diff.flaky)} flaky (not reproduced on re-runs, not charged)" if diff.flaky else "")
-               + (f", {len(diff.retired)} deleted with the API they tested (not charged)" if diff.retired else ""))
+               + (f", {len(diff.retired)} deleted with the API they tested (not charged)" if diff.retired else "")
+               + (f", {len(diff.declared)} deleted with a behaviour change the changelog declares (not charged, "
+                  "for a person to confirm)" if diff.declared else ""))
     serious = diff.regressed or diff.new_failing or diff.tampered
     items = [Evidence(id=f"{ID}.differential", detective=ID, kind="tests-differential", summary=summary,
                       severity="high" if serious else "low" if diff.removed else "info", facts=facts),
@@ -381,7 +385,9 @@ def _change_evidence(diff: TestDiff) -> list[Evidence]:
               ("environmental", diff.environmental, "low", "fails because of the sandbox's environment"),
               ("flaky", diff.flaky, "medium", "failed once, not on its re-runs: not reproducible"),
               ("retired", diff.retired, "info", "deleted together with what it tested; under the base's tests it "
-               "fails only because that name is gone"))
+               "fails only because that name is gone"),
+              ("declared", diff.declared, "medium", "deleted by the change; under the base's tests it fails, and "
+               "the change's changelog entry declares the behaviour it tested changed"))
     for kind, changes, severity, meaning in groups:
         for change in changes[:MAX_FAILURES_LISTED]:
             message = f" — {change.message}" if change.message else ""
@@ -450,7 +456,8 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
 @register(ID, order=40, emits=(
     "test-environment", "tests-not-measured", "tests-env-error", "no-tests", "tests-timeout", "tests-error", "tests",
     "test-failure", "runtime-sink", "harness-hook", "tests-differential", "test-regressed", "test-new-failing",
-    "test-tampered", "test-unattributed", "test-environmental", "test-flaky", "test-retired", "test-removed",
+    "test-tampered", "test-unattributed", "test-environmental", "test-flaky", "test-retired", "test-declared",
+    "test-removed",
     "test-expectation-changed", "test-mutation", "surviving-mutant", "tests-past-cap", "dependency-change",
     "dependency-startup", "setup-refused"))
 def build(resources: CourtResources) -> TestRunner:
