@@ -50,6 +50,7 @@ RULE_CLASSES: tuple[tuple[str, str], ...] = (
     ("Rule of Reproduction", "flaky"),
     ("Rule of the Unmeasured Base", "base unmeasured"),
     ("Rule of the Oracle", "oracle"),
+    ("Rule of the Declared Change", "declared change"),
     ("Rule of Regression", "regression"),
     ("Rule of New Failures", "new failures"),
     ("Rule of Untested Change", "mutants survived"),

@@ -24,7 +24,9 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             base fails with the change: ``fail`` (a red test is a red check), measured base or not.
 - *Rule of the Unmeasured Base* — the base could not run its tests and tests the change did not touch fail at head:
                             not ``pass`` (``neutral``, the base's failure named): nothing says whether they failed
-                            before, so they are neither charged nor passed over.
+                            before, so they are neither charged nor passed over. And with T not measured for that
+                            reason, a CIS under the fail line with no failing test of the change, red finding or
+                            intent penalty is ``neutral``, never ``fail``: no fact speaks against the change.
 - *Rule of Reproduction*  — a regressed or new failing test that its re-runs do not reproduce is *flaky*: not
                             ``fail`` on its own, never ``pass`` (a test can tell a re-run from a first run).
 - *Rule of the Environment* — a failing test whose error is the sandbox's environment (a missing program or
@@ -436,6 +438,13 @@ def judge_case(
         verdict = "neutral"
         reasons.append(f"Rule of Completion: {stopped}, so a CIS under the fail line with no failing test, "
                        "finding or intent penalty is not a fail")
+    diff = brief.differential
+    if (verdict == "fail" and red == 0.0 and intent == 1.0 and not capped and testing is None
+            and diff is not None and diff.status != "measured" and not diff.new_failing):
+        # only the CIS failed it, with T not measured because the base's own tests could not run: no fact against it
+        verdict = "neutral"
+        reasons.append(f"Rule of the Unmeasured Base: the tests were not measured ({diff.reason}), so a CIS under "
+                       "the fail line with no failing test, finding or intent penalty is not a fail")
     verdict, rejected = rule_of_rejection(rubric, opinions, verdict, rejection_first)
     if rejected:
         reasons.append(rejected)

@@ -156,17 +156,18 @@ def own_packages(head_paths: Collection[str], added: Collection[str] = ()) -> fr
 
 
 def check_source(path: str, source: str, rubric: Rubric, _depth: int = 0,
-                 own: frozenset[str] = frozenset()) -> SourceReport:
+                 own: frozenset[str] = frozenset(), _decoded: bool = False) -> SourceReport:
     """Every constraint violation in one Python file (all lines; the caller decides which lines count).
 
     Code hidden in a string that folds to a constant (``exec(base64.b64decode("…"))``) is checked too, and what
     it holds is reported on the line that executes it. A banned call into one of ``own`` (:func:`own_packages`)
     is noted, not a flaw: the repository defines what it does (``yaml.load`` in PyYAML's own tests)."""
     with collector_paused():
-        return _check_source(path, source, rubric, _depth, own)
+        return _check_source(path, source, rubric, _depth, own, _decoded)
 
 
-def _check_source(path: str, source: str, rubric: Rubric, _depth: int, own: frozenset[str]) -> SourceReport:
+def _check_source(path: str, source: str, rubric: Rubric, _depth: int, own: frozenset[str],
+                  decoded: bool) -> SourceReport:
     try:
         tree = pyast.parse(source, filename=path)
     except SyntaxError as exc:
@@ -204,23 +205,31 @@ def _check_source(path: str, source: str, rubric: Rubric, _depth: int, own: froz
         name = call_name(node, aliases)
         if name is None:
             continue
+        hidden = (fold_string(node.args[0], aliases)
+                  if name in EXECUTORS and node.args and _depth < MAX_NESTING else None)
+        # code that hides what it runs (a constant decoded at run time, and all it runs) is judged as code
+        # anywhere, a test file too; a literal string run by exec() is as visible as the lines around it
+        decodes = bool(hidden) and not isinstance(node.args[0], ast.Constant)
+        plain = not decoded and not decodes
         for call_rule in constraints.banned_calls:
             if _call_matches(call_rule, name) and _keywords_allow(call_rule, node, resolver.aliases):
                 severity, message = call_rule.severity, call_rule.message
-                if is_test_path(path) and _all_constant(node):
+                if plain and is_test_path(path) and _all_constant(node):
                     # a test's own fixed command: nothing untrusted reaches it, so it is noted, not a flaw
                     severity, message = "low", f"{message} (constant arguments in a test file)"
                 elif name.split(".")[0] in own:
                     severity, message = "low", f"{message} (the repository's own package: it defines this call)"
+                elif plain and is_test_path(path):
+                    # the tests' own code on the tests' own data: it ships to no user, and an attacker's input
+                    # never reaches it (code hidden in a decoded constant is still checked below, at its severity)
+                    severity, message = "low", f"{message} (in a test file: it runs only under the tests)"
                 found.append(Violation(f"call:{call_rule.name}", "banned-call", severity, message, node.lineno,
                                        call_rule.cwe, name))
-        if name in EXECUTORS and node.args and _depth < MAX_NESTING:
-            hidden = fold_string(node.args[0], aliases)
-            if hidden:
-                for inner in check_source(path, hidden, rubric, _depth + 1, own).violations:
-                    found.append(Violation(f"{inner.rule}:hidden", inner.category, inner.severity,
-                                           f"{inner.message} (in code decoded from a constant and run by {name}())",
-                                           node.lineno, inner.cwe, inner.symbol))
+        if hidden:
+            for inner in check_source(path, hidden, rubric, _depth + 1, own, decoded or decodes).violations:
+                found.append(Violation(f"{inner.rule}:hidden", inner.category, inner.severity,
+                                       f"{inner.message} (in code decoded from a constant and run by {name}())",
+                                       node.lineno, inner.cwe, inner.symbol))
 
     for pattern in constraints.required_patterns:
         if not any(path_matches(path, p) for p in pattern.paths):

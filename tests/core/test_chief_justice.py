@@ -105,6 +105,27 @@ def test_a_cis_under_the_fail_line_only_because_the_run_did_not_complete_is_not_
     assert judge_case(RUBRIC, brief(diff=measured(), components=low), _all(2)).verdict == "fail"
 
 
+def test_a_cis_under_the_fail_line_with_the_base_unmeasurable_and_nothing_against_the_change_is_not_a_fail() -> None:
+    # pyyaml#358: the 2019 base's own tests cannot import yaml here, T is not measured, R is low but not a mismatch
+    base = "no test passed at the base commit: ModuleNotFoundError: No module named 'yaml'"
+    unmeasured = TestDiff(status="env_error", reason=base)
+    low = {"rationale": 0.24, "architecture": 0.5, "testing": None}
+    j = judge_case(RUBRIC, brief(diff=unmeasured, components=low), _all(2))
+    assert j.cis_score < RUBRIC.verdict.fail and j.verdict == "neutral"
+    assert any(r.startswith("Rule of the Unmeasured Base: the tests were not measured") and "yaml" in r
+               for r in j.verdict_reasons)
+    # hostile twins: a failing test of the change, or a confirmed critical finding, still fail
+    charged = TestDiff(status="env_error", reason=base, new_failing=(FAILING,))
+    assert judge_case(RUBRIC, brief(diff=charged, components=low), _all(2)).verdict == "fail"
+    finding = RedFinding(id="f", title="cmd injection", severity="critical", confirmed=True, confidence=0.95,
+                         cwe="CWE-78")
+    red = RedAnalysis(attack_successful=True, vulnerability_count=1, max_severity="critical", findings=(finding,),
+                      ran=True)
+    assert judge_case(RUBRIC, brief(diff=unmeasured, components=low, red=red), _all(2)).verdict == "fail"
+    # and with a measured base the same low CIS fails as before
+    assert judge_case(RUBRIC, brief(diff=measured(), components=low), _all(2)).verdict == "fail"
+
+
 def test_a_guard_run_that_stopped_before_every_test_scores_as_incomplete_never_as_no_tests() -> None:
     # cattrs#732 ("Format using ruff"): the head's run passed 879 tests, the run of its code under the base's tests
     # hit the wall clock before it reported one, so no test was classified as holding

