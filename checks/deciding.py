@@ -33,6 +33,8 @@ RULES: tuple[Rule, ...] = (
     Rule("Rule of the Environment", "tests failed because of the sandbox, not this change", _HOLD),
     Rule("Tests were not measured", "the tests were not measured", _HOLD),
     Rule("Rule of the Oracle", "a test passes only under this change's test harness", _HOLD),
+    Rule("Rule of the Declared Change", "a behaviour change the changelog declares awaits a person's confirmation",
+         _HOLD),
     Rule("Rule of Reproduction", "a failing test did not fail again when re-run", _HOLD),
     Rule("Rule of the Unmeasured Base", "failing tests could not be compared with the base", _HOLD),
     Rule("Rule of Completion", "the test run did not complete", _HOLD),

@@ -205,7 +205,7 @@ def test_a_parametrized_test_failing_four_times_takes_one_slot_with_its_paramete
 def test_every_named_rule_the_chief_justice_records_has_words_for_the_headline() -> None:
     """A rule added to the Chief Justice without words here would leave its verdict unexplained in the title."""
     source = (Path(__file__).resolve().parents[2] / "checks" / "chief_justice.py").read_text(encoding="utf-8")
-    recorded = set(re.findall(r'"(Rule of [A-Z][A-Za-z-]*(?: [A-Z][A-Za-z-]*)*)', source))
+    recorded = set(re.findall(r'f?"(Rule of (?:the )?[A-Z][A-Za-z-]*(?: [A-Z][A-Za-z-]*)*)', source))
     assert recorded, "no named rule found in checks/chief_justice.py"
     named = {rule.prefix.split(":")[0] for rule in RULES}
     assert recorded <= named, sorted(recorded - named)
