@@ -228,6 +228,23 @@ def specific(anchor: str) -> bool:
                 or (bare.startswith("__") and bare.endswith("__")))
 
 
+def library_attribute(anchor: str) -> bool:
+    """Whether an anchor names an attribute of a standard-library module (``posixpath.join``,
+    ``asyncio.iscoroutinefunction``): generic when the change touches it (any change may call ``os.path.join``),
+    yet specific when it does not — a description naming it is about code that calls it."""
+    parts = anchor.split(".")
+    return (len(parts) > 1 and parts[0] in STDLIB and all(p.isidentifier() for p in parts)
+            and not names_file(anchor))
+
+
+def absent_attributes(anchors: Iterable[str], changed: str) -> tuple[str, ...]:
+    """The standard-library attributes an intent names (:func:`library_attribute`) of which the change's text
+    lacks a part: ``posixpath.join`` where the change never mentions ``posixpath``. One whose parts it holds
+    (``from typing import Callable`` for ``typing.Callable``) is not absent."""
+    return tuple(a for a in anchors if library_attribute(a)
+                 and not all(touches(part, changed) for part in a.split(".")))
+
+
 def intent_anchors(text: str) -> tuple[str, ...]:
     """The code an intent names: backticked text (whole, and its last dotted part), identifiers that look like code
     (``snake_case``, ``CamelCase``, ``dotted.names``, ``calls()``) in lower case, and acronyms (``YB``, ``FIPS``)
@@ -1035,12 +1052,14 @@ KIND_SHOWN_BY = {"refactor": "a rewrite", "typo": "a rewrite", "dependency": "a 
 
 
 def penalty_threshold(rubric: Rubric, anchors: Sequence[str], found: Sequence[str], kind: str | None = None,
-                      known: Familiarity | None = None, fits: str | None = None) -> float | None:
+                      known: Familiarity | None = None, fits: str | None = None,
+                      absent: Sequence[str] = ()) -> float | None:
     """Under which R the intent penalty applies (None: never). The penalty needs evidence that the description
     is about something else, never a low R alone (a short honest title reads little like any code):
 
     - a specific anchor the change touches shows the description is about this change: no penalty;
-    - naming specific code the change does not touch, or a file it does not touch (``README``):
+    - naming specific code the change does not touch, a file it does not touch (``README``), or a standard-library
+      attribute whose module or name the change never mentions (``absent``, :func:`absent_attributes`):
       ``intent.anchored_threshold``;
     - a title declaring a kind of change whose description need not read like its code (``kind``,
       :func:`change_kind`: a refactor, a rename, a bump, a typo fix) over a change that shows that kind
@@ -1052,7 +1071,7 @@ def penalty_threshold(rubric: Rubric, anchors: Sequence[str], found: Sequence[st
     - otherwise (the change holds most of what the description talks about): no penalty."""
     if any(specific(a) for a in found):
         return None
-    if any(specific(a) or (names_file(a) and a not in found) for a in anchors):
+    if any(specific(a) or (names_file(a) and a not in found) or a in absent for a in anchors):
         return rubric.intent.anchored_threshold
     if kind is not None and fits is not None:
         return None
@@ -1124,7 +1143,8 @@ async def measure_rationale(case: Case, rubric: Rubric, embedder: Embedder) -> D
     fits = kind_fits(kind, change_shape(case, added)) if kind is not None else None
     known = familiarity(intent.text, familiar_text(case, added, scopes))
     unread = unreadable_code(case)
-    threshold = None if unread else penalty_threshold(rubric, intent.anchors, found, kind, known, fits)
+    threshold = None if unread else penalty_threshold(rubric, intent.anchors, found, kind, known, fits,
+                                                      absent_attributes(intent.anchors, touched))
     prose_lift: tuple[float, float] | None = None
     if threshold is not None and score >= threshold:
         # Comments and docstrings are the author's words beside the code: they may explain it, but they must not
@@ -1286,7 +1306,8 @@ def _evidence(rubric: Rubric, intent: Intent, code: CodeText, similarities: Sequ
         ))
     elif threshold is not None and score < threshold:
         penalty = cis.intent_penalty(rubric, score, threshold)
-        missing = [a for a in result.anchors if a not in result.anchors_found and (specific(a) or names_file(a))]
+        missing = [a for a in result.anchors if a not in result.anchors_found
+                   and (specific(a) or names_file(a) or library_attribute(a))]
         absent = list((known or Familiarity(0, ())).unfamiliar)
         named = (f"names {', '.join(f'`{a}`' for a in missing[:5])} but the change does not touch it, and "
                  if missing else f"talks about {', '.join(absent[:6])}, which the change never mentions, and "

@@ -294,3 +294,25 @@ async def test_no_intent_penalty_on_code_logomesh_cannot_parse(embedder: Sentenc
     # hostile twins: the same description over a Python change, or a Python change beside the Go, is penalised
     assert penalised(await measure_rationale(case_from_files(FILES, *ELSEWHERE), rubric, embedder))
     assert penalised(await measure_rationale(case_from_files({**FILES, **GO_FILES}, *ELSEWHERE), rubric, embedder))
+
+
+def test_a_library_attribute_the_change_never_mentions_names_other_code(rubric: Rubric) -> None:
+    """jinja#1621's "use `posixpath.join` when loading template names" over a change that never mentions posixpath
+    (tokenize-rt#192, fit half) is a description of other code; over a change that calls it, or that imports
+    the name from its module, the attribute is as generic as any standard-library name (honest twins)."""
+    from checks.rationale import absent_attributes, intent_anchors, library_attribute
+
+    anchors = intent_anchors("use `posixpath.join` when loading template names")
+    assert "posixpath.join" in anchors and library_attribute("posixpath.join")
+    lacking = "def src_to_tokens(src: str) -> list[Token]:\n    return list(_tokenize(src))\n"
+    absent = absent_attributes(anchors, lacking)
+    assert absent == ("posixpath.join",)
+    assert penalty_threshold(rubric, anchors, (), None, Familiarity(4, ("template",)), absent=absent) \
+        == rubric.intent.anchored_threshold
+    # honest: the change calls it, or imports the name from its module (every part is there)
+    assert absent_attributes(anchors, "import posixpath\npieces.append(posixpath.join(a, b))\n") == ()
+    assert absent_attributes(intent_anchors("accept any `typing.Callable`"),
+                             "from typing import Callable\ndef f(cb: Callable) -> None: ...\n") == ()
+    assert penalty_threshold(rubric, anchors, (), None, Familiarity(4, ("template",)), absent=()) is None
+    # a file name is not an attribute, and a module alone is not one either
+    assert not library_attribute("os") and not library_attribute("json.rst")
