@@ -13,10 +13,10 @@ PR's test changes only, verified to have a failing test) are reviewed the same w
 miss. ``--limit`` takes the first N PRs per project in corpus order.
 
 Printed: one table per project and the total — honest PRs reviewed, ``fail``, intent-penalised, tests measured
-(the head ran, no environmental failure), ``neutral`` by reason class, twins reviewed and twins that ``pass`` —
-against the targets (fail ≤ 2 %, penalised ≤ 2 %, measured ≥ 90 %, twins pass 0). ``--dump`` writes one JSON
-line per review (verdict, deciding rules, CIS parts, T's status and reason, failing tests); ``--tables FILE``
-re-prints the tables of an earlier dump without reviewing.
+(the head ran and was compared with a base that ran, no environmental failure), ``neutral`` by reason class,
+twins reviewed and twins that ``pass`` — against the targets (fail ≤ 2 %, penalised ≤ 2 %, measured ≥ 90 %,
+twins pass 0). ``--dump`` writes one JSON line per review (verdict, deciding rules, CIS parts, T's status and
+reason, failing tests); ``--tables FILE`` re-prints the tables of an earlier dump without reviewing.
 """
 
 from __future__ import annotations
@@ -108,7 +108,10 @@ def record(kind: str, pr: dict[str, Any], evaluation: Any, seconds: float) -> di
         # why the charged tests failed, for reading a miss without reviewing it again
         "messages": {c.name: (c.message or "")[:400] for c in [*diff.regressed, *diff.new_failing][:10]}
         if diff else {},
-        "measured": bool(tests and tests.status == "ran" and not environmental),
+        # the head's tests ran, compared with the base's (a base that could not run compares nothing), and no
+        # failure was the sandbox's
+        "measured": bool(tests and tests.status == "ran" and not environmental and diff is not None
+                         and diff.status == "measured"),
         # what the test detective established (the base's run, a fallback, the environment), to read a miss
         "test_evidence": [f"{e.kind}: {e.summary[:300]}" for e in evaluation.evidence if e.detective == "tests"][:12],
         "seconds": round(seconds, 1),
@@ -123,9 +126,11 @@ def error_record(kind: str, pr: dict[str, Any], exc: BaseException, seconds: flo
 
 
 def reclassify(row: dict[str, Any]) -> dict[str, Any]:
-    """A dumped row with its rules and neutral class derived again from its reasons (the rules may have changed)."""
+    """A dumped row with its rules and neutral class derived again from its reasons (the rules may have changed),
+    and measured only when its differential was (rows dumped before that counted a head run on its own)."""
     rules = deciding_rules(row["reasons"])
-    return {**row, "rules": rules, "neutral": neutral_class(rules) if row["verdict"] == "neutral" else None}
+    return {**row, "rules": rules, "neutral": neutral_class(rules) if row["verdict"] == "neutral" else None,
+            "measured": bool(row["measured"]) and row.get("diff_status", "measured") == "measured"}
 
 
 def load_dump(path: Path) -> list[dict[str, Any]]:

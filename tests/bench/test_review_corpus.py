@@ -118,6 +118,12 @@ def test_the_table_counts_honest_prs_and_twins_apart() -> None:
     assert bench.tally([])["fail_rate"] == 0.0
 
 
+def test_a_head_run_with_no_base_to_compare_with_is_not_measured() -> None:
+    row = {**_row("honest", "a", "neutral", neutral="environment"), "reasons": [], "diff_status": "env_error"}
+    assert bench.reclassify(row)["measured"] is False
+    assert bench.reclassify({**row, "diff_status": "measured"})["measured"] is True
+
+
 def test_select_takes_the_first_n_per_project_of_a_half_and_skips_done_ones() -> None:
     prs = [{"id": f"{p}#{k}", "project": p, "half": h} for p, h in (("a", "fit"), ("b", "held-out"),
                                                                   ("c", "held-out")) for k in range(3)]
