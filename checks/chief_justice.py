@@ -200,6 +200,13 @@ def rule_on_facts(rubric: Rubric, brief: Brief, criterion: Criterion, opinions: 
     )
 
 
+# The rules whose facts speak against the change (a failing test, a harness that decides outcomes, start-up code,
+# a failure that did not reproduce): with one of them a CIS under the fail line stays a fail. The others say what
+# was not measured or not analysed (the environment, a language LogoMesh does not read), which is no fact against it.
+CHARGES = ("Rule of Regression", "Rule of New Failures", "Rule of the Oracle", "Rule of Start-up Code",
+           "Rule of Reproduction", "Rule of Untested Change")
+
+
 def _not_pass(verdict: str, reasons: list[str], why: str, *, always_say: bool = False) -> str:
     """``pass`` becomes ``neutral``; ``why`` is recorded when it demoted the verdict, or always if asked."""
     if verdict == "pass" or always_say:
@@ -432,16 +439,18 @@ def judge_case(
         reasons.append("Tests were not measured, so the verdict cannot be pass")
     verdict = rules_of_tests(brief, verdict, reasons)
     stopped = _incomplete_run(brief)
-    if (verdict == "fail" and red == 0.0 and intent == 1.0 and stopped is not None
-            and not any(r.startswith("Rule of") for r in reasons)):
-        # only the CIS failed it, and only because T scored a run that did not complete: no evidence against it
+    # only the CIS failed it: no failing test, finding, intent penalty or other fact against the change
+    cis_only = (verdict == "fail" and red == 0.0 and intent == 1.0 and not capped
+                and not any(r.startswith(CHARGES) for r in reasons))
+    diff = brief.differential
+    if cis_only and stopped is not None:
+        # and only because T scored a run that did not complete
         verdict = "neutral"
         reasons.append(f"Rule of Completion: {stopped}, so a CIS under the fail line with no failing test, "
                        "finding or intent penalty is not a fail")
-    diff = brief.differential
-    if (verdict == "fail" and red == 0.0 and intent == 1.0 and not capped and testing is None
-            and diff is not None and diff.status != "measured" and not diff.new_failing):
-        # only the CIS failed it, with T not measured because the base's own tests could not run: no fact against it
+    elif (cis_only and testing is None and diff is not None and diff.status != "measured"
+            and not diff.new_failing):
+        # and T was not measured because the base's own tests could not run
         verdict = "neutral"
         reasons.append(f"Rule of the Unmeasured Base: the tests were not measured ({diff.reason}), so a CIS under "
                        "the fail line with no failing test, finding or intent penalty is not a fail")

@@ -103,6 +103,13 @@ def test_a_cis_under_the_fail_line_only_because_the_run_did_not_complete_is_not_
     assert judge_case(RUBRIC, brief(diff=measured(), tests=tests, components=low, red=red), _all(2)).verdict == "fail"
     # and a complete run with the same low CIS fails as before
     assert judge_case(RUBRIC, brief(diff=measured(), components=low), _all(2)).verdict == "fail"
+    # markupsafe#64: a C file beside the Python is named (Rule of Measurement), which is no fact against the change
+    mixed = (PY_FILE, ChangedFile(path="markupsafe/_speedups.c", status="modified", added_lines=(1,)))
+    j = judge_case(RUBRIC, brief(diff=measured(), tests=tests, components=low, files=mixed), _all(2))
+    assert any(r.startswith("Rule of Measurement") for r in j.verdict_reasons) and j.verdict == "neutral"
+    # hostile: a test passing only under the change's harness is a fact against it: the low CIS still fails
+    j = judge_case(RUBRIC, brief(diff=measured(tampered=(FAILING,)), tests=tests, components=low), _all(2))
+    assert any(r.startswith("Rule of the Oracle") for r in j.verdict_reasons) and j.verdict == "fail"
 
 
 def test_a_cis_under_the_fail_line_with_the_base_unmeasurable_and_nothing_against_the_change_is_not_a_fail() -> None:
