@@ -94,6 +94,38 @@ def other_interpreter(run: TestRunResult) -> str | None:
     return max(others, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()), default=None)
 
 
+# pytest's own stack: a project that pins it (``pytest==6.2.4``, ``py==1.10.0`` in requirements/tests.txt) pins
+# releases that may not start under the interpreter the sandbox offers (py's apipkg on Python 3.11:
+# ``AttributeError: __spec__``); its plugins are pinned against it
+TOOLING = frozenset({"pytest", "py", "pluggy", "iniconfig"})
+TOOLING_FRAME = re.compile(r"/site-packages/(?:_pytest|pytest|py|pluggy)(?:/|\.py$)")
+
+
+def _is_tooling(name: str) -> bool:
+    return name in TOOLING or name.startswith("pytest-")
+
+
+def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
+    """The pinned requirements of pytest's own stack (pytest, py, pluggy, iniconfig, pytest plugins) to take
+    today's releases of when pytest itself could not start in ``run``: it stopped before reporting a test, and the
+    innermost frame of its last lines is in that stack's installed code. Empty when it did not break there, or
+    when nothing of the stack is pinned (today's releases are what it ran with)."""
+    from checks.dependencies import project_name
+
+    plan = run.environment
+    if run.status != "error" or run.tests or plan is None:
+        return ()
+    frames = FRAME.findall(run.reason or "")
+    if not frames or TOOLING_FRAME.search(frames[-1]) is None:
+        return ()
+    pinned = []
+    for line in plan.requirements:
+        name = project_name(line)
+        if _is_tooling(name) and re.search(r"[<>=~!]", line.split(";", 1)[0]):
+            pinned.append(name)
+    return tuple(sorted(set(pinned)))
+
+
 STALE_DAYS = 90  # a base older than this has seen its dependencies' next releases (set, not fitted: a quarter)
 
 

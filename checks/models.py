@@ -128,6 +128,9 @@ class TestSpec(Model):
     dependencies_as_of: str | None = Field(
         default=None, description="build the environment from the releases uploaded before this ISO 8601 time "
         "(the base commit's, when today's releases break the base: checks/dependency_drift.py)")
+    unpinned: tuple[str, ...] = Field(
+        default=(), description="requirements (project names) installed at today's releases instead of the "
+        "project's pins: pytest's own stack when those pins keep pytest from starting (checks/dependency_drift.py)")
 
 
 class Case(Model):

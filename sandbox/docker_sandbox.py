@@ -40,7 +40,7 @@ from docker.types import LogConfig, Mount, Ulimit
 from checks.models import DeclaredRequirement, EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
 from sandbox.cpu_slots import engine_cpus, slot_count, test_slot
 from sandbox.env_registry import EnvRegistry
-from sandbox.environment import plan_environment, plan_key
+from sandbox.environment import lift_pins, plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.languages.go import run_go
 from sandbox.languages.javascript import run_javascript
@@ -464,6 +464,11 @@ class DockerSandbox:
         offered = tuple(self.images)  # the main image's versions first
         preferred = spec.python if spec.python in offered else (offered[0] if offered else None)
         plan = plan_environment(tree.read, tree.paths(), offered, preferred=preferred)
+        if spec.unpinned:  # pytest's own stack at today's releases (checks/dependency_drift.py broken_tooling)
+            lifted = lift_pins(plan.requirements, spec.unpinned)
+            plan = plan.model_copy(update={
+                "requirements": lifted, "key": plan_key(plan.python, lifted, plan.uploaded_before),
+                "sources": (*plan.sources, f"pins lifted: {', '.join(spec.unpinned)}")})
         if spec.dependencies_as_of:  # releases of the base commit's day (checks/dependency_drift.py)
             plan = plan.model_copy(update={"uploaded_before": spec.dependencies_as_of,
                                            "key": plan_key(plan.python, plan.requirements, spec.dependencies_as_of)})

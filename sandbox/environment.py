@@ -28,7 +28,7 @@ import hashlib
 import json
 import re
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import PurePosixPath
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -342,6 +342,26 @@ def _poetry(table: dict[str, object]) -> list[str]:
         else:
             out.append(f"{name}{text}")
     return out
+
+
+def lift_pins(requirements: Sequence[str], names: Collection[str]) -> tuple[str, ...]:
+    """``requirements`` with the version specifiers of the projects ``names`` (normalised) taken off, their extras
+    and environment markers kept: ``pytest==6.2.4; python_version >= "3"`` → ``pytest; python_version >= "3"``. A
+    line that does not parse as a requirement, or that pins by URL, is kept as it is."""
+    wanted = {_normal(n) for n in names}
+    out: list[str] = []
+    for line in requirements:
+        try:
+            parsed = Requirement(line)
+        except InvalidRequirement:
+            out.append(line)
+            continue
+        if _normal(parsed.name) not in wanted or parsed.url:
+            out.append(line)
+            continue
+        extras = f"[{','.join(sorted(parsed.extras))}]" if parsed.extras else ""
+        out.append(f"{parsed.name}{extras}" + (f"; {parsed.marker}" if parsed.marker else ""))
+    return tuple(out)
 
 
 def plan_key(python: str | None, requirements: Sequence[str], uploaded_before: str | None = None) -> str:

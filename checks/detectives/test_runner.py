@@ -19,7 +19,14 @@ import asyncio
 from checks.constraints import own_packages
 from checks.declared_changes import declared_deletions
 from checks.dependencies import dependency_changes, describe, startup_key, startup_owner, startup_severity
-from checks.dependency_drift import better, drift, interpreter_broke, other_interpreter, stale_failures
+from checks.dependency_drift import (
+    better,
+    broken_tooling,
+    drift,
+    interpreter_broke,
+    other_interpreter,
+    stale_failures,
+)
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.languages import GO, JAVASCRIPT, PYTHON, language_of_test, languages_of, merge_runs
@@ -115,6 +122,7 @@ class TestRunner:
             python, mended = other_interpreter(head_run), "head"
         if sign is None and python is None and installs:
             sign = stale_failures(base, case.base_committed_at)
+        lifted = broken_tooling(base) if sign is None and python is None else ()
         if sign is not None:
             other = spec.model_copy(update={"dependencies_as_of": case.base_committed_at})
             said = Evidence(
@@ -133,6 +141,14 @@ class TestRunner:
                        "reason": (broken.reason or "")[:400]},
                 summary=(f"The tests ran with Python {python}: under Python {chosen} pytest itself broke at the "
                          f"{mended} commit ({(broken.reason or '')[:200]})"))
+        elif lifted:
+            other = spec.model_copy(update={"unpinned": lifted})
+            last = [line for line in (base.reason or "").splitlines() if line.strip()][-1:]
+            said = Evidence(
+                id=f"{ID}.test-tooling", detective=ID, kind="test-tooling-fallback", severity="info",
+                facts={"unpinned": list(lifted), "reason": (base.reason or "")[-400:]},
+                summary=(f"The tests ran with today's releases of {', '.join(lifted)} instead of the project's pins: "
+                         f"under those pins pytest itself could not start at the base commit ({' '.join(last)[:200]})"))
         else:
             return None
         again = list(await asyncio.gather(*(self.sandbox.run_tests(other.model_copy(update={
@@ -459,6 +475,6 @@ def mutant_evidence(diff: TestDiff) -> list[Evidence]:
     "test-tampered", "test-unattributed", "test-environmental", "test-flaky", "test-retired", "test-declared",
     "test-removed",
     "test-expectation-changed", "test-mutation", "surviving-mutant", "tests-past-cap", "dependency-change",
-    "dependency-startup", "setup-refused"))
+    "dependency-startup", "setup-refused", "dependency-drift", "interpreter-fallback", "test-tooling-fallback"))
 def build(resources: CourtResources) -> TestRunner:
     return TestRunner(resources.sandbox, resources.sandbox_missing)

@@ -255,3 +255,72 @@ def test_nothing_installed_from_an_index_is_never_dated() -> None:
     sandbox = RecordedSandbox({"head": bare, "base": bare}, {"head": CLEAN, "base": CLEAN})
     _report, asked = review_tests(sandbox, base_date="2025-05-12T22:33:00+02:00")
     assert all(s.dependencies_as_of is None for s in asked) and len(asked) == 2
+
+
+# --- pytest's own stack pinned to releases that do not start under the sandbox's interpreter --------------------
+
+# markupsafe#224's base: requirements/tests.txt pins pytest and py of 2020; py's apipkg fails on Python 3.11
+APIPKG = ("pytest ended (exit code 1) before LogoMesh's collector could report: something the run loaded stopped the "
+          "process early (os._exit, a plugin's exit, a crash); pytest's last lines:\n  File \"/sandbox/logomesh/"
+          "collector.py\", line 25, in <module>\n    import pytest\n  File \"/opt/logomesh/envs/project/lib/python3.11/"
+          "site-packages/_pytest/fixtures.py\", line 11, in <module>\n    from py._code.code import FormattedExcinfo\n"
+          "  File \"<frozen importlib._bootstrap>\", line 1178, in _find_and_load\n  File \"/opt/logomesh/envs/project"
+          "/lib/python3.11/site-packages/py/_vendored_packages/apipkg/__init__.py\", line 150, in __makeattr\n    "
+          "raise AttributeError(name)\nAttributeError: __spec__")
+PINNED = EnvironmentPlan(python="3.11", requirements=("pytest==6.1.2", "py==1.9.0", "pytest-cov>=2.8", "pluggy",
+                                                      "attrs==20.2.0", "-e ."))
+TOOLING_BROKE = ran(status="error", reason=APIPKG).model_copy(update={"environment": PINNED})
+
+
+class ToolingSandbox(RecordedSandbox):
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        self.asked.append(spec)
+        table = self.dated if spec.unpinned else self.today
+        return table[spec.tree].model_copy(update={"tree": spec.tree})
+
+
+def test_pins_that_keep_pytest_from_starting_are_lifted_for_pytest_s_own_stack_only() -> None:
+    from checks.dependency_drift import broken_tooling
+
+    # pytest-cov is pinned by a lower bound: lifted too; pluggy is not pinned, attrs is not pytest's: kept
+    assert broken_tooling(TOOLING_BROKE) == ("py", "pytest", "pytest-cov")
+    # hostile twins: the project's own code, a plugin of its own or the standard library breaking: nothing lifted
+    for innermost in ("/sandbox/repo/conftest.py", "/usr/lib/python3.11/traceback.py",
+                      "/opt/logomesh/envs/project/lib/python3.11/site-packages/attr/_make.py"):
+        other = TOOLING_BROKE.model_copy(update={"reason": APIPKG.replace(
+            "/opt/logomesh/envs/project/lib/python3.11/site-packages/py/_vendored_packages/apipkg/__init__.py",
+            innermost)})
+        assert broken_tooling(other) == (), innermost
+    # a run that reported tests is not pytest failing to start; nothing pinned: nothing to lift
+    assert broken_tooling(TOOLING_BROKE.model_copy(update={"tests": CLEAN.tests})) == ()
+    bare = EnvironmentPlan(python="3.11", requirements=("pytest", "py"))
+    unpinned = TOOLING_BROKE.model_copy(update={"environment": bare})
+    assert broken_tooling(unpinned) == ()
+
+
+def test_a_base_whose_pinned_pytest_cannot_start_runs_with_today_s_pytest_and_says_so() -> None:
+    sandbox = ToolingSandbox({"head": TOOLING_BROKE, "base": TOOLING_BROKE}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox, base_date=None)
+    assert [s.unpinned for s in asked] == [(), (), ("py", "pytest", "pytest-cov"), ("py", "pytest", "pytest-cov")]
+    said = [e for e in report.evidence if e.kind == "test-tooling-fallback"]  # type: ignore[attr-defined]
+    assert len(said) == 1 and "py, pytest, pytest-cov" in said[0].summary and "__spec__" in said[0].summary
+    assert report.differential.status == "measured"  # type: ignore[attr-defined]
+    # hostile: a change that pins a broken pytest itself (the base starts) gets nothing lifted, its break charged
+    own = ToolingSandbox({"head": TOOLING_BROKE, "base": CLEAN}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(own, base_date=None)
+    assert all(not s.unpinned for s in asked) and report.tests.status == "error"  # type: ignore[attr-defined]
+    # and lifted pins that measure no more leave today's runs standing
+    report, asked = review_tests(ToolingSandbox({"head": TOOLING_BROKE, "base": TOOLING_BROKE},
+                                                {"head": TOOLING_BROKE, "base": TOOLING_BROKE}), base_date=None)
+    assert len(asked) == 4 and not [e for e in report.evidence  # type: ignore[attr-defined]
+                                    if e.kind == "test-tooling-fallback"]
+
+
+def test_lifting_pins_keeps_extras_markers_and_other_requirements() -> None:
+    from sandbox.environment import lift_pins
+
+    lines = ("pytest==6.1.2; python_version >= '3'", "Py>=1.8,<1.10", "pytest-cov[toml]~=2.8", "attrs==20.2.0",
+             "pytest-x @ https://example.invalid/x.tar.gz", "-e .")
+    assert lift_pins(lines, ("pytest", "py", "pytest-cov", "pytest-x")) == (
+        'pytest; python_version >= "3"', "Py", "pytest-cov[toml]", "attrs==20.2.0",
+        "pytest-x @ https://example.invalid/x.tar.gz", "-e .")

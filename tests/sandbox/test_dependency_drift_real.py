@@ -183,3 +183,33 @@ async def test_a_head_where_pytest_breaks_inside_the_interpreter_is_measured_und
     # the test runs first (pytest's order), so the break comes before the other tests are reached
     await measured_under_another(tmp_path / "calc", BREAKS_ON_311_IN_STDLIB, "tests/test_an_example.py",
                                  EXAMPLE_TEST, "head")
+
+
+# --- pytest's own stack pinned to releases that cannot start under the sandbox's interpreter ---------------------
+
+# markupsafe#224's base pins (pip-compile of 2021): py 1.10's apipkg fails under Python 3.11 (AttributeError: __spec__)
+PINNED_TESTS = ("attrs==21.2.0\niniconfig==1.1.1\npackaging==20.9\npluggy==0.13.1\npy==1.10.0\npyparsing==2.4.7\n"
+                "pytest==6.2.4\ntoml==0.10.2\n")
+
+
+async def test_a_base_whose_pinned_pytest_cannot_start_is_measured_with_today_s_pytest(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
+    why = unreachable("https://pypi.org/simple/pytest/")
+    if why is not None:
+        pytest.skip(why)
+    repo = RepoBuilder(tmp_path / "calc")
+    base = repo.commit("Add add", {"pyproject.toml": '[project]\nname = "calc"\nversion = "1"\n',
+                                   "calc.py": CALC, "requirements/tests.txt": PINNED_TESTS,
+                                   "tests/test_calc.py": CALC_TESTS})
+    head = repo.branches({"sub": {"calc.py": CALC + SUB, "tests/test_sub.py": SUB_TEST}})["sub"]
+    evaluation = await review(tmp_path / "calc", base, head, "Add sub",
+                              "sub subtracts its second argument from its first.")
+    reasons = " | ".join(evaluation.verdict_reasons)
+    said = summaries(evaluation, "test-tooling-fallback")
+    assert len(said) == 1 and "py, pytest" in said[0] and "__spec__" in said[0], (said, reasons)
+    environment = summaries(evaluation, "test-environment")
+    assert any("pins lifted: iniconfig, pluggy, py, pytest" in s for s in environment), (environment, reasons)
+    diff = evaluation.differential
+    assert diff is not None and diff.status == "measured", reasons
+    assert diff.new_passing == ("tests/test_sub.py::test_sub",) and not diff.new_failing, reasons
+    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
