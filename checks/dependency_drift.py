@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from checks.dependencies import project_name
 from checks.models import TestRunResult
 
 # the third-party module is group "module"; what it lacks, group "name"
@@ -110,8 +111,6 @@ def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
     today's releases of when pytest itself could not start in ``run``: it stopped before reporting a test, and the
     innermost frame of its last lines is in that stack's installed code. Empty when it did not break there, or
     when nothing of the stack is pinned (today's releases are what it ran with)."""
-    from checks.dependencies import project_name
-
     plan = run.environment
     if run.status != "error" or run.tests or plan is None:
         return ()

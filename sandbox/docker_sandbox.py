@@ -467,7 +467,7 @@ class DockerSandbox:
         if spec.unpinned:  # pytest's own stack at today's releases (checks/dependency_drift.py broken_tooling)
             lifted = lift_pins(plan.requirements, spec.unpinned)
             plan = plan.model_copy(update={
-                "requirements": lifted, "key": plan_key(plan.python, lifted, plan.uploaded_before),
+                "requirements": lifted, "key": plan_key(plan.python, lifted),
                 "sources": (*plan.sources, f"pins lifted: {', '.join(spec.unpinned)}")})
         if spec.dependencies_as_of:  # releases of the base commit's day (checks/dependency_drift.py)
             plan = plan.model_copy(update={"uploaded_before": spec.dependencies_as_of,
