@@ -11,6 +11,8 @@ None; ``paths`` lists the tree). It looks, in this order, at:
 - ``requirements*.txt`` and ``requirements/*.txt`` (``.txt`` preferred over a pip-tools ``.in``) named for
   tests (or dev when none is), and the top-level ``requirements.txt``, with ``-r`` includes followed inside the tree;
 - ``tox.ini`` ``[testenv]`` ``deps`` (``-r`` followed) and ``extras``;
+- the extras the project's CI workflows install in the jobs that run its tests (``uv sync --all-extras``,
+  ``pip install -e .[a,b]``; :func:`sandbox.runners_config.workflow_extras`);
 - Poetry's ``[tool.poetry.dependencies]`` and its test (or dev) groups, and a ``Pipfile``'s ``[packages]`` and
   ``[dev-packages]``, their version constraints translated to pip's;
 - lock files (uv, poetry, pdm, Pipfile) are named in the plan; the groups they lock are read as above.
@@ -36,7 +38,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from checks.models import DeclaredRequirement, EnvironmentPlan
 from checks.testpaths import LOCK_FILES, REQUIREMENTS_FILE
-from sandbox.runners_config import nox_deps, requirement_ok, tox_deps
+from sandbox.runners_config import ALL_EXTRAS, nox_deps, requirement_ok, tox_deps, workflow_extras
 from sandbox.setup_py import read_setup_py
 
 Reader = Callable[[str], str | None]
@@ -288,6 +290,12 @@ def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
         for extra in dict.fromkeys(tool.extras):
             add(f"{tool.source} extras {extra}", extras_of(extra))
         skipped.extend(line for line in tool.skipped if line not in skipped)
+    ci = workflow_extras(read, paths)
+    if ci is not None:
+        declared_extras = [*_table(project.get("optional-dependencies")), *cfg_extras]
+        picked_extras = declared_extras if ALL_EXTRAS in ci.extras else ci.extras
+        for extra in dict.fromkeys(picked_extras):
+            add(f"{ci.source} extras {extra}", extras_of(extra))
     if skipped:
         sources.append("not requirements pip installs from the index, left out: " + ", ".join(skipped[:10]))
     if conflicts:

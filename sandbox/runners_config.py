@@ -1,4 +1,4 @@
-"""What a project's tox or nox configuration installs for its tests, read statically.
+"""What a project's tox, nox or CI workflow configuration installs for its tests, read statically.
 
 tox (``tox.ini``, ``setup.cfg``'s ``[tox:tox]``, ``pyproject.toml``'s ``legacy_tox_ini`` or tox 4's TOML in
 ``tox.toml`` / ``[tool.tox]``):
@@ -17,6 +17,9 @@ nox (``noxfile.py``), parsed with :mod:`ast` — never imported or run: the sess
 ``pytest``/``unit`` (else one that runs pytest), its ``session.install(...)`` arguments (string constants, and
 names bound to lists of them), with the same treatment of ``-r``, ``-c``, ``.[extra]``.
 
+GitHub Actions workflows (``.github/workflows/*.yml``, parsed as YAML — never run): the extras of the project
+that the jobs running its tests install (:func:`workflow_extras`).
+
 Only requirements pip can install from an index come out: anything that does not parse as a requirement (a path,
 a bare URL, a leftover ``factor:`` prefix) is dropped and named in :attr:`ToolDeps.skipped`.
 """
@@ -27,10 +30,12 @@ import ast
 import configparser
 import itertools
 import re
+import shlex
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 
 from checks import pyast
@@ -401,3 +406,80 @@ def _strings_of(node: ast.expr, names: dict[str, list[str]]) -> list[str]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _strings_of(node.left, names) + _strings_of(node.right, names)
     return []
+
+
+# --- CI workflows ----------------------------------------------------------------------------------------------
+
+WORKFLOW = re.compile(r"^\.github/workflows/[^/]+\.ya?ml$")
+MAX_WORKFLOWS = 20
+_TEST_RUN = re.compile(r"\b(?:pytest|tox|nox|unittest|coverage\s+run|make\s+(?:test|check)[\w-]*)\b")
+_INSTALL_RUN = re.compile(r"\b(?:uv\s+sync|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install|"
+                          r"poetry\s+install|pdm\s+(?:install|sync))\b([^\n;&|]*)")
+ALL_EXTRAS = "*"
+
+
+def _shell_words(text: str) -> list[str]:
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError:
+        return text.split()
+
+
+def _install_extras(arguments: str) -> list[str]:
+    """The project's extras one install command of a workflow names (``ALL_EXTRAS`` for ``--all-extras``)."""
+    words = _shell_words(arguments)
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word == "--all-extras":
+            out.append(ALL_EXTRAS)
+            continue
+        option = re.match(r"^(--extras?|-E)(?:=(.*))?$", word)
+        if option:
+            value = option.group(2)
+            if value is None and i < len(words):
+                value, i = words[i], i + 1
+            out.extend(e for e in re.split(r"[\s,]+", value or "") if e)
+            continue
+        if word in ("-e", "--editable") and i < len(words):
+            word, i = words[i], i + 1
+        extras = _extras_of(word)
+        if extras:
+            out.extend(extras)
+    return out
+
+
+def workflow_extras(read: Reader, paths: Sequence[str]) -> ToolDeps | None:
+    """The extras of the project that its CI installs in the jobs that run its tests, read from the GitHub Actions
+    workflows (``.github/workflows/*.yml``; never run): a job whose steps run pytest, tox, nox, unittest,
+    ``coverage run`` or ``make test`` (or whose name says test), its ``uv sync``/``pip install``/``poetry install``
+    commands' ``--all-extras`` (:data:`ALL_EXTRAS`), ``--extra X``/``-E X`` and ``.[a,b]`` targets. The extras a
+    project's own CI installs for its tests are the ones its tests import (pydantic-settings' docs examples import
+    ``azure``, an extra no test-named group lists)."""
+    found: list[str] = []
+    sources: list[str] = []
+    for path in sorted(p for p in paths if WORKFLOW.fullmatch(p))[:MAX_WORKFLOWS]:
+        try:
+            document = yaml.safe_load(read(path) or "")
+        except yaml.YAMLError:
+            continue
+        jobs = document.get("jobs") if isinstance(document, dict) else None
+        if not isinstance(jobs, dict):
+            continue
+        for job_id, job in jobs.items():
+            if not isinstance(job, dict) or not isinstance(job.get("steps"), list):
+                continue
+            runs = [str(step["run"]) for step in job["steps"] if isinstance(step, dict) and "run" in step]
+            label = f"{job_id} {job.get('name', '')}".lower()
+            if not (any(_TEST_RUN.search(run) for run in runs) or re.search(r"\btests?\b", label)):
+                continue
+            extras = [extra for run in runs for match in _INSTALL_RUN.finditer(run)
+                      for extra in _install_extras(match.group(1))]
+            if extras:
+                found.extend(extras)
+                sources.append(f"{path} job {job_id}")
+    if not found:
+        return None
+    return ToolDeps(source=", ".join(dict.fromkeys(sources)), extras=list(dict.fromkeys(found)))

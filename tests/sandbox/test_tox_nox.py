@@ -148,3 +148,60 @@ def test_a_pin_a_deprecated_tox_ini_contradicts_is_left_out_and_named_the_first_
                                   "tox.ini": "[testenv]\ndeps=foo>=1\n  bar<3\n", "test_x.py": ""})
     assert requirements == ["foo==1.0", "bar", "foo>=1", "bar<3"]
     assert not any(s.startswith("pins that contradict") for s in sources)
+
+
+# pydantic-settings' workflow at a190041 (its test job installs every extra; its docs examples import azure)
+PYDANTIC_SETTINGS_CI = """\
+name: CI
+on:
+  push:
+jobs:
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - run: uv sync --group linting --extra lint-only
+      - run: uv run pre-commit run --all-files
+  test:
+    name: test py${{ matrix.python }} on ${{ matrix.os }}
+    runs-on: ${{ matrix.os }}
+    steps:
+      - uses: astral-sh/setup-uv@v9
+      - name: Install dependencies
+        run: |
+          uv sync --group testing --all-extras
+      - name: test
+        run: make test
+"""
+EXTRAS_PROJECT = ('[project]\nname = "p"\ndependencies = ["pydantic"]\n[project.optional-dependencies]\n'
+                  'yaml = ["pyyaml>=6"]\nazure-key-vault = ["azure-keyvault-secrets>=4.8.0"]\nlint-only = ["black"]\n'
+                  '[dependency-groups]\ntesting = ["pytest"]\n')
+
+
+def test_the_extras_a_ci_job_that_runs_the_tests_installs_are_installed() -> None:
+    files = {"pyproject.toml": EXTRAS_PROJECT, ".github/workflows/ci.yml": PYDANTIC_SETTINGS_CI, "tests/test_x.py": ""}
+    requirements, sources = plan(files)
+    # --all-extras in the test job: every declared extra, the lint job's own extra included (it is the project's)
+    assert {"pyyaml>=6", "azure-keyvault-secrets>=4.8.0", "black"} <= set(requirements)
+    assert ".github/workflows/ci.yml job test extras azure-key-vault" in sources
+    assert not any("job lint" in s for s in sources)  # the lint job runs no tests: it is not read
+    # without the workflow only the test group is installed and the extras are declared, left out
+    left = plan_environment(reader({k: v for k, v in files.items() if not k.startswith(".github")}), sorted(files), PY)
+    assert "azure-keyvault-secrets>=4.8.0" not in left.requirements
+    assert "azure-keyvault-secrets>=4.8.0" in {d.requirement for d in left.left_out}
+
+
+def test_named_extras_of_pip_uv_and_poetry_commands_are_read_and_nothing_else_is() -> None:
+    workflow = ("jobs:\n  tests:\n    steps:\n"
+                "      - run: python -m pip install -e '.[yaml]' some-tool  # comment .[lint-only]\n"
+                "      - run: uv sync --extra=azure-key-vault && pytest -q\n"
+                "      - run: pip install .[not-declared]\n"
+                "  docs:\n    steps:\n      - run: pip install .[lint-only] && sphinx-build docs out\n")
+    files = {"pyproject.toml": EXTRAS_PROJECT, ".github/workflows/tests.yaml": workflow, "tests/test_x.py": ""}
+    requirements, _ = plan(files)
+    assert "pyyaml>=6" in requirements and "azure-keyvault-secrets>=4.8.0" in requirements
+    assert "black" not in requirements  # only in a comment and in a job that runs no tests
+    assert "some-tool" not in requirements  # a workflow's own tools are not the project's test requirements
+    # a workflow that is not YAML, or not a workflow, changes nothing
+    for broken in ("jobs: [unclosed", "- just\n- a list\n", "jobs:\n  t:\n    steps: 3\n"):
+        broken_files = {**files, ".github/workflows/tests.yaml": broken}
+        assert plan(broken_files)[0] == ["setuptools>=61", "wheel", "pydantic", "pytest"]
