@@ -109,8 +109,9 @@ def _is_tooling(name: str) -> bool:
 def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
     """The pinned requirements of pytest's own stack (pytest, py, pluggy, iniconfig, pytest plugins) to take
     today's releases of when pytest itself could not start in ``run``: it stopped before reporting a test, and the
-    innermost frame of its last lines is in that stack's installed code. Empty when it did not break there, or
-    when nothing of the stack is pinned (today's releases are what it ran with)."""
+    innermost frame of its last lines is in that stack's installed code. In an environment of the base commit's
+    day (``uploaded_before``) every requirement of the stack is pinned by that date. Empty when it did not break
+    there, or when nothing of the stack is pinned (today's releases are what it ran with)."""
     plan = run.environment
     if run.status != "error" or run.tests or plan is None:
         return ()
@@ -118,9 +119,12 @@ def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
     if not frames or TOOLING_FRAME.search(frames[-1]) is None:
         return ()
     pinned = []
+    undated = {project_name(n) for n in plan.undated}
     for line in plan.requirements:
         name = project_name(line)
-        if _is_tooling(name) and re.search(r"[<>=~!]", line.split(";", 1)[0]):
+        if not _is_tooling(name) or name in undated:
+            continue
+        if plan.uploaded_before or re.search(r"[<>=~!]", line.split(";", 1)[0]):
             pinned.append(name)
     return tuple(sorted(set(pinned)))
 

@@ -130,7 +130,8 @@ class TestSpec(Model):
         "(the base commit's, when today's releases break the base: checks/dependency_drift.py)")
     unpinned: tuple[str, ...] = Field(
         default=(), description="requirements (project names) installed at today's releases instead of the "
-        "project's pins: pytest's own stack when those pins keep pytest from starting (checks/dependency_drift.py)")
+        "project's pins (or the day's releases of dependencies_as_of): pytest's own stack when those keep pytest "
+        "from starting (checks/dependency_drift.py)")
 
 
 class Case(Model):
@@ -221,6 +222,9 @@ class EnvironmentPlan(Model):
                                                       "that declares it (the first one, when several do)")
     uploaded_before: str | None = Field(default=None, description="only releases uploaded before this time were "
                                         "installed (an environment as of the base commit's day)")
+    undated: tuple[str, ...] = Field(default=(), description="projects taken among today's releases even when "
+                                     "uploaded_before dates the rest (pytest's own stack, when the day's releases "
+                                     "of it cannot start under the sandbox's interpreter)")
     left_out: tuple[DeclaredRequirement, ...] = Field(default=(), description="optional requirements the project "
                                                       "declares (extras) that the plan does not install")
 

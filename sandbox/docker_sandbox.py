@@ -470,8 +470,9 @@ class DockerSandbox:
                 "requirements": lifted, "key": plan_key(plan.python, lifted),
                 "sources": (*plan.sources, f"pins lifted: {', '.join(spec.unpinned)}")})
         if spec.dependencies_as_of:  # releases of the base commit's day (checks/dependency_drift.py)
-            plan = plan.model_copy(update={"uploaded_before": spec.dependencies_as_of,
-                                           "key": plan_key(plan.python, plan.requirements, spec.dependencies_as_of)})
+            plan = plan.model_copy(update={"uploaded_before": spec.dependencies_as_of, "undated": spec.unpinned,
+                                           "key": plan_key(plan.python, plan.requirements, spec.dependencies_as_of,
+                                                           spec.unpinned)})
         override = spec.environment
         if override is None:
             return plan
@@ -492,7 +493,7 @@ class DockerSandbox:
                                                     f"sandbox image offers {', '.join(offered)}")
         updated = plan.model_copy(update=changes)
         return updated.model_copy(update={"key": plan_key(updated.python, updated.requirements,
-                                                          updated.uploaded_before)})
+                                                          updated.uploaded_before, updated.undated)})
 
     def _guard_config(self, spec: TestSpec) -> tuple[str, str] | None:
         """For a guard run, ``(file name under /sandbox/logomesh, text)`` of the base's pytest configuration."""

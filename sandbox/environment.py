@@ -372,12 +372,29 @@ def lift_pins(requirements: Sequence[str], names: Collection[str]) -> tuple[str,
     return tuple(out)
 
 
-def plan_key(python: str | None, requirements: Sequence[str], uploaded_before: str | None = None) -> str:
-    """What an environment is cached under (with the image and the index): the interpreter, the requirements and
-    the upload time its releases were chosen before, if any."""
+def undated_lines(plan: EnvironmentPlan) -> tuple[str, ...]:
+    """The requirement lines of ``plan`` naming one of its :attr:`~EnvironmentPlan.undated` projects."""
+    wanted = {_normal(n) for n in plan.undated}
+    out = []
+    for line in plan.requirements:
+        try:
+            name = Requirement(line).name
+        except InvalidRequirement:
+            continue
+        if _normal(name) in wanted:
+            out.append(line)
+    return tuple(out)
+
+
+def plan_key(python: str | None, requirements: Sequence[str], uploaded_before: str | None = None,
+             undated: Sequence[str] = ()) -> str:
+    """What an environment is cached under (with the image and the index): the interpreter, the requirements,
+    the upload time its releases were chosen before, if any, and the projects exempt from that time."""
     material: dict[str, object] = {"python": python, "requirements": list(requirements)}
     if uploaded_before:
         material["uploaded_before"] = uploaded_before
+        if undated:
+            material["undated"] = sorted(undated)
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 

@@ -33,18 +33,38 @@ RESOLVE_PYTHON = RESOLVE_WORK + "/venv/bin/python"  # the throw-away venv whose 
 UPLOADED_BEFORE = "PIP_UPLOADED_PRIOR_TO"  # pip's --uploaded-prior-to, as the environment sets it
 DATED_PIP = "pip>=26"  # the first pip with --uploaded-prior-to
 # run by the image's own interpreter with -I -S: condenses pip's report to what the key and the install need
+# (further reports: the undated resolution of :func:`resolve_script`, whose index URLs and hashes replace the
+# local files the dated resolution took them from)
 CONDENSE = r"""
 import json, sys
-report = json.load(open(sys.argv[1], encoding="utf-8"))
-found = []
-for item in report.get("install", []):
-    meta = item.get("metadata") or {}
+def where(item):
     info = item.get("download_info") or {}
     archive = info.get("archive_info") or {}
     digest = (archive.get("hashes") or {}).get("sha256")
     if not digest and str(archive.get("hash", "")).startswith("sha256="):
         digest = archive["hash"].split("=", 1)[1]
-    found.append([meta.get("name"), meta.get("version"), info.get("url"), digest])
+    return info.get("url"), digest
+def file_name(url):
+    return str(url or "").split("#", 1)[0].rsplit("/", 1)[-1]
+indexed = {}
+for other in sys.argv[2:]:
+    try:
+        with open(other, encoding="utf-8") as handle:
+            items = json.load(handle).get("install", [])
+    except (OSError, ValueError):
+        continue
+    for item in items:
+        url, digest = where(item)
+        if url and not url.startswith("file:"):
+            indexed[file_name(url)] = (url, digest)
+report = json.load(open(sys.argv[1], encoding="utf-8"))
+found = []
+for item in report.get("install", []):
+    meta = item.get("metadata") or {}
+    url, digest = where(item)
+    if str(url).startswith("file:") and file_name(url) in indexed:
+        url, digest = indexed[file_name(url)]
+    found.append([meta.get("name"), meta.get("version"), url, digest])
 print("LOGOMESH-RESOLVED " + json.dumps(found))
 """
 
@@ -59,17 +79,28 @@ class Artefact:
     url: str
 
 
-def resolve_script(python: str, requirements_file: str, work: str = RESOLVE_WORK, dated: bool = False) -> str:
+def resolve_script(python: str, requirements_file: str, work: str = RESOLVE_WORK, dated: bool = False,
+                   undated_file: str | None = None) -> str:
     """The shell script printing the resolved set (``LOGOMESH-RESOLVED [[name, version, url, sha256], …]``).
     ``dated``: the set is chosen among releases uploaded before ``PIP_UPLOADED_PRIOR_TO`` (set in the container's
-    environment), which needs pip 26 in the throw-away venv: that pip itself is fetched without the date."""
-    upgrade = (f"env -u {UPLOADED_BEFORE} {work}/venv/bin/python -m pip install --quiet --upgrade '{DATED_PIP}'\n"
-               if dated else "")
+    environment), which needs pip 26 in the throw-away venv: that pip itself is fetched without the date.
+    ``undated_file`` (with ``dated``): requirements resolved among today's releases first, with what they need;
+    their files are offered to the dated resolution as local files (``--find-links``, which pip's date does not
+    filter), so the set holds today's releases of them and the day's of the rest, each artefact named by its index
+    URL and hash."""
+    pip = f"{work}/venv/bin/python -m pip"
+    upgrade = f"env -u {UPLOADED_BEFORE} {pip} install --quiet --upgrade '{DATED_PIP}'\n" if dated else ""
+    links = reports = ""
+    if dated and undated_file:
+        upgrade += (f"env -u {UPLOADED_BEFORE} {pip} install --quiet --dry-run --ignore-installed "
+                    f"--report {work}/undated.json -r {undated_file}\n"
+                    f"env -u {UPLOADED_BEFORE} {pip} download --quiet --dest {work}/undated -r {undated_file}\n")
+        links, reports = f" --find-links {work}/undated", f" {work}/undated.json"
     return f"""set -e
 {python} -m venv {work}/venv
-{upgrade}{work}/venv/bin/python -m pip install --quiet --dry-run --ignore-installed --report {work}/report.json \\
+{upgrade}{pip} install --quiet --dry-run --ignore-installed --report {work}/report.json{links} \\
   -r {requirements_file}
-{python} -I -S -c {shlex.quote(CONDENSE)} {work}/report.json
+{python} -I -S -c {shlex.quote(CONDENSE)} {work}/report.json{reports}
 """
 
 
@@ -141,15 +172,16 @@ def _version(text: str) -> Version | str:
         return text
 
 
-def wheel_script(python: str, sdists_file: str, wheels_dir: str, hashed: bool = True) -> str:
+def wheel_script(python: str, sdists_file: str, wheels_dir: str, hashed: bool = True, links: bool = False) -> str:
     """Build the sdists of a resolved set into ``wheels_dir`` (the throw-away container's): each sdist checked
     against its hash, nothing resolved again; when they fail together, each alone, a failing one printed as
     ``LOGOMESH-NOT-INSTALLED <line>`` with pip's last error line. Never fails as a whole: what did not build is
     named, the rest of the set is installed. Not ``hashed`` (requirement lines that did not resolve): each line
-    with its dependencies, downloaded or built, into wheels the same way."""
+    with its dependencies, downloaded or built, into wheels the same way. ``links``: the wheels already in
+    ``wheels_dir`` are candidates too (local files, which pip's upload date does not filter)."""
     from sandbox.environment import each_script
 
-    options = "--require-hashes --no-deps " if hashed else ""
+    options = ("--require-hashes --no-deps " if hashed else "") + (f"--find-links {wheels_dir} " if links else "")
     pip = f"{python} -m pip wheel --quiet --use-pep517 {options}--wheel-dir {wheels_dir}"
     venv = python.rsplit("/bin/", 1)[0]
     return (f"set -e\nmkdir -p {wheels_dir}\n[ -x {python} ] || python3 -m venv {venv}\n"

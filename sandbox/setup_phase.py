@@ -49,7 +49,7 @@ from packaging.utils import canonicalize_name as canonical_name
 from checks.models import EnvironmentPlan, SetupReport, TestSpec
 from sandbox.egress import allowed_for
 from sandbox.env_registry import pull, push
-from sandbox.environment import install_script, not_installed
+from sandbox.environment import install_script, not_installed, undated_lines
 from sandbox.errors import SandboxError
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_test_output
@@ -450,6 +450,8 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
     allowed = allowed_for([options.index_url], options.extra_hosts)
     with setup_network(sandbox, run, allowed) as network:
         files = {"requirements.txt": ("\n".join(plan.requirements) + "\n").encode()}
+        if plan.uploaded_before and plan.undated:  # resolved among today's releases (resolve_script)
+            files["undated.txt"] = ("\n".join(undated_lines(plan)) + "\n").encode()
         if options.ca_bundle is not None:
             files["ca.pem"] = options.ca_bundle.read_bytes()
         env = {
@@ -500,8 +502,11 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         if spec.setup_command:
             steps.append((list(spec.setup_command), PREPARED_TREE))
         output = bytearray()
+        # a resolved set is pinned by its hashes: the date chose it and is not asked again (part of it may be
+        # today's releases, resolve_script's undated requirements)
+        install_env = ({k: v for k, v in env.items() if k != UPLOADED_BEFORE} if locked is not None else env)
         for argv, workdir in steps:
-            result = asyncio.run(sandbox._exec_in(helper, argv, limits, env=env, workdir=workdir))
+            result = asyncio.run(sandbox._exec_in(helper, argv, limits, env=install_env, workdir=workdir))
             output.extend(result.combined)
             if result.timed_out or result.exit_code != 0:
                 why = (f"setup timed out after {limits.timeout_seconds:g} s" if result.timed_out
@@ -612,13 +617,15 @@ def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: S
     installed for the cache."""
     builder = _setup_container(sandbox, run, plan, network, limits, files)
     try:
-        script = resolve_script(python, f"{SETUP_DIR}/requirements.txt", dated=bool(plan.uploaded_before))
+        script = resolve_script(python, f"{SETUP_DIR}/requirements.txt", dated=bool(plan.uploaded_before),
+                                undated_file=f"{SETUP_DIR}/undated.txt" if "undated.txt" in files else None)
         resolving = asyncio.run(sandbox._exec_in(builder, ["sh", "-c", script], limits, env=env, workdir="/"))
         artefacts = parse_resolved(bytes(resolving.stdout).decode("utf-8", "replace"))
         if artefacts is None:
             log.info("sandbox environment %s: the requirements do not resolve to hashed artefacts; installed by "
                      "line", tag)
-            return cached(sandbox, run, tag) or _wheels_by_line(sandbox, builder, limits, env, tag)
+            return cached(sandbox, run, tag) or _wheels_by_line(sandbox, builder, limits, env, tag,
+                                                                undated="undated.txt" in files)
         found = resolved_tag(sandbox, plan, artefacts)
         with _LOCKS_GUARD:
             _RESOLVED[(sandbox.owner, tag)] = found
@@ -650,14 +657,22 @@ def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: S
 
 
 def _wheels_by_line(sandbox: DockerSandbox, builder: str, limits: SandboxLimits, env: dict[str, str],
-                    tag: str) -> _Locked:
+                    tag: str, undated: bool = False) -> _Locked:
     """Requirement lines that do not resolve as a whole: each line's wheels (with its dependencies; downloaded
     or built) made in the throw-away container, together else line by line; the cached layer installs those
-    wheels by the hashes LogoMesh computes, from them alone."""
+    wheels by the hashes LogoMesh computes, from them alone. ``undated``: the plan's undated lines are made first
+    among today's releases, and the dated lines may take those wheels (as :func:`resolve_script` does)."""
+    output = bytearray()
+    if undated:
+        today = {k: v for k, v in env.items() if k != UPLOADED_BEFORE}
+        output.extend(asyncio.run(sandbox._exec_in(
+            builder, ["sh", "-c", wheel_script(RESOLVE_PYTHON, f"{SETUP_DIR}/undated.txt", WHEELS_DIR,
+                                               hashed=False)], limits, env=today, workdir="/")).combined)
     building = asyncio.run(sandbox._exec_in(
         builder, ["sh", "-c", wheel_script(RESOLVE_PYTHON, f"{SETUP_DIR}/requirements.txt", WHEELS_DIR,
-                                           hashed=False)], limits, env=env, workdir="/"))
-    text = clean_test_output(bytes(building.combined), OUTPUT_TAIL * 16)
+                                           hashed=False, links=undated)], limits, env=env, workdir="/"))
+    output.extend(building.combined)
+    text = clean_test_output(bytes(output), OUTPUT_TAIL * 16)
     wheels = _wheels_of(sandbox, builder)
     artefacts = wheel_artefacts(wheels)
     return _Locked(tag, artefacts, {}, {a.url: wheels[a.url] for a in artefacts}, not_installed(text),

@@ -151,13 +151,30 @@ class TestRunner:
                          f"under those pins pytest itself could not start at the base commit ({' '.join(last)[:200]})"))
         else:
             return None
-        again = list(await asyncio.gather(*(self.sandbox.run_tests(other.model_copy(update={
-            "tree": tree, "language": PYTHON,
-            **({"mutants": mutants, "mutation_seconds": mutation_seconds} if tree == "head" else {})}))
-            for tree in trees)))
-        if not better((again[trees.index("base")], again[trees.index("head")]), (base, head_run), mended):
-            return None
-        return other, said, again
+        sandbox = self.sandbox
+
+        async def run(with_spec: TestSpec) -> list[TestRunResult]:
+            return list(await asyncio.gather(*(sandbox.run_tests(with_spec.model_copy(update={
+                "tree": tree, "language": PYTHON,
+                **({"mutants": mutants, "mutation_seconds": mutation_seconds} if tree == "head" else {})}))
+                for tree in trees)))
+
+        def pair(results: list[TestRunResult]) -> tuple[TestRunResult, TestRunResult]:
+            return results[trees.index("base")], results[trees.index("head")]
+
+        again = await run(other)
+        kept = (other, said, again) if better(pair(again), (base, head_run), mended) else None
+        stack = broken_tooling(again[trees.index("base")]) if sign is not None else ()
+        if stack:  # the day's releases of pytest's own stack may not start under this interpreter either
+            undated = other.model_copy(update={"unpinned": stack})
+            third = await run(undated)
+            if better(pair(third), pair(kept[2] if kept is not None else runs), mended):
+                last = [line for line in (again[trees.index("base")].reason or "").splitlines() if line.strip()][-1:]
+                kept = (undated, said.model_copy(update={
+                    "facts": {**said.facts, "undated": list(stack)},
+                    "summary": (f"{said.summary}; {', '.join(stack)} at today's releases: the day's releases of "
+                                f"them could not start pytest ({' '.join(last)[:160]})")}), third)
+        return kept
 
     async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool, reruns: int) -> TestDiff:
         """Run each regressed or new failing test again (``reruns`` times, the rubric's ``testing.reruns``; only

@@ -324,3 +324,105 @@ def test_lifting_pins_keeps_extras_markers_and_other_requirements() -> None:
     assert lift_pins(lines, ("pytest", "py", "pytest-cov", "pytest-x")) == (
         'pytest; python_version >= "3"', "Py", "pytest-cov[toml]", "attrs==20.2.0",
         "pytest-x @ https://example.invalid/x.tar.gz", "-e .")
+
+
+# --- the day's releases of pytest's own stack cannot start either (markupsafe#64, alembic#825) -------------------
+
+# markupsafe#64's base (May 2018): today's releases do not install it, its day's give pytest 3.5 and py 1.5, whose
+# apipkg fails under Python 3.11 — nothing of the stack is pinned by a version, the date pins it
+DATED = EnvironmentPlan(python="3.11", requirements=("pytest", "py", "pytest-cov", "attrs"), uploaded_before=BASE_DATE)
+DATED_BROKE = ran(status="error", reason=APIPKG).model_copy(update={"environment": DATED})
+INSTALL_FAILED = ran(status="env_error", reason="installing the environment failed (exit code 1): " + URL_QUOTE)
+
+
+class DatedToolingSandbox(RecordedSandbox):
+    """Today's releases break the base; the day's break pytest itself; the day's with the stack undated run."""
+
+    def __init__(self, undated: dict[str, TestRunResult]) -> None:
+        super().__init__({"head": BROKEN, "base": BROKEN}, {"head": DATED_BROKE, "base": DATED_BROKE})
+        self.undated = undated
+
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        if spec.dependencies_as_of and spec.unpinned:
+            self.asked.append(spec)
+            return self.undated[spec.tree].model_copy(update={"tree": spec.tree})
+        return await super().run_tests(spec)
+
+
+def test_in_an_environment_of_the_base_s_day_pytest_s_own_stack_is_pinned_by_the_date() -> None:
+    from checks.dependency_drift import broken_tooling
+
+    assert broken_tooling(DATED_BROKE) == ("py", "pytest", "pytest-cov")  # attrs is not pytest's
+    # already taken among today's releases: nothing more to lift (no loop)
+    done = DATED_BROKE.model_copy(update={"environment": DATED.model_copy(update={"undated": ("py", "pytest",
+                                                                                                 "pytest-cov")})})
+    assert broken_tooling(done) == ()
+    # the same stack, undated and unpinned: today's releases are what it ran with
+    assert broken_tooling(DATED_BROKE.model_copy(update={"environment": DATED.model_copy(
+        update={"uploaded_before": None})})) == ()
+    assert plan_key("3.11", ["pytest"], BASE_DATE, ("pytest",)) != plan_key("3.11", ["pytest"], BASE_DATE)
+    assert plan_key("3.11", ["pytest"], None, ("pytest",)) == plan_key("3.11", ["pytest"])
+
+
+def test_a_base_whose_day_s_pytest_cannot_start_runs_with_today_s_stack_and_the_day_s_rest() -> None:
+    sandbox = DatedToolingSandbox({"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox)
+    stack = ("py", "pytest", "pytest-cov")
+    assert [(s.dependencies_as_of, s.unpinned) for s in asked] == [
+        (None, ()), (None, ()), (BASE_DATE, ()), (BASE_DATE, ()), (BASE_DATE, stack), (BASE_DATE, stack)]
+    said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+    assert len(said) == 1 and BASE_DATE in said[0].summary and "py, pytest, pytest-cov at today's releases" in \
+        said[0].summary and "__spec__" in said[0].summary and said[0].facts["undated"] == list(stack)
+    assert report.differential.status == "measured" and report.tests.passed == 2  # type: ignore[attr-defined]
+    # hostile: the undated stack measures no more (the change's own break) — the dated runs stand, nothing said of it
+    report, asked = review_tests(DatedToolingSandbox({"head": DATED_BROKE, "base": DATED_BROKE}))
+    assert len(asked) == 6
+    said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+    assert all("today's releases:" not in e.summary for e in said)
+    # a base that starts with its day's releases is never given today's stack
+    sandbox = DatedToolingSandbox({"head": CLEAN, "base": CLEAN})
+    sandbox.dated = {"head": CLEAN, "base": CLEAN}
+    _report, asked = review_tests(sandbox)
+    assert all(not s.unpinned for s in asked) and len(asked) == 4
+
+
+def test_the_dated_resolution_takes_the_undated_stack_from_local_files_named_by_their_index_urls(
+        tmp_path: object) -> None:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sandbox.resolve import CONDENSE, parse_resolved
+
+    script = resolve_script("python3", "/r.txt", dated=True, undated_file="/u.txt")
+    undated_at = script.index("--report /tmp/logomesh-resolve/undated.json")
+    # today's releases of the stack are resolved and downloaded without the date, before the dated resolution,
+    # which is offered them as local files
+    assert script.rfind("env -u", 0, undated_at) > script.index(DATED_PIP)
+    assert "pip download --quiet --dest /tmp/logomesh-resolve/undated -r /u.txt" in script
+    assert "--find-links /tmp/logomesh-resolve/undated" in script.split("--report /tmp/logomesh-resolve/report.json")[1]
+    assert "--find-links" not in resolve_script("python3", "/r.txt", dated=True)
+    assert "undated" not in resolve_script("python3", "/r.txt", undated_file="/u.txt")  # nothing dated: moot
+    index = "https://files.example/packages/pytest-9.0.1-py3-none-any.whl"
+    dated = {"install": [
+        {"metadata": {"name": "pytest", "version": "9.0.1"}, "download_info": {
+            "url": "file:///tmp/logomesh-resolve/undated/pytest-9.0.1-py3-none-any.whl",
+            "archive_info": {"hashes": {"sha256": "1" * 64}}}},
+        {"metadata": {"name": "attrs", "version": "18.1.0"}, "download_info": {
+            "url": "https://files.example/packages/attrs-18.1.0-py2.py3-none-any.whl",
+            "archive_info": {"hash": "sha256=" + "2" * 64}}},
+        {"metadata": {"name": "local", "version": "1"}, "download_info": {
+            "url": "file:///elsewhere/local-1-py3-none-any.whl", "archive_info": {"hashes": {"sha256": "3" * 64}}}}]}
+    today = {"install": [{"metadata": {"name": "pytest", "version": "9.0.1"}, "download_info": {
+        "url": index, "archive_info": {"hashes": {"sha256": "4" * 64}}}}]}
+    root = Path(str(tmp_path))
+    (root / "report.json").write_text(json.dumps(dated))
+    (root / "undated.json").write_text(json.dumps(today))
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", CONDENSE, str(root / "report.json"),
+                          str(root / "undated.json"), str(root / "missing.json")],
+                         capture_output=True, text=True, check=True).stdout
+    found = {a.name: a for a in parse_resolved(out) or ()}
+    assert (found["pytest"].url, found["pytest"].sha256) == (index, "4" * 64)  # the index's file, by its hash
+    assert found["attrs"].sha256 == "2" * 64
+    assert found["local"].url.startswith("file:")  # a local file nobody resolved from the index stays as it was
