@@ -110,16 +110,18 @@ def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
     """The pinned requirements of pytest's own stack (pytest, py, pluggy, iniconfig, pytest plugins) to take
     today's releases of when pytest itself could not start in ``run``: it stopped before reporting a test, and the
     innermost frame of its last lines is in that stack's installed code. In an environment of the base commit's
-    day (``uploaded_before``) every requirement of the stack is pinned by that date. Empty when it did not break
-    there, or when nothing of the stack is pinned (today's releases are what it ran with)."""
+    day (``uploaded_before``) the date pins the whole stack, listed or installed for another requirement (tox
+    3.0 brings py 1.5, whose apipkg breaks today's pytest too): all of :data:`TOOLING` and the plugins listed.
+    Empty when it did not break there, or when nothing of the stack is pinned (today's releases are what it ran
+    with)."""
     plan = run.environment
     if run.status != "error" or run.tests or plan is None:
         return ()
     frames = FRAME.findall(run.reason or "")
     if not frames or TOOLING_FRAME.search(frames[-1]) is None:
         return ()
-    pinned = []
     undated = {project_name(n) for n in plan.undated}
+    pinned = [name for name in TOOLING if name not in undated] if plan.uploaded_before else []
     for line in plan.requirements:
         name = project_name(line)
         if not _is_tooling(name) or name in undated:

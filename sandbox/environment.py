@@ -373,17 +373,20 @@ def lift_pins(requirements: Sequence[str], names: Collection[str]) -> tuple[str,
 
 
 def undated_lines(plan: EnvironmentPlan) -> tuple[str, ...]:
-    """The requirement lines of ``plan`` naming one of its :attr:`~EnvironmentPlan.undated` projects."""
-    wanted = {_normal(n) for n in plan.undated}
+    """The requirement lines of ``plan`` naming one of its :attr:`~EnvironmentPlan.undated` projects, and the bare
+    names of those no line names (another requirement may bring them in: their files must be there to be
+    taken)."""
+    wanted = {_normal(n): n for n in plan.undated}
     out = []
     for line in plan.requirements:
         try:
-            name = Requirement(line).name
+            name = _normal(Requirement(line).name)
         except InvalidRequirement:
             continue
-        if _normal(name) in wanted:
+        if name in wanted:
             out.append(line)
-    return tuple(out)
+    named = {_normal(Requirement(line).name) for line in out}
+    return (*out, *(wanted[n] for n in sorted(wanted) if n not in named))
 
 
 def plan_key(python: str | None, requirements: Sequence[str], uploaded_before: str | None = None,

@@ -16,7 +16,7 @@ from checks.dependency_drift import better, drift, interpreter_broke, other_inte
 from checks.detectives.test_runner import TestRunner
 from checks.models import Case, ChangedFile, EnvironmentPlan, TestCaseResult, TestRunResult, TestSpec
 from rubric.loader import load_rubric
-from sandbox.environment import plan_key
+from sandbox.environment import plan_key, undated_lines
 from sandbox.resolve import DATED_PIP, UPLOADED_BEFORE, resolve_script
 
 URL_QUOTE = ("ImportError while loading conftest '/sandbox/repo/tests/conftest.py'.\nsrc/flask/app.py:28: in <module>\n"
@@ -332,7 +332,7 @@ def test_lifting_pins_keeps_extras_markers_and_other_requirements() -> None:
 # apipkg fails under Python 3.11 — nothing of the stack is pinned by a version, the date pins it
 DATED = EnvironmentPlan(python="3.11", requirements=("pytest", "py", "pytest-cov", "attrs"), uploaded_before=BASE_DATE)
 DATED_BROKE = ran(status="error", reason=APIPKG).model_copy(update={"environment": DATED})
-INSTALL_FAILED = ran(status="env_error", reason="installing the environment failed (exit code 1): " + URL_QUOTE)
+STACK = ("iniconfig", "pluggy", "py", "pytest", "pytest-cov")
 
 
 class DatedToolingSandbox(RecordedSandbox):
@@ -352,11 +352,14 @@ class DatedToolingSandbox(RecordedSandbox):
 def test_in_an_environment_of_the_base_s_day_pytest_s_own_stack_is_pinned_by_the_date() -> None:
     from checks.dependency_drift import broken_tooling
 
-    assert broken_tooling(DATED_BROKE) == ("py", "pytest", "pytest-cov")  # attrs is not pytest's
+    # the whole stack, listed or brought in by another requirement, and the plugins listed; attrs is not pytest's
+    assert broken_tooling(DATED_BROKE) == STACK
     # already taken among today's releases: nothing more to lift (no loop)
-    done = DATED_BROKE.model_copy(update={"environment": DATED.model_copy(update={"undated": ("py", "pytest",
-                                                                                                 "pytest-cov")})})
+    done = DATED_BROKE.model_copy(update={"environment": DATED.model_copy(update={"undated": STACK})})
     assert broken_tooling(done) == ()
+    # what the undated resolution is asked for: the lines naming the stack, and the bare names of the rest
+    assert undated_lines(DATED.model_copy(update={"undated": STACK})) == (
+        "pytest", "py", "pytest-cov", "iniconfig", "pluggy")
     # the same stack, undated and unpinned: today's releases are what it ran with
     assert broken_tooling(DATED_BROKE.model_copy(update={"environment": DATED.model_copy(
         update={"uploaded_before": None})})) == ()
@@ -367,12 +370,11 @@ def test_in_an_environment_of_the_base_s_day_pytest_s_own_stack_is_pinned_by_the
 def test_a_base_whose_day_s_pytest_cannot_start_runs_with_today_s_stack_and_the_day_s_rest() -> None:
     sandbox = DatedToolingSandbox({"head": CLEAN, "base": CLEAN})
     report, asked = review_tests(sandbox)
-    stack = ("py", "pytest", "pytest-cov")
     assert [(s.dependencies_as_of, s.unpinned) for s in asked] == [
-        (None, ()), (None, ()), (BASE_DATE, ()), (BASE_DATE, ()), (BASE_DATE, stack), (BASE_DATE, stack)]
+        (None, ()), (None, ()), (BASE_DATE, ()), (BASE_DATE, ()), (BASE_DATE, STACK), (BASE_DATE, STACK)]
     said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
     assert len(said) == 1 and BASE_DATE in said[0].summary and "py, pytest, pytest-cov at today's releases" in \
-        said[0].summary and "__spec__" in said[0].summary and said[0].facts["undated"] == list(stack)
+        said[0].summary and "__spec__" in said[0].summary and said[0].facts["undated"] == list(STACK)
     assert report.differential.status == "measured" and report.tests.passed == 2  # type: ignore[attr-defined]
     # hostile: the undated stack measures no more (the change's own break) — the dated runs stand, nothing said of it
     report, asked = review_tests(DatedToolingSandbox({"head": DATED_BROKE, "base": DATED_BROKE}))
