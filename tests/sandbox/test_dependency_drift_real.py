@@ -1,6 +1,6 @@
-"""Dependency drift for real: a project of June 2023 that imports ``werkzeug.urls.url_quote`` (removed in Werkzeug
-3.0, September 2023) with an unbounded ``werkzeug`` requirement, reviewed in the Docker sandbox with its packages
-from the real index (PyPI, through the setup proxy).
+"""Dependency drift for real: a project of June 2023 (and one of June 2021) that imports
+``werkzeug.urls.url_quote`` (removed in Werkzeug 3.0, September 2023) with an unbounded ``werkzeug`` requirement,
+reviewed in the Docker sandbox with its packages from the real index (PyPI, through the setup proxy).
 
 Friendly: an honest change on that base is measured — today's Werkzeug breaks the base, so the tests run again with
 the releases uploaded before the base commit's date (pip's ``--uploaded-prior-to``), the environment says so, and
@@ -212,4 +212,33 @@ async def test_a_base_whose_pinned_pytest_cannot_start_is_measured_with_today_s_
     diff = evaluation.differential
     assert diff is not None and diff.status == "measured", reasons
     assert diff.new_passing == ("tests/test_sub.py::test_sub",) and not diff.new_failing, reasons
+    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
+
+
+# --- the day's releases of pytest's own stack cannot start under the sandbox's interpreter either -----------------
+
+JUNE_2021 = calendar.timegm(time.strptime("2021-06-01", "%Y-%m-%d"))
+
+
+async def test_a_base_whose_day_s_pytest_cannot_start_runs_with_today_s_stack_and_the_day_s_rest(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
+    # the quoter of June 2021: today's Werkzeug breaks it (url_quote), and the releases of its day give pytest 6.2.4
+    # with py 1.10, whose apipkg cannot start under Python 3.11 — measured with the day's Werkzeug and today's pytest
+    why = unreachable("https://pypi.org/simple/werkzeug/")
+    if why is not None:
+        pytest.skip(why)
+    repo = RepoBuilder(tmp_path / "quoter")
+    repo.clock = JUNE_2021
+    base = repo.commit("Quote URL paths", {"pyproject.toml": PYPROJECT, "src/quoter/__init__.py": "",
+                                           "src/quoter/quote.py": QUOTE, "tests/test_quote.py": QUOTE_TEST})
+    head = repo.branches({"honest": {"src/quoter/slug.py": SLUG, "tests/test_slug.py": SLUG_TEST}})["honest"]
+    evaluation = await review(tmp_path / "quoter", base, head, "Add slugify for titles",
+                              "slugify lower-cases a title and joins its words with hyphens, with a test.")
+    reasons = " | ".join(evaluation.verdict_reasons)
+    drifted = summaries(evaluation, "dependency-drift")
+    assert len(drifted) == 1 and "2021-06-01" in drifted[0] and "url_quote" in drifted[0], (drifted, reasons)
+    assert "iniconfig, pluggy, py, pytest at today's releases" in drifted[0] and "__spec__" in drifted[0], drifted
+    diff = evaluation.differential
+    assert diff is not None and diff.status == "measured", reasons
+    assert diff.new_passing == ("tests/test_slug.py::test_slugify",) and not diff.new_failing, reasons
     assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
