@@ -225,6 +225,9 @@ class EnvironmentPlan(Model):
     undated: tuple[str, ...] = Field(default=(), description="projects taken among today's releases even when "
                                      "uploaded_before dates the rest (pytest's own stack, when the day's releases "
                                      "of it cannot start under the sandbox's interpreter)")
+    undated_before: str | None = Field(default=None, description="the undated projects were taken among the "
+                                       "releases uploaded before this time (some weeks after the interpreter's "
+                                       "first release); None: today's")
     left_out: tuple[DeclaredRequirement, ...] = Field(default=(), description="optional requirements the project "
                                                       "declares (extras) that the plan does not install")
 

@@ -46,6 +46,7 @@ from sandbox.languages.go import run_go
 from sandbox.languages.javascript import run_javascript
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output, clean_test_output
+from sandbox.resolve import tooling_before
 from sandbox.results import read_results
 from sandbox.runtime import DEFAULT_RUNTIME
 from sandbox.setup_phase import Prepared, prepare_environment
@@ -470,9 +471,11 @@ class DockerSandbox:
                 "requirements": lifted, "key": plan_key(plan.python, lifted),
                 "sources": (*plan.sources, f"pins lifted: {', '.join(spec.unpinned)}")})
         if spec.dependencies_as_of:  # releases of the base commit's day (checks/dependency_drift.py)
+            undated_before = tooling_before(plan.python, spec.dependencies_as_of) if spec.unpinned else None
             plan = plan.model_copy(update={"uploaded_before": spec.dependencies_as_of, "undated": spec.unpinned,
+                                           "undated_before": undated_before,
                                            "key": plan_key(plan.python, plan.requirements, spec.dependencies_as_of,
-                                                           spec.unpinned)})
+                                                           spec.unpinned, undated_before)})
         override = spec.environment
         if override is None:
             return plan
@@ -493,7 +496,8 @@ class DockerSandbox:
                                                     f"sandbox image offers {', '.join(offered)}")
         updated = plan.model_copy(update=changes)
         return updated.model_copy(update={"key": plan_key(updated.python, updated.requirements,
-                                                          updated.uploaded_before, updated.undated)})
+                                                          updated.uploaded_before, updated.undated,
+                                                          updated.undated_before)})
 
     def _guard_config(self, spec: TestSpec) -> tuple[str, str] | None:
         """For a guard run, ``(file name under /sandbox/logomesh, text)`` of the base's pytest configuration."""

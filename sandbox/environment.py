@@ -390,7 +390,7 @@ def undated_lines(plan: EnvironmentPlan) -> tuple[str, ...]:
 
 
 def plan_key(python: str | None, requirements: Sequence[str], uploaded_before: str | None = None,
-             undated: Sequence[str] = ()) -> str:
+             undated: Sequence[str] = (), undated_before: str | None = None) -> str:
     """What an environment is cached under (with the image and the index): the interpreter, the requirements,
     the upload time its releases were chosen before, if any, and the projects exempt from that time."""
     material: dict[str, object] = {"python": python, "requirements": list(requirements)}
@@ -398,6 +398,7 @@ def plan_key(python: str | None, requirements: Sequence[str], uploaded_before: s
         material["uploaded_before"] = uploaded_before
         if undated:
             material["undated"] = sorted(undated)
+            material["undated_before"] = undated_before
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 

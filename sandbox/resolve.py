@@ -23,6 +23,7 @@ import json
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -32,6 +33,28 @@ RESOLVE_WORK = "/tmp/logomesh-resolve"  # noqa: S108 - the build container's own
 RESOLVE_PYTHON = RESOLVE_WORK + "/venv/bin/python"  # the throw-away venv whose pip resolves and builds
 UPLOADED_BEFORE = "PIP_UPLOADED_PRIOR_TO"  # pip's --uploaded-prior-to, as the environment sets it
 DATED_PIP = "pip>=26"  # the first pip with --uploaded-prior-to
+# the first release of each interpreter the sandbox may offer (python.org): pytest's own stack as of some weeks
+# after it starts under it, and is no newer than it must be (today's pytest 9 refuses SQLAlchemy 1.4's plugin of 2021)
+PYTHON_RELEASED = {"3.9": "2020-10-05", "3.10": "2021-10-04", "3.11": "2022-10-24", "3.12": "2023-10-02",
+                   "3.13": "2024-10-07", "3.14": "2025-10-07"}
+TOOLING_GRACE_DAYS = 60  # set, not fitted: the stack's first fix releases for a new interpreter come within weeks
+
+
+def tooling_before(python: str | None, uploaded_before: str) -> str | None:
+    """The upload time before which pytest's own stack is taken for an environment of ``uploaded_before``'s day
+    that it cannot start in: :data:`TOOLING_GRACE_DAYS` after ``python``'s first release, or the day itself when
+    that is later; None (today's releases) for an interpreter not in :data:`PYTHON_RELEASED`."""
+    released = PYTHON_RELEASED.get(python or "")
+    if released is None:
+        return None
+    try:
+        day = datetime.fromisoformat(uploaded_before)
+    except ValueError:
+        return None
+    when = datetime.fromisoformat(released).replace(tzinfo=UTC) + timedelta(days=TOOLING_GRACE_DAYS)
+    if day.tzinfo is None:
+        day = day.replace(tzinfo=UTC)
+    return max(when, day).isoformat()
 # run by the image's own interpreter with -I -S: condenses pip's report to what the key and the install need
 # (further reports: the undated resolution of :func:`resolve_script`, whose index URLs and hashes replace the
 # local files the dated resolution took them from)
@@ -80,21 +103,22 @@ class Artefact:
 
 
 def resolve_script(python: str, requirements_file: str, work: str = RESOLVE_WORK, dated: bool = False,
-                   undated_file: str | None = None) -> str:
+                   undated_file: str | None = None, undated_before: str | None = None) -> str:
     """The shell script printing the resolved set (``LOGOMESH-RESOLVED [[name, version, url, sha256], …]``).
     ``dated``: the set is chosen among releases uploaded before ``PIP_UPLOADED_PRIOR_TO`` (set in the container's
     environment), which needs pip 26 in the throw-away venv: that pip itself is fetched without the date.
-    ``undated_file`` (with ``dated``): requirements resolved among today's releases first, with what they need;
-    their files are offered to the dated resolution as local files (``--find-links``, which pip's date does not
-    filter), so the set holds today's releases of them and the day's of the rest, each artefact named by its index
-    URL and hash."""
+    ``undated_file`` (with ``dated``): requirements resolved first among the releases uploaded before
+    ``undated_before`` (today's when None), with what they need; their files are offered to the dated resolution
+    as local files (``--find-links``, which pip's date does not filter), so the set holds those releases of them
+    and the day's of the rest, each artefact named by its index URL and hash."""
     pip = f"{work}/venv/bin/python -m pip"
     upgrade = f"env -u {UPLOADED_BEFORE} {pip} install --quiet --upgrade '{DATED_PIP}'\n" if dated else ""
     links = reports = ""
     if dated and undated_file:
-        upgrade += (f"env -u {UPLOADED_BEFORE} {pip} install --quiet --dry-run --ignore-installed "
+        when = f"env {UPLOADED_BEFORE}={shlex.quote(undated_before)}" if undated_before else f"env -u {UPLOADED_BEFORE}"
+        upgrade += (f"{when} {pip} install --quiet --dry-run --ignore-installed "
                     f"--report {work}/undated.json -r {undated_file}\n"
-                    f"env -u {UPLOADED_BEFORE} {pip} download --quiet --dest {work}/undated -r {undated_file}\n")
+                    f"{when} {pip} download --quiet --dest {work}/undated -r {undated_file}\n")
         links, reports = f" --find-links {work}/undated", f" {work}/undated.json"
     return f"""set -e
 {python} -m venv {work}/venv

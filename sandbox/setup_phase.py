@@ -450,7 +450,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
     allowed = allowed_for([options.index_url], options.extra_hosts)
     with setup_network(sandbox, run, allowed) as network:
         files = {"requirements.txt": ("\n".join(plan.requirements) + "\n").encode()}
-        if plan.uploaded_before and plan.undated:  # resolved among today's releases (resolve_script)
+        if plan.uploaded_before and plan.undated:  # resolved among later releases (resolve_script)
             files["undated.txt"] = ("\n".join(undated_lines(plan)) + "\n").encode()
         if options.ca_bundle is not None:
             files["ca.pem"] = options.ca_bundle.read_bytes()
@@ -503,7 +503,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
             steps.append((list(spec.setup_command), PREPARED_TREE))
         output = bytearray()
         # a resolved set is pinned by its hashes: the date chose it and is not asked again (part of it may be
-        # today's releases, resolve_script's undated requirements)
+        # later releases, resolve_script's undated requirements)
         install_env = ({k: v for k, v in env.items() if k != UPLOADED_BEFORE} if locked is not None else env)
         for argv, workdir in steps:
             result = asyncio.run(sandbox._exec_in(helper, argv, limits, env=install_env, workdir=workdir))
@@ -618,14 +618,16 @@ def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: S
     builder = _setup_container(sandbox, run, plan, network, limits, files)
     try:
         script = resolve_script(python, f"{SETUP_DIR}/requirements.txt", dated=bool(plan.uploaded_before),
-                                undated_file=f"{SETUP_DIR}/undated.txt" if "undated.txt" in files else None)
+                                undated_file=f"{SETUP_DIR}/undated.txt" if "undated.txt" in files else None,
+                                undated_before=plan.undated_before)
         resolving = asyncio.run(sandbox._exec_in(builder, ["sh", "-c", script], limits, env=env, workdir="/"))
         artefacts = parse_resolved(bytes(resolving.stdout).decode("utf-8", "replace"))
         if artefacts is None:
             log.info("sandbox environment %s: the requirements do not resolve to hashed artefacts; installed by "
                      "line", tag)
             return cached(sandbox, run, tag) or _wheels_by_line(sandbox, builder, limits, env, tag,
-                                                                undated="undated.txt" in files)
+                                                                undated="undated.txt" in files,
+                                                                undated_before=plan.undated_before)
         found = resolved_tag(sandbox, plan, artefacts)
         with _LOCKS_GUARD:
             _RESOLVED[(sandbox.owner, tag)] = found
@@ -657,14 +659,17 @@ def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: S
 
 
 def _wheels_by_line(sandbox: DockerSandbox, builder: str, limits: SandboxLimits, env: dict[str, str],
-                    tag: str, undated: bool = False) -> _Locked:
+                    tag: str, undated: bool = False, undated_before: str | None = None) -> _Locked:
     """Requirement lines that do not resolve as a whole: each line's wheels (with its dependencies; downloaded
     or built) made in the throw-away container, together else line by line; the cached layer installs those
     wheels by the hashes LogoMesh computes, from them alone. ``undated``: the plan's undated lines are made first
-    among today's releases, and the dated lines may take those wheels (as :func:`resolve_script` does)."""
+    among the releases before ``undated_before`` (today's when None), and the dated lines may take those wheels
+    (as :func:`resolve_script` does)."""
     output = bytearray()
     if undated:
         today = {k: v for k, v in env.items() if k != UPLOADED_BEFORE}
+        if undated_before:
+            today[UPLOADED_BEFORE] = undated_before
         output.extend(asyncio.run(sandbox._exec_in(
             builder, ["sh", "-c", wheel_script(RESOLVE_PYTHON, f"{SETUP_DIR}/undated.txt", WHEELS_DIR,
                                                hashed=False)], limits, env=today, workdir="/")).combined)

@@ -170,10 +170,14 @@ class TestRunner:
             third = await run(undated)
             if better(pair(third), pair(kept[2] if kept is not None else runs), mended):
                 last = [line for line in (again[trees.index("base")].reason or "").splitlines() if line.strip()][-1:]
+                plan = third[trees.index("base")].environment
+                when = plan.undated_before if plan is not None else None
+                releases = f"the releases uploaded before {when}" if when else "today's releases"
                 kept = (undated, said.model_copy(update={
-                    "facts": {**said.facts, "undated": list(stack)},
-                    "summary": (f"{said.summary}; {', '.join(stack)} at today's releases: the day's releases of "
-                                f"them could not start pytest ({' '.join(last)[:160]})")}), third)
+                    "facts": {**said.facts, "undated": list(stack), "undated_before": when},
+                    "summary": (f"{said.summary}; {', '.join(stack)} from {releases} (a while after the "
+                                f"interpreter's first release): the day's releases of them could not start pytest "
+                                f"({' '.join(last)[:160]})")}), third)
         return kept
 
     async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool, reruns: int) -> TestDiff:

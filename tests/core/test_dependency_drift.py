@@ -373,14 +373,14 @@ def test_a_base_whose_day_s_pytest_cannot_start_runs_with_today_s_stack_and_the_
     assert [(s.dependencies_as_of, s.unpinned) for s in asked] == [
         (None, ()), (None, ()), (BASE_DATE, ()), (BASE_DATE, ()), (BASE_DATE, STACK), (BASE_DATE, STACK)]
     said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
-    assert len(said) == 1 and BASE_DATE in said[0].summary and "py, pytest, pytest-cov at today's releases" in \
+    assert len(said) == 1 and BASE_DATE in said[0].summary and "py, pytest, pytest-cov from today's releases" in \
         said[0].summary and "__spec__" in said[0].summary and said[0].facts["undated"] == list(STACK)
     assert report.differential.status == "measured" and report.tests.passed == 2  # type: ignore[attr-defined]
     # hostile: the undated stack measures no more (the change's own break) — the dated runs stand, nothing said of it
     report, asked = review_tests(DatedToolingSandbox({"head": DATED_BROKE, "base": DATED_BROKE}))
     assert len(asked) == 6
     said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
-    assert all("today's releases:" not in e.summary for e in said)
+    assert all("today's releases" not in e.summary for e in said)
     # a base that starts with its day's releases is never given today's stack
     sandbox = DatedToolingSandbox({"head": CLEAN, "base": CLEAN})
     sandbox.dated = {"head": CLEAN, "base": CLEAN}
@@ -428,3 +428,20 @@ def test_the_dated_resolution_takes_the_undated_stack_from_local_files_named_by_
     assert (found["pytest"].url, found["pytest"].sha256) == (index, "4" * 64)  # the index's file, by its hash
     assert found["attrs"].sha256 == "2" * 64
     assert found["local"].url.startswith("file:")  # a local file nobody resolved from the index stays as it was
+
+
+def test_the_stack_is_taken_as_of_some_weeks_after_the_interpreter_s_first_release() -> None:
+    from sandbox.resolve import TOOLING_GRACE_DAYS, tooling_before
+
+    assert TOOLING_GRACE_DAYS == 60
+    # markupsafe#64's day (2018): pytest's stack of late 2022 for Python 3.11 — not today's, whose pytest 9
+    # refuses the plugins of that time (SQLAlchemy 1.4's type="string" options)
+    assert tooling_before("3.11", "2018-05-04T08:06:23-07:00") == "2022-12-23T00:00:00+00:00"
+    assert tooling_before("3.13", "2021-03-29T16:44:36-04:00") == "2024-12-06T00:00:00+00:00"
+    # a day later than that keeps the day; an interpreter not in the table, or no date: today's releases
+    assert tooling_before("3.11", "2023-06-01T00:00:00+00:00") == "2023-06-01T00:00:00+00:00"
+    assert tooling_before("3.99", BASE_DATE) is None and tooling_before("3.11", "not a date") is None
+    script = resolve_script("python3", "/r.txt", dated=True, undated_file="/u.txt",
+                            undated_before="2022-12-23T00:00:00+00:00")
+    first = script.split("--report /tmp/logomesh-resolve/undated")[0]
+    assert f"env {UPLOADED_BEFORE}=2022-12-23T00:00:00+00:00 " in first
