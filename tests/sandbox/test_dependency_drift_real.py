@@ -63,11 +63,16 @@ SLUG_TEST = ("from quoter.slug import slugify\n\n\ndef test_slugify():\n"
 JUNE_2023 = calendar.timegm(time.strptime("2023-06-01", "%Y-%m-%d"))
 
 
-@pytest.fixture(scope="module")
-def quoter(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    why = unreachable("https://pypi.org/simple/werkzeug/")
+def needs_index(project: str) -> None:
+    """Skip unless the real package index answers for ``project``."""
+    why = unreachable(f"https://pypi.org/simple/{project}/")
     if why is not None:
         pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def quoter(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    needs_index("werkzeug")
     root = tmp_path_factory.mktemp("quoter")
     repo = RepoBuilder(root)
     repo.clock = JUNE_2023
@@ -96,6 +101,15 @@ def summaries(evaluation: Evaluation, kind: str) -> list[str]:
     return [e.summary for e in evaluation.evidence if e.kind == kind]
 
 
+def assert_measured_pass(evaluation: Evaluation, new_test: str) -> None:
+    """The change's one new test is a new pass against a base that ran, nothing failing, the verdict ``pass``."""
+    reasons = " | ".join(evaluation.verdict_reasons)
+    diff = evaluation.differential
+    assert diff is not None and diff.status == "measured", reasons
+    assert diff.new_passing == (new_test,) and not diff.new_failing and not diff.regressed, reasons
+    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
+
+
 async def test_a_base_today_s_werkzeug_broke_is_measured_with_its_day_s_releases(
         quoter: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
     root, heads = quoter
@@ -105,10 +119,7 @@ async def test_a_base_today_s_werkzeug_broke_is_measured_with_its_day_s_releases
     drifted = summaries(evaluation, "dependency-drift")
     assert len(drifted) == 1 and "url_quote" in drifted[0] and "2023-06-01" in drifted[0], (drifted, reasons)
     assert any("releases uploaded before 2023-06-01" in s for s in summaries(evaluation, "test-environment"))
-    diff = evaluation.differential
-    assert diff is not None and diff.status == "measured", reasons
-    assert diff.new_passing == ("tests/test_slug.py::test_slugify",) and not diff.new_failing, reasons
-    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
+    assert_measured_pass(evaluation, "tests/test_slug.py::test_slugify")
 
 
 async def test_a_change_that_imports_the_removed_name_itself_gets_no_dated_environment(
@@ -194,9 +205,7 @@ PINNED_TESTS = ("attrs==21.2.0\niniconfig==1.1.1\npackaging==20.9\npluggy==0.13.
 
 async def test_a_base_whose_pinned_pytest_cannot_start_is_measured_with_today_s_pytest(
         tmp_path: Path, docker_engine: docker.DockerClient) -> None:
-    why = unreachable("https://pypi.org/simple/pytest/")
-    if why is not None:
-        pytest.skip(why)
+    needs_index("pytest")
     repo = RepoBuilder(tmp_path / "calc")
     base = repo.commit("Add add", {"pyproject.toml": '[project]\nname = "calc"\nversion = "1"\n',
                                    "calc.py": CALC, "requirements/tests.txt": PINNED_TESTS,
@@ -209,10 +218,7 @@ async def test_a_base_whose_pinned_pytest_cannot_start_is_measured_with_today_s_
     assert len(said) == 1 and "py, pytest" in said[0] and "__spec__" in said[0], (said, reasons)
     environment = summaries(evaluation, "test-environment")
     assert any("pins lifted: iniconfig, pluggy, py, pytest" in s for s in environment), (environment, reasons)
-    diff = evaluation.differential
-    assert diff is not None and diff.status == "measured", reasons
-    assert diff.new_passing == ("tests/test_sub.py::test_sub",) and not diff.new_failing, reasons
-    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
+    assert_measured_pass(evaluation, "tests/test_sub.py::test_sub")
 
 
 # --- the day's releases of pytest's own stack cannot start under the sandbox's interpreter either -----------------
@@ -220,14 +226,12 @@ async def test_a_base_whose_pinned_pytest_cannot_start_is_measured_with_today_s_
 JUNE_2021 = calendar.timegm(time.strptime("2021-06-01", "%Y-%m-%d"))
 
 
-async def test_a_base_whose_day_s_pytest_cannot_start_runs_with_today_s_stack_and_the_day_s_rest(
+async def test_a_base_whose_day_s_pytest_cannot_start_runs_with_a_stack_that_starts_and_the_day_s_rest(
         tmp_path: Path, docker_engine: docker.DockerClient) -> None:
     # the quoter of June 2021: today's Werkzeug breaks it (url_quote), and the releases of its day give pytest 6.2.4
     # with py 1.10, whose apipkg cannot start under Python 3.11 — measured with the day's Werkzeug and the pytest of
     # Python 3.11's first weeks
-    why = unreachable("https://pypi.org/simple/werkzeug/")
-    if why is not None:
-        pytest.skip(why)
+    needs_index("werkzeug")
     repo = RepoBuilder(tmp_path / "quoter")
     repo.clock = JUNE_2021
     base = repo.commit("Quote URL paths", {"pyproject.toml": PYPROJECT, "src/quoter/__init__.py": "",
@@ -241,7 +245,4 @@ async def test_a_base_whose_day_s_pytest_cannot_start_runs_with_today_s_stack_an
     # the stack as of some weeks after Python 3.11 came out: it starts under it
     assert ("iniconfig, pluggy, py, pytest from the releases uploaded before 2022-12-23" in drifted[0]
             and "__spec__" in drifted[0]), drifted
-    diff = evaluation.differential
-    assert diff is not None and diff.status == "measured", reasons
-    assert diff.new_passing == ("tests/test_slug.py::test_slugify",) and not diff.new_failing, reasons
-    assert evaluation.measured["testing"] is True and evaluation.verdict == "pass", reasons
+    assert_measured_pass(evaluation, "tests/test_slug.py::test_slugify")
