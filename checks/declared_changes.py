@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
+from checks.diff import diff_hunks
 from checks.removed_names import TEST_DEF
 
 CHANGELOG_STEMS = frozenset({"changes", "changelog", "history", "news", "release-notes", "release_notes",
@@ -66,32 +67,6 @@ def _declared(line: str) -> set[str]:
     return {n for n in names if len(n) >= MIN_LENGTH and not keyword.iskeyword(n) and n.lower() not in COMMON}
 
 
-def _files(diff: str) -> list[tuple[str, list[list[str]]]]:
-    """``(path, hunks)`` per file of the diff, each hunk its ``+``/``-``/context lines (the head's path; the
-    base's for a deleted file)."""
-    files: list[tuple[str, list[list[str]]]] = []
-    old: str | None = None
-    header = False
-    for line in diff.splitlines():
-        if line.startswith("diff --git "):
-            header, old = True, None
-        elif header and line.startswith("--- "):
-            source = line[4:].strip()
-            old = source[2:] if source.startswith("a/") else None
-        elif header and line.startswith("+++ "):
-            target = line[4:].strip()
-            path = target[2:] if target.startswith("b/") else old
-            if path is not None:
-                files.append((path, []))
-        elif line.startswith("@@"):
-            header = False
-            if files:
-                files[-1][1].append([])
-        elif not header and files and files[-1][1] and line[:1] in ("-", "+", " "):
-            files[-1][1][-1].append(line)
-    return files
-
-
 def _deleted_tests(hunks: list[list[str]]) -> dict[str, set[str]]:
     """The test functions whose ``def`` these hunks remove (and do not add again), each with the identifiers of
     its removed lines (its ``def`` line and the deeper-indented lines removed with it)."""
@@ -121,7 +96,7 @@ def _deleted_tests(hunks: list[list[str]]) -> dict[str, set[str]]:
 def declared_deletions(diff: str, is_test: Callable[[str], bool]) -> dict[tuple[str, str], str]:
     """``{(test file, test function): identifier}`` for each test the change deletes that uses a name its own
     changelog entry declares changed and its product Python touches (module docstring)."""
-    files = _files(diff)
+    files = diff_hunks(diff)
     declared: set[str] = set()
     touched: set[str] = set()
     for path, hunks in files:

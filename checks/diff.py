@@ -103,3 +103,20 @@ def parse_diff(text: str) -> list[FileDelta]:
             )
         )
     return deltas
+
+
+def diff_hunks(text: str) -> list[tuple[str, list[list[str]]]]:
+    """``(path, hunks)`` per file of the diff, in diff order, each hunk its ``+``/``-``/context lines as the diff
+    writes them (``"-    assert x"``): what :func:`parse_diff`'s per-file text loses, where one hunk ends and
+    the next begins. The head's path; the base's for a deleted file. A diff that does not parse gives none."""
+    try:
+        patch = PatchSet(text)
+    except UnidiffParseError:
+        return []
+    files: list[tuple[str, list[list[str]]]] = []
+    for patched in patch:
+        path = _strip_prefix(patched.target_file) or _strip_prefix(patched.source_file) or c_unquote(patched.path)
+        hunks = [[f"{line.line_type}{line.value.rstrip(chr(10))}" for line in hunk if line.line_type in "+- "]
+                 for hunk in patched]
+        files.append((path, hunks))
+    return files

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable
 
-from checks.diff import DiffError, parse_diff
+from checks.diff import DiffError, diff_hunks, parse_diff
 
 DEFINITION = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
 ASSIGNMENT = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
@@ -96,34 +96,14 @@ def renamed_tests(diff: str, is_test: Callable[[str], bool]) -> dict[str, str]:
     only in hunks that remove as many test definitions as they add (a hunk that deletes more than it adds is not
     read as renames)."""
     renamed: dict[str, str] = {}
-    path: str | None = None
-    header = False
-    removed: list[str] = []
-    added: list[str] = []
-
-    def flush() -> None:
-        gone = [n for n in removed if n not in added]
-        new = [n for n in added if n not in removed]
-        if path and gone and len(gone) == len(new):
-            renamed.update({f"{path}::{old}": f"{path}::{now}" for old, now in zip(gone, new, strict=True)})
-        removed.clear()
-        added.clear()
-
-    for line in diff.splitlines():
-        if line.startswith("diff --git "):
-            flush()
-            path, header = None, True
-        elif header and line.startswith("+++ "):
-            target = line[4:].strip()
-            path = target[2:] if target.startswith("b/") else None
-            if path is not None and (not path.endswith(".py") or not is_test(path)):
-                path = None
-        elif line.startswith("@@"):
-            flush()
-            header = False
-        elif not header and line[:1] in ("-", "+"):
-            match = TEST_DEF.match(line[1:])
-            if match:
-                (removed if line[0] == "-" else added).append(match.group(1))
-    flush()
+    for path, hunks in diff_hunks(diff):
+        if not path.endswith(".py") or not is_test(path):
+            continue
+        for hunk in hunks:
+            removed = [m.group(1) for line in hunk if line[:1] == "-" and (m := TEST_DEF.match(line[1:]))]
+            added = [m.group(1) for line in hunk if line[:1] == "+" and (m := TEST_DEF.match(line[1:]))]
+            gone = [n for n in removed if n not in added]
+            new = [n for n in added if n not in removed]
+            if gone and len(gone) == len(new):
+                renamed.update({f"{path}::{old}": f"{path}::{now}" for old, now in zip(gone, new, strict=True)})
     return renamed
