@@ -172,12 +172,12 @@ class TestRunner:
                 last = [line for line in (again[trees.index("base")].reason or "").splitlines() if line.strip()][-1:]
                 plan = third[trees.index("base")].environment
                 when = plan.undated_before if plan is not None else None
-                releases = f"the releases uploaded before {when}" if when else "today's releases"
+                releases = (f"the releases uploaded before {when} (a while after the interpreter's first release)"
+                            if when else "today's releases")
                 kept = (undated, said.model_copy(update={
                     "facts": {**said.facts, "undated": list(stack), "undated_before": when},
-                    "summary": (f"{said.summary}; {', '.join(stack)} from {releases} (a while after the "
-                                f"interpreter's first release): the day's releases of them could not start pytest "
-                                f"({' '.join(last)[:160]})")}), third)
+                    "summary": (f"{said.summary}; {', '.join(stack)} from {releases}: the day's releases of them "
+                                f"could not start pytest ({' '.join(last)[:160]})")}), third)
         return kept
 
     async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool, reruns: int) -> TestDiff:
