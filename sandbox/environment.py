@@ -377,7 +377,8 @@ def undated_lines(plan: EnvironmentPlan) -> tuple[str, ...]:
     names of those no line names (another requirement may bring them in: their files must be there to be
     taken)."""
     wanted = {_normal(n): n for n in plan.undated}
-    out = []
+    out: list[str] = []
+    named: set[str] = set()
     for line in plan.requirements:
         try:
             name = _normal(Requirement(line).name)
@@ -385,7 +386,7 @@ def undated_lines(plan: EnvironmentPlan) -> tuple[str, ...]:
             continue
         if name in wanted:
             out.append(line)
-    named = {_normal(Requirement(line).name) for line in out}
+            named.add(name)
     return (*out, *(wanted[n] for n in sorted(wanted) if n not in named))
 
 

@@ -504,7 +504,7 @@ def _build(sandbox: DockerSandbox, run: _Run, plan: EnvironmentPlan, tree: Tree,
         output = bytearray()
         # a resolved set is pinned by its hashes: the date chose it and is not asked again (part of it may be
         # later releases, resolve_script's undated requirements)
-        install_env = ({k: v for k, v in env.items() if k != UPLOADED_BEFORE} if locked is not None else env)
+        install_env = _dated(env, None) if locked is not None else env
         for argv, workdir in steps:
             result = asyncio.run(sandbox._exec_in(helper, argv, limits, env=install_env, workdir=workdir))
             output.extend(result.combined)
@@ -658,6 +658,14 @@ def _resolve(sandbox: DockerSandbox, run: _Run, network: SetupNetwork, limits: S
             sandbox.client.api.remove_container(builder, force=True)
 
 
+def _dated(env: dict[str, str], before: str | None) -> dict[str, str]:
+    """``env`` with pip's upload-date filter set to ``before``, or without one when None."""
+    out = {k: v for k, v in env.items() if k != UPLOADED_BEFORE}
+    if before:
+        out[UPLOADED_BEFORE] = before
+    return out
+
+
 def _wheels_by_line(sandbox: DockerSandbox, builder: str, limits: SandboxLimits, env: dict[str, str],
                     tag: str, undated: bool = False, undated_before: str | None = None) -> _Locked:
     """Requirement lines that do not resolve as a whole: each line's wheels (with its dependencies; downloaded
@@ -667,9 +675,7 @@ def _wheels_by_line(sandbox: DockerSandbox, builder: str, limits: SandboxLimits,
     (as :func:`resolve_script` does)."""
     output = bytearray()
     if undated:
-        today = {k: v for k, v in env.items() if k != UPLOADED_BEFORE}
-        if undated_before:
-            today[UPLOADED_BEFORE] = undated_before
+        today = _dated(env, undated_before)
         output.extend(asyncio.run(sandbox._exec_in(
             builder, ["sh", "-c", wheel_script(RESOLVE_PYTHON, f"{SETUP_DIR}/undated.txt", WHEELS_DIR,
                                                hashed=False)], limits, env=today, workdir="/")).combined)

@@ -143,12 +143,12 @@ class TestRunner:
                          f"{mended} commit ({(broken.reason or '')[:200]})"))
         elif lifted:
             other = spec.model_copy(update={"unpinned": lifted})
-            last = [line for line in (base.reason or "").splitlines() if line.strip()][-1:]
             said = Evidence(
                 id=f"{ID}.test-tooling", detective=ID, kind="test-tooling-fallback", severity="info",
                 facts={"unpinned": list(lifted), "reason": (base.reason or "")[-400:]},
                 summary=(f"The tests ran with today's releases of {', '.join(lifted)} instead of the project's pins: "
-                         f"under those pins pytest itself could not start at the base commit ({' '.join(last)[:200]})"))
+                         f"under those pins pytest itself could not start at the base commit "
+                         f"({_last_line(base.reason)[:200]})"))
         else:
             return None
         sandbox = self.sandbox
@@ -164,12 +164,12 @@ class TestRunner:
 
         again = await run(other)
         kept = (other, said, again) if better(pair(again), (base, head_run), mended) else None
-        stack = broken_tooling(again[trees.index("base")]) if sign is not None else ()
+        dated_base = again[trees.index("base")]
+        stack = broken_tooling(dated_base) if sign is not None else ()
         if stack:  # the day's releases of pytest's own stack may not start under this interpreter either
             undated = other.model_copy(update={"unpinned": stack})
             third = await run(undated)
             if better(pair(third), pair(kept[2] if kept is not None else runs), mended):
-                last = [line for line in (again[trees.index("base")].reason or "").splitlines() if line.strip()][-1:]
                 plan = third[trees.index("base")].environment
                 when = plan.undated_before if plan is not None else None
                 releases = (f"the releases uploaded before {when} (a while after the interpreter's first release)"
@@ -177,7 +177,7 @@ class TestRunner:
                 kept = (undated, said.model_copy(update={
                     "facts": {**said.facts, "undated": list(stack), "undated_before": when},
                     "summary": (f"{said.summary}; {', '.join(stack)} from {releases}: the day's releases of them "
-                                f"could not start pytest ({' '.join(last)[:160]})")}), third)
+                                f"could not start pytest ({_last_line(dated_base.reason)[:160]})")}), third)
         return kept
 
     async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool, reruns: int) -> TestDiff:
@@ -208,6 +208,11 @@ class TestRunner:
                 found[role].append(result)
         head_runs, oracle_runs, base_runs = found["head"], found["oracle"], found["base"]
         return apply_reruns(diff, head_runs, oracle_runs, base_runs)
+
+
+def _last_line(reason: str | None) -> str:
+    """The last line of a run's reason that is not blank (where pytest's traceback names its error)."""
+    return next((line for line in reversed((reason or "").splitlines()) if line.strip()), "")
 
 
 def _is_pytest(command: tuple[str, ...]) -> bool:
