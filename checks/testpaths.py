@@ -57,11 +57,13 @@ def is_test_path(path: str) -> bool:
 LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "Pipfile")
 ENVIRONMENT_FILES = frozenset({"pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "noxfile.py", *LOCK_FILES})
 REQUIREMENTS_FILE = re.compile(r"(requirements[^/]*|requirements/[^/]+)\.(txt|in)")
+WORKFLOW_FILE = re.compile(r"\.github/workflows/[^/]+\.ya?ml")  # the extras its test jobs install are read
 
 
 def is_environment_path(path: str) -> bool:
     """A file the tests' environment is planned from: its requirements, its build and tool configuration."""
     return (path in ENVIRONMENT_FILES or REQUIREMENTS_FILE.fullmatch(path) is not None
+            or WORKFLOW_FILE.fullmatch(path) is not None
             or go.is_environment_path(path) or javascript.is_environment_path(path))
 
 

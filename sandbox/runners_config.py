@@ -39,6 +39,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 
 from checks import pyast
+from checks.testpaths import WORKFLOW_FILE
 
 Reader = Callable[[str], str | None]
 Follow = Callable[[str], list[str]]
@@ -410,7 +411,6 @@ def _strings_of(node: ast.expr, names: dict[str, list[str]]) -> list[str]:
 
 # --- CI workflows ----------------------------------------------------------------------------------------------
 
-WORKFLOW = re.compile(r"^\.github/workflows/[^/]+\.ya?ml$")
 MAX_WORKFLOWS = 20
 _TEST_RUN = re.compile(r"\b(?:pytest|tox|nox|unittest|coverage\s+run|make\s+(?:test|check)[\w-]*)\b")
 _INSTALL_RUN = re.compile(r"\b(?:uv\s+sync|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install|"
@@ -460,7 +460,7 @@ def workflow_extras(read: Reader, paths: Sequence[str]) -> ToolDeps | None:
     ``azure``, an extra no test-named group lists)."""
     found: list[str] = []
     sources: list[str] = []
-    for path in sorted(p for p in paths if WORKFLOW.fullmatch(p))[:MAX_WORKFLOWS]:
+    for path in sorted(p for p in paths if WORKFLOW_FILE.fullmatch(p))[:MAX_WORKFLOWS]:
         try:
             document = yaml.safe_load(read(path) or "")
         except yaml.YAMLError:

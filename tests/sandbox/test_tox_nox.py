@@ -205,3 +205,34 @@ def test_named_extras_of_pip_uv_and_poetry_commands_are_read_and_nothing_else_is
     for broken in ("jobs: [unclosed", "- just\n- a list\n", "jobs:\n  t:\n    steps: 3\n"):
         broken_files = {**files, ".github/workflows/tests.yaml": broken}
         assert plan(broken_files)[0] == ["setuptools>=61", "wheel", "pydantic", "pytest"]
+
+
+def test_a_change_to_a_workflow_runs_the_guard_as_a_change_to_the_environment_does() -> None:
+    import asyncio
+
+    from checks.detectives.test_runner import TestRunner
+    from checks.models import Case, ChangedFile, TestRunResult, TestSpec
+    from checks.testpaths import is_environment_path
+    from rubric.loader import load_rubric
+
+    assert is_environment_path(".github/workflows/ci.yml") and is_environment_path(".github/workflows/t.yaml")
+    assert not is_environment_path(".github/dependabot.yml") and not is_environment_path("docs/workflows/a.yml")
+
+    class Trees:
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        async def run_tests(self, spec: TestSpec) -> TestRunResult:
+            self.asked.append(spec.tree)
+            return TestRunResult(status="ran", tree=spec.tree)
+
+    def trees(path: str) -> list[str]:
+        sandbox = Trees()
+        case = Case(base_sha="a" * 40, head_sha="b" * 40, diff="", test_spec=TestSpec(), head_paths=(path,),
+                    files=(ChangedFile(path=path, status="modified", added_lines=(1,), content="x\n"),))
+        asyncio.run(TestRunner(sandbox).investigate(case, load_rubric()))  # type: ignore[arg-type]
+        return sorted(sandbox.asked)
+
+    # a workflow that starts installing an extra changes the head's environment: the base's tests run on it too
+    assert trees(".github/workflows/ci.yml") == ["base", "guard", "head"]
+    assert trees("README.md") == ["base", "head"]
