@@ -97,7 +97,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     concurrency: int = Field(default=2, ge=1, le=64)
-    job_timeout_seconds: int = Field(default=900, ge=10, le=7200)
+    job_timeout_seconds: int = Field(default=1800, ge=10, le=7200)
     max_tries: int = Field(default=5, ge=1, le=20)
     # how long a running job's claims (arq's in-progress mark, the installation's lease, the PR's lock) outlive
     # its last heartbeat: a worker killed mid-review hands its work over within this many seconds
@@ -194,7 +194,7 @@ class Settings(BaseSettings):
     docker_wait_seconds: int = Field(default=120, ge=0, le=3600)
     # this worker process's identity on its sandbox objects (set by the worker at start; empty for the CLI)
     worker_id: str = Field(default="", max_length=100, pattern=r"^[A-Za-z0-9_.-]*$")
-    sandbox_timeout_seconds: int = Field(default=300, ge=1, le=3600)
+    sandbox_timeout_seconds: int = Field(default=600, ge=1, le=3600)
     # the opt-in setup phase of a repository (``test.setup``) runs with the network on: the operator may forbid it
     sandbox_allow_setup: bool = True
     sandbox_setup_timeout_seconds: int = Field(default=600, ge=1, le=3600)

@@ -158,6 +158,11 @@ def _trouble(run: TestRunResult) -> tuple[int, int]:
     return (run.status != "ran", run.failed + run.errored + len(run.collection_errors))
 
 
+def closer(run: TestRunResult, than: TestRunResult) -> bool:
+    """Whether ``run`` is strictly closer to running clean than ``than`` (ran at all first, then fewer failures)."""
+    return _trouble(run) < _trouble(than)
+
+
 def better(dated: tuple[TestRunResult, TestRunResult], today: tuple[TestRunResult, TestRunResult],
            mended: str = "base") -> bool:
     """Whether the other environment's ``(base, head)`` runs measure more than today's: the ``mended`` tree (the one

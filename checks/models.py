@@ -114,7 +114,7 @@ class TestSpec(Model):
 
     command: tuple[str, ...] | None = None
     setup_command: tuple[str, ...] | None = None
-    timeout_seconds: int = 300
+    timeout_seconds: int = 600
     tree: Literal["head", "base", "guard"] = "head"
     mutants: tuple[Mutant, ...] = ()
     mutation_seconds: float = 0.0

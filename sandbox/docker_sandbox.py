@@ -78,6 +78,7 @@ SIGKILLED = (137, 247)
 PROBE_FILE = "case.py"  # beside the runner: a probe leaves no file in the repository
 PROBE_TIMED_OUT = 124  # the runner's exit code when the probe overran its time
 PROBE_INSTALL_SECONDS = 120  # the editable install before a probe, on top of the probe's own time
+MUTATION_GRACE_SECONDS = 30  # the mutants' launcher past their budget (its start, the last mutant's kill)
 ENV = {
     "HOME": "/tmp",  # noqa: S108 - the container's own tmpfs
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -395,6 +396,8 @@ class DockerSandbox:
 
     async def _run_tests(self, spec: TestSpec) -> TestRunResult:
         limits = self.limits.with_timeout(spec.timeout_seconds)
+        if spec.mutants:  # the mutants have their own budget, after the tests: it never eats the suite's clock
+            limits = limits.extended(spec.mutation_seconds + MUTATION_GRACE_SECONDS)
         started = time.monotonic()
         run = _Run()
         tree = self.tree_for(spec.tree)
@@ -537,6 +540,7 @@ class DockerSandbox:
             "coverage_paths": sorted({m.path for m in spec.mutants}),
             "mutants": mutants,
             "mutation_seconds": spec.mutation_seconds,
+            "mutation_grace": MUTATION_GRACE_SECONDS,
             "unittest": not spec.rerun,
             "env": {"SETUPTOOLS_SCM_PRETEND_VERSION": PRETEND_VERSION, "PDM_BUILD_SCM_VERSION": PRETEND_VERSION,
                     "HATCH_BUILD_HOOK_VCS_VERSION": PRETEND_VERSION},

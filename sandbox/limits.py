@@ -34,7 +34,7 @@ class SandboxLimits:
     nofile: int = 256
     fsize_mb: int = 32
     output_kb: int = 64
-    timeout_seconds: float = 300.0
+    timeout_seconds: float = 600.0
     # beyond this much output the run is killed: draining an endless stream would cost the host CPU
     output_kill_kb: int = 16 * 1024
 
@@ -54,6 +54,10 @@ class SandboxLimits:
 
     def with_timeout(self, seconds: float) -> SandboxLimits:
         return replace(self, timeout_seconds=min(self.timeout_seconds, max(0.1, float(seconds))))
+
+    def extended(self, seconds: float) -> SandboxLimits:
+        """The same limits with ``seconds`` more on the wall clock (a budget of its own, e.g. the mutants')."""
+        return replace(self, timeout_seconds=self.timeout_seconds + max(0.0, float(seconds)))
 
     @property
     def output_bytes(self) -> int:

@@ -259,7 +259,7 @@ def read_case(
     repo_name: str = "local",
     pr_number: int | None = None,
     linked_issues: Sequence[str] = (),
-    timeout_seconds: int = 300,
+    timeout_seconds: int = 600,
 ) -> Case:
     """Build the court's :class:`Case` for ``base_ref...head_ref`` (the PR's three-dot diff)."""
     base_sha = repo.resolve(base_ref)

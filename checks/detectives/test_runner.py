@@ -22,6 +22,7 @@ from checks.dependencies import dependency_changes, describe, startup_key, start
 from checks.dependency_drift import (
     better,
     broken_tooling,
+    closer,
     drift,
     interpreter_broke,
     other_interpreter,
@@ -153,23 +154,35 @@ class TestRunner:
             return None
         sandbox = self.sandbox
 
-        async def run(with_spec: TestSpec) -> list[TestRunResult]:
-            return list(await asyncio.gather(*(sandbox.run_tests(with_spec.model_copy(update={
+        async def one(with_spec: TestSpec, tree: str) -> TestRunResult:
+            return await sandbox.run_tests(with_spec.model_copy(update={
                 "tree": tree, "language": PYTHON,
                 **({"mutants": mutants, "mutation_seconds": mutation_seconds} if tree == "head" else {})}))
-                for tree in trees)))
+
+        async def run(with_spec: TestSpec, than: TestRunResult) -> tuple[TestRunResult, list[TestRunResult] | None]:
+            """``(the base's run, every tree's runs)``. A base being mended runs first, alone: the other trees run
+            only when it is closer to running clean than ``than`` (else None; a large suite's head and guard are
+            not run again for an environment that does not help)."""
+            if mended != "base":
+                results = list(await asyncio.gather(*(one(with_spec, tree) for tree in trees)))
+                return results[trees.index("base")], results
+            first = await one(with_spec, "base")
+            if not closer(first, than):
+                return first, None
+            others = iter(await asyncio.gather(*(one(with_spec, tree) for tree in trees if tree != "base")))
+            return first, [first if tree == "base" else next(others) for tree in trees]
 
         def pair(results: list[TestRunResult]) -> tuple[TestRunResult, TestRunResult]:
             return results[trees.index("base")], results[trees.index("head")]
 
-        again = await run(other)
-        kept = (other, said, again) if better(pair(again), (base, head_run), mended) else None
-        dated_base = again[trees.index("base")]
+        dated_base, again = await run(other, base)
+        kept = (other, said, again) if again is not None and better(pair(again), (base, head_run), mended) else None
         stack = broken_tooling(dated_base) if sign is not None else ()
         if stack:  # the day's releases of pytest's own stack may not start under this interpreter either
             undated = other.model_copy(update={"unpinned": stack})
-            third = await run(undated)
-            if better(pair(third), pair(kept[2] if kept is not None else runs), mended):
+            best = kept[2] if kept is not None else runs
+            _third_base, third = await run(undated, best[trees.index("base")])
+            if third is not None and better(pair(third), pair(best), mended):
                 plan = third[trees.index("base")].environment
                 when = plan.undated_before if plan is not None else None
                 releases = (f"the releases uploaded before {when} (a while after the interpreter's first release)"

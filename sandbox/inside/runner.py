@@ -145,7 +145,8 @@ def mutate(config: dict, env: dict, results: dict) -> None:
                   "seconds": seconds}
         with contextlib.suppress(subprocess.TimeoutExpired):
             subprocess.run([*LAUNCH, json.dumps(launch)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=seconds + 30)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                           timeout=seconds + float(config.get("mutation_grace") or 30))
         try:
             with open(out, encoding="utf-8") as handle:
                 done = {v["id"]: v for v in json.load(handle) if isinstance(v, dict)}

@@ -141,7 +141,8 @@ def test_no_dated_environment_without_a_date_an_operator_s_environment_or_a_bett
         RecordedSandbox({"head": BROKEN, "base": BROKEN}, {"head": CLEAN, "base": CLEAN}), spec=configured)[1])
     worse = ran(status="env_error", reason="installing the environment failed: nothing could be downloaded")
     report, asked = review_tests(RecordedSandbox({"head": BROKEN, "base": BROKEN}, {"head": worse, "base": worse}))
-    assert [s.dependencies_as_of for s in asked] == [None, None, BASE_DATE, BASE_DATE]
+    # the base runs first in the other environment; it helps not, so the head is not run again
+    assert [(s.dependencies_as_of, s.tree) for s in asked] == [(None, "head"), (None, "base"), (BASE_DATE, "base")]
     assert report.tests.status == "error"  # type: ignore[attr-defined]
     assert not [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
 
@@ -247,7 +248,7 @@ def test_an_old_base_s_failures_that_its_day_s_releases_fix_are_measured_with_th
     # hostile: the same releases do not help (the failure is the code's): today's runs stay, the failure charged
     same = RecordedSandbox({"head": OLD_FAILING, "base": OLD_FAILING}, {"head": OLD_FAILING, "base": OLD_FAILING})
     report, asked = review_tests(same, base_date=old)
-    assert len(asked) == 4 and not [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+    assert len(asked) == 3 and not [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
 
 
 def test_nothing_installed_from_an_index_is_never_dated() -> None:
@@ -312,7 +313,7 @@ def test_a_base_whose_pinned_pytest_cannot_start_runs_with_today_s_pytest_and_sa
     # and lifted pins that measure no more leave today's runs standing
     report, asked = review_tests(ToolingSandbox({"head": TOOLING_BROKE, "base": TOOLING_BROKE},
                                                 {"head": TOOLING_BROKE, "base": TOOLING_BROKE}), base_date=None)
-    assert len(asked) == 4 and not [e for e in report.evidence  # type: ignore[attr-defined]
+    assert len(asked) == 3 and not [e for e in report.evidence  # type: ignore[attr-defined]
                                     if e.kind == "test-tooling-fallback"]
 
 
@@ -370,15 +371,17 @@ def test_in_an_environment_of_the_base_s_day_pytest_s_own_stack_is_pinned_by_the
 def test_a_base_whose_day_s_pytest_cannot_start_runs_with_today_s_stack_and_the_day_s_rest() -> None:
     sandbox = DatedToolingSandbox({"head": CLEAN, "base": CLEAN})
     report, asked = review_tests(sandbox)
-    assert [(s.dependencies_as_of, s.unpinned) for s in asked] == [
-        (None, ()), (None, ()), (BASE_DATE, ()), (BASE_DATE, ()), (BASE_DATE, STACK), (BASE_DATE, STACK)]
+    # the day's base breaks as today's did: its head is not run; the base with the stack undated measures more
+    assert [(s.dependencies_as_of, s.unpinned, s.tree) for s in asked] == [
+        (None, (), "head"), (None, (), "base"), (BASE_DATE, (), "base"), (BASE_DATE, STACK, "base"),
+        (BASE_DATE, STACK, "head")]
     said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
     assert len(said) == 1 and BASE_DATE in said[0].summary and "py, pytest, pytest-cov from today's releases" in \
         said[0].summary and "__spec__" in said[0].summary and said[0].facts["undated"] == list(STACK)
     assert report.differential.status == "measured" and report.tests.passed == 2  # type: ignore[attr-defined]
     # hostile: the undated stack measures no more (the change's own break) — the dated runs stand, nothing said of it
     report, asked = review_tests(DatedToolingSandbox({"head": DATED_BROKE, "base": DATED_BROKE}))
-    assert len(asked) == 6
+    assert len(asked) == 4
     said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
     assert all("today's releases" not in e.summary for e in said)
     # a base that starts with its day's releases is never given today's stack

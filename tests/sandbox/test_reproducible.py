@@ -109,6 +109,21 @@ async def test_a_mutant_never_runs_the_bytecode_of_another(
         m.id: "killed" if m.id.startswith("caught") else "survived" for m in mutants}
 
 
+@pytest.mark.docker
+async def test_the_mutants_budget_is_added_to_the_head_s_clock_never_taken_from_its_tests(
+        make_repo: Callable[[dict[str, str]], Path], sandboxes: Callable[..., DockerSandbox]) -> None:
+    """The suite fits its clock; its eight mutants, a second each, would not fit what is left of it: they have
+    a budget of their own after the tests, so the run still reports its tests and every mutant."""
+    slow = "import time\n\nfrom app.ops import mul\n\n\ndef test_mul():\n    time.sleep(1)\n    assert mul(2, 3) == 6\n"
+    root = make_repo({"app/__init__.py": "", "app/ops.py": ORIGINAL, "tests/test_ops.py": slow})
+    caught = ORIGINAL.replace("a == 0", "a != 0")
+    mutants = tuple(Mutant(id=f"m{n}", path="app/ops.py", line=2, description="==", source=caught)
+                    for n in range(8))
+    result = await sandboxes(root).run_tests(TestSpec(mutants=mutants, mutation_seconds=60, timeout_seconds=6))
+    assert result.status == "ran" and result.passed == 1, result.reason
+    assert [m.status for m in result.mutants] == ["killed"] * 8
+
+
 # --- what is taken out of the output --------------------------------------------------------------------------
 
 
