@@ -801,8 +801,11 @@ class DockerSandbox:
         log.info("sandbox test run: %s tree, %.3f s, exit code %s", spec.tree, elapsed, run.exit_code)
         base = {**base, "output": output}
         if run.timed_out:
+            mutants = (f" ({limits.timeout_seconds - spec.mutation_seconds - MUTATION_GRACE_SECONDS:g} s for the "
+                       f"tests, then {spec.mutation_seconds + MUTATION_GRACE_SECONDS:g} s for the mutants)"
+                       if spec.mutants else "")
             return TestRunResult(status="timeout", reason=f"killed: wall-clock timeout after "
-                                 f"{limits.timeout_seconds:g} s", **base)
+                                 f"{limits.timeout_seconds:g} s{mutants}", **base)
         if run.oom_killed:
             return TestRunResult(status="error", reason=f"killed: out of memory (limit {limits.memory_mb} MB)",
                                  **base)

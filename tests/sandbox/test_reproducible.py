@@ -122,6 +122,12 @@ async def test_the_mutants_budget_is_added_to_the_head_s_clock_never_taken_from_
     result = await sandboxes(root).run_tests(TestSpec(mutants=mutants, mutation_seconds=60, timeout_seconds=6))
     assert result.status == "ran" and result.passed == 1, result.reason
     assert [m.status for m in result.mutants] == ["killed"] * 8
+    # a suite that does not fit its own share is still killed, and the reason says how the clock was made
+    hung = make_repo({"app/__init__.py": "", "app/ops.py": ORIGINAL,
+                      "tests/test_ops.py": slow.replace("time.sleep(1)", "time.sleep(600)")})
+    result = await sandboxes(hung).run_tests(TestSpec(mutants=mutants[:1], mutation_seconds=1, timeout_seconds=5))
+    assert result.status == "timeout" and result.reason == (
+        "killed: wall-clock timeout after 36 s (5 s for the tests, then 31 s for the mutants)"), result.reason
 
 
 # --- what is taken out of the output --------------------------------------------------------------------------
