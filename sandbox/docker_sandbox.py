@@ -256,6 +256,11 @@ class SetupOptions:
     registry: EnvRegistry | None = None
 
 
+def _mutation_clock(spec: TestSpec) -> float:
+    """What a run's mutants add to its wall clock: their budget and the launcher's grace, or nothing."""
+    return spec.mutation_seconds + MUTATION_GRACE_SECONDS if spec.mutants else 0.0
+
+
 class DockerSandbox:
     """The :class:`~checks.protocols.Sandbox` for one change: the head tree, and the base tree when known."""
 
@@ -395,9 +400,8 @@ class DockerSandbox:
         return hashlib.sha256(repr(material).encode()).hexdigest()
 
     async def _run_tests(self, spec: TestSpec) -> TestRunResult:
-        limits = self.limits.with_timeout(spec.timeout_seconds)
-        if spec.mutants:  # the mutants have their own budget, after the tests: it never eats the suite's clock
-            limits = limits.extended(spec.mutation_seconds + MUTATION_GRACE_SECONDS)
+        # the mutants have their own budget, after the tests: it never eats the suite's clock
+        limits = self.limits.with_timeout(spec.timeout_seconds).extended(_mutation_clock(spec))
         started = time.monotonic()
         run = _Run()
         tree = self.tree_for(spec.tree)
@@ -801,9 +805,9 @@ class DockerSandbox:
         log.info("sandbox test run: %s tree, %.3f s, exit code %s", spec.tree, elapsed, run.exit_code)
         base = {**base, "output": output}
         if run.timed_out:
-            mutants = (f" ({limits.timeout_seconds - spec.mutation_seconds - MUTATION_GRACE_SECONDS:g} s for the "
-                       f"tests, then {spec.mutation_seconds + MUTATION_GRACE_SECONDS:g} s for the mutants)"
-                       if spec.mutants else "")
+            share = _mutation_clock(spec)
+            mutants = (f" ({limits.timeout_seconds - share:g} s for the tests, then {share:g} s for the mutants)"
+                       if share else "")
             return TestRunResult(status="timeout", reason=f"killed: wall-clock timeout after "
                                  f"{limits.timeout_seconds:g} s{mutants}", **base)
         if run.oom_killed:
