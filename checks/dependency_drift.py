@@ -26,6 +26,7 @@ from collections.abc import Collection
 from datetime import UTC, datetime
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from checks.dependencies import project_name
 from checks.models import TestRunResult
@@ -106,6 +107,15 @@ def _is_tooling(name: str) -> bool:
     return name in TOOLING or name.startswith("pytest-")
 
 
+def tooling_broke(run: TestRunResult) -> bool:
+    """Whether pytest itself could not start in ``run``: it stopped before reporting a test, and the innermost frame
+    of its last lines is in its own stack's installed code (pytest, py, pluggy)."""
+    if run.status != "error" or run.tests:
+        return False
+    frames = FRAME.findall(run.reason or "")
+    return bool(frames) and TOOLING_FRAME.search(frames[-1]) is not None
+
+
 def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
     """The pinned requirements of pytest's own stack (pytest, py, pluggy, iniconfig, pytest plugins) to take
     today's releases of when pytest itself could not start in ``run``: it stopped before reporting a test, and the
@@ -115,10 +125,7 @@ def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
     Empty when it did not break there, or when nothing of the stack is pinned (today's releases are what it ran
     with)."""
     plan = run.environment
-    if run.status != "error" or run.tests or plan is None:
-        return ()
-    frames = FRAME.findall(run.reason or "")
-    if not frames or TOOLING_FRAME.search(frames[-1]) is None:
+    if plan is None or not tooling_broke(run):
         return ()
     undated = {project_name(n) for n in plan.undated}
     pinned = [name for name in TOOLING if name not in undated] if plan.uploaded_before else []
@@ -129,6 +136,32 @@ def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
         if plan.uploaded_before or re.search(r"[<>=~!]", line.split(";", 1)[0]):
             pinned.append(name)
     return tuple(sorted(set(pinned)))
+
+
+def within_lines(stack: Collection[str], run: TestRunResult) -> tuple[str, ...]:
+    """``stack``'s projects bounded to the release lines ``run``'s environment installed: at least that release,
+    below its line's next (``pytest==6.2.2`` → ``pytest>=6.2.2,<7``; a 0.x release's line is its minor:
+    ``pluggy==0.13.1`` → ``pluggy>=0.13.1,<0.14``). The newest fix releases of the day's lines are what a project
+    pinned there would move to first (pytest 6.2.5 starts under Python 3.11 where 6.2.2 does not, and still loads
+    SQLAlchemy 1.4's plugin, which pytest 7.2 does not collect from). Empty when the run's setup names none of them
+    (nothing to bound: the whole stack is lifted instead)."""
+    installed: dict[str, Version] = {}
+    for line in (run.setup.resolved if run.setup is not None else ()):
+        name, _, text = line.partition("==")
+        try:
+            installed[project_name(name)] = Version(text)
+        except InvalidVersion:
+            continue
+    out: list[str] = []
+    for entry in sorted(stack):
+        name = project_name(entry)
+        found = installed.get(name)
+        if found is None:
+            continue
+        major, minor = (*found.release, 0, 0)[:2]
+        ceiling = f"{major + 1}" if major else f"0.{minor + 1}"
+        out.append(f"{name}>={found.public},<{ceiling}")
+    return tuple(out)
 
 
 STALE_DAYS = 90  # a base older than this has seen its dependencies' next releases (set, not fitted: a quarter)

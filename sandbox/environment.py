@@ -356,7 +356,7 @@ def lift_pins(requirements: Sequence[str], names: Collection[str]) -> tuple[str,
     """``requirements`` with the version specifiers of the projects ``names`` (normalised) taken off, their extras
     and environment markers kept: ``pytest==6.2.4; python_version >= "3"`` → ``pytest; python_version >= "3"``. A
     line that does not parse as a requirement, or that pins by URL, is kept as it is."""
-    wanted = {_normal(n) for n in names}
+    wanted = {_entry(n)[0] for n in names}
     out: list[str] = []
     for line in requirements:
         try:
@@ -375,19 +375,36 @@ def lift_pins(requirements: Sequence[str], names: Collection[str]) -> tuple[str,
 def undated_lines(plan: EnvironmentPlan) -> tuple[str, ...]:
     """The requirement lines of ``plan`` naming one of its :attr:`~EnvironmentPlan.undated` projects, and the bare
     names of those no line names (another requirement may bring them in: their files must be there to be
-    taken)."""
-    wanted = {_normal(n): n for n in plan.undated}
+    taken). An undated entry with a version range (``pytest>=6.2.2,<7``, :func:`checks.dependency_drift.within_lines`)
+    adds its range to the line naming it."""
+    wanted = dict(_entry(n) for n in plan.undated)
     out: list[str] = []
     named: set[str] = set()
     for line in plan.requirements:
         try:
-            name = _normal(Requirement(line).name)
+            parsed = Requirement(line)
         except InvalidRequirement:
             continue
-        if name in wanted:
-            out.append(line)
-            named.add(name)
-    return (*out, *(wanted[n] for n in sorted(wanted) if n not in named))
+        name = _normal(parsed.name)
+        if name not in wanted:
+            continue
+        named.add(name)
+        bound = wanted[name]
+        if bound and not parsed.url:
+            parsed.specifier &= bound
+            line = str(parsed)
+        out.append(line)
+    return (*out, *(f"{n}{wanted[n]}" for n in sorted(wanted) if n not in named))
+
+
+def _entry(entry: str) -> tuple[str, str]:
+    """An undated entry's normalised project name and its version range (``""``: any): ``pytest>=6.2.2,<7`` →
+    ``("pytest", ">=6.2.2,<7")``; an entry that does not parse is a bare name."""
+    try:
+        parsed = Requirement(entry)
+    except InvalidRequirement:
+        return _normal(entry.strip()), ""
+    return _normal(parsed.name), str(parsed.specifier)
 
 
 def plan_key(python: str | None, requirements: Sequence[str], uploaded_before: str | None = None,

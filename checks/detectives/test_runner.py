@@ -27,6 +27,8 @@ from checks.dependency_drift import (
     interpreter_broke,
     other_interpreter,
     stale_failures,
+    tooling_broke,
+    within_lines,
 )
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
@@ -177,20 +179,28 @@ class TestRunner:
 
         dated_base, again = await run(other, base)
         kept = (other, said, again) if again is not None and better(pair(again), (base, head_run), mended) else None
+        # the day's releases of pytest's own stack may not start under this interpreter either: the newest fix
+        # releases of the day's lines are tried first, then the whole stack as of a while after the interpreter's
+        # first release (each base alone first; the second only when the first still could not start pytest)
         stack = broken_tooling(dated_base) if sign is not None else ()
-        if stack:  # the day's releases of pytest's own stack may not start under this interpreter either
-            undated = other.model_copy(update={"unpinned": stack})
+        for lifted in ((within_lines(stack, dated_base), stack) if stack else ()):
+            if not lifted:
+                continue
+            undated = other.model_copy(update={"unpinned": lifted})
             best = kept[2] if kept is not None else runs
-            _third_base, third = await run(undated, best[trees.index("base")])
+            tried, third = await run(undated, best[trees.index("base")])
             if third is not None and better(pair(third), pair(best), mended):
                 plan = third[trees.index("base")].environment
                 when = plan.undated_before if plan is not None else None
                 releases = (f"the releases uploaded before {when} (a while after the interpreter's first release)"
                             if when else "today's releases")
                 kept = (undated, said.model_copy(update={
-                    "facts": {**said.facts, "undated": list(stack), "undated_before": when},
-                    "summary": (f"{said.summary}; {', '.join(stack)} from {releases}: the day's releases of them "
+                    "facts": {**said.facts, "undated": list(lifted), "undated_before": when},
+                    "summary": (f"{said.summary}; {', '.join(lifted)} from {releases}: the day's releases of them "
                                 f"could not start pytest ({_last_line(dated_base.reason)[:160]})")}), third)
+                break
+            if not tooling_broke(tried):
+                break
         return kept
 
     async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool, reruns: int) -> TestDiff:

@@ -14,7 +14,15 @@ from datetime import UTC, datetime
 
 from checks.dependency_drift import better, drift, interpreter_broke, other_interpreter, stale_failures
 from checks.detectives.test_runner import TestRunner
-from checks.models import Case, ChangedFile, EnvironmentPlan, TestCaseResult, TestRunResult, TestSpec
+from checks.models import (
+    Case,
+    ChangedFile,
+    EnvironmentPlan,
+    SetupReport,
+    TestCaseResult,
+    TestRunResult,
+    TestSpec,
+)
 from rubric.loader import load_rubric
 from sandbox.environment import plan_key, undated_lines
 from sandbox.resolve import DATED_PIP, UPLOADED_BEFORE, resolve_script
@@ -389,6 +397,69 @@ def test_a_base_whose_day_s_pytest_cannot_start_runs_with_today_s_stack_and_the_
     sandbox.dated = {"head": CLEAN, "base": CLEAN}
     _report, asked = review_tests(sandbox)
     assert all(not s.unpinned for s in asked) and len(asked) == 4
+
+
+# alembic#825's base (March 2021): the day's pytest 6.2.2 and py 1.10.0 cannot start under Python 3.11; pytest 6.2.5
+# (the newest of its line) with py 1.11.0 does, and still collects from SQLAlchemy 1.4's plugin — pytest 7.2, the
+# stack of a while after 3.11's release, collects nothing from it
+DAY_SETUP = SetupReport(status="installed", resolved=("pytest==6.2.2", "py==1.10.0", "pluggy==0.13.1",
+                                                     "pytest-cov==2.11.1", "attrs==20.3.0"))
+LINES = ("pluggy>=0.13.1,<0.14", "py>=1.10.0,<2", "pytest>=6.2.2,<7", "pytest-cov>=2.11.1,<3")
+COLLECTED_NOTHING = ran()
+
+
+def test_the_day_s_stack_is_bounded_to_its_release_lines() -> None:
+    from checks.dependency_drift import within_lines
+    from sandbox.environment import lift_pins
+
+    day = DATED_BROKE.model_copy(update={"setup": DAY_SETUP})
+    # iniconfig was not installed that day: nothing to bound it by; attrs is not in the stack
+    assert within_lines(STACK, day) == LINES
+    assert within_lines(STACK, DATED_BROKE) == ()  # no resolved set: the whole stack is lifted instead
+    # a bounded entry names its project: its pin is lifted, and the undated resolution is given the bound
+    assert lift_pins(("pytest==6.2.2", "attrs==20.3.0"), LINES) == ("pytest", "attrs==20.3.0")
+    plan = DATED.model_copy(update={"undated": LINES})
+    assert undated_lines(plan) == ("pytest<7,>=6.2.2", "py<2,>=1.10.0", "pytest-cov<3,>=2.11.1",
+                                   "pluggy<0.14,>=0.13.1")
+
+
+class LinesSandbox(RecordedSandbox):
+    """Today's releases break the base; the day's break pytest itself; the day's lines' newest (``>=`` bounds) and
+    the stack of a while later (bare names) give what the tables say."""
+
+    def __init__(self, lines: dict[str, TestRunResult], later: dict[str, TestRunResult]) -> None:
+        dated = DATED_BROKE.model_copy(update={"setup": DAY_SETUP})
+        super().__init__({"head": BROKEN, "base": BROKEN}, {"head": dated, "base": dated})
+        self.lines, self.later = lines, later
+
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        if spec.dependencies_as_of and spec.unpinned:
+            self.asked.append(spec)
+            table = self.lines if any(">=" in entry for entry in spec.unpinned) else self.later
+            return table[spec.tree].model_copy(update={"tree": spec.tree})
+        return await super().run_tests(spec)
+
+
+def test_the_newest_releases_of_the_day_s_lines_are_tried_before_a_later_stack() -> None:
+    sandbox = LinesSandbox({"head": CLEAN, "base": CLEAN}, {"head": COLLECTED_NOTHING, "base": COLLECTED_NOTHING})
+    report, asked = review_tests(sandbox)
+    assert [(s.unpinned, s.tree) for s in asked[2:]] == [((), "base"), (LINES, "base"), (LINES, "head")]
+    said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+    assert len(said) == 1 and said[0].facts["undated"] == list(LINES) and "pytest>=6.2.2,<7" in said[0].summary
+    assert report.differential.status == "measured" and report.tests.passed == 2  # type: ignore[attr-defined]
+    # the lines' newest cannot start pytest either: the later stack is tried, and kept when it measures more
+    sandbox = LinesSandbox({"head": DATED_BROKE, "base": DATED_BROKE}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox)
+    assert [(s.unpinned, s.tree) for s in asked[2:]] == [((), "base"), (LINES, "base"), (STACK, "base"),
+                                                          (STACK, "head")]
+    assert report.tests.passed == 2  # type: ignore[attr-defined]
+    # hostile: the lines' newest start pytest and measure no more (the change's own failure): no later stack is
+    # tried, and the day's runs stand
+    sandbox = LinesSandbox({"head": COLLECTED_NOTHING, "base": ran(status="error", reason="SyntaxError: in conftest")},
+                           {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox)
+    assert [(s.unpinned, s.tree) for s in asked[2:]] == [((), "base"), (LINES, "base")]
+    assert report.tests.status == "error"  # type: ignore[attr-defined]
 
 
 def test_the_dated_resolution_takes_the_undated_stack_from_local_files_named_by_their_index_urls(
