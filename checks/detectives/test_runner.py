@@ -27,7 +27,6 @@ from checks.dependency_drift import (
     interpreter_broke,
     other_interpreter,
     stale_failures,
-    tooling_broke,
     within_lines,
 )
 from checks.detectives.registry import register
@@ -181,15 +180,17 @@ class TestRunner:
         kept = (other, said, again) if again is not None and better(pair(again), (base, head_run), mended) else None
         # the day's releases of pytest's own stack may not start under this interpreter either: the newest fix
         # releases of the day's lines are tried first, then the whole stack as of a while after the interpreter's
-        # first release (each base alone first; the second only when the first still could not start pytest)
+        # first release (each base alone first). One is kept only when a test passes at its base: a stack that
+        # starts and then breaks on every test module (pytest 3's assertion rewriting under Python 3.11) measures
+        # nothing, and the head would be judged alone on the stack's own failures
         stack = broken_tooling(dated_base) if sign is not None else ()
         for lifted in ((within_lines(stack, dated_base), stack) if stack else ()):
             if not lifted:
                 continue
             undated = other.model_copy(update={"unpinned": lifted})
             best = kept[2] if kept is not None else runs
-            tried, third = await run(undated, best[trees.index("base")])
-            if third is not None and better(pair(third), pair(best), mended):
+            _tried, third = await run(undated, best[trees.index("base")])
+            if third is not None and third[trees.index("base")].passed and better(pair(third), pair(best), mended):
                 plan = third[trees.index("base")].environment
                 when = plan.undated_before if plan is not None else None
                 releases = (f"the releases uploaded before {when} (a while after the interpreter's first release)"
@@ -198,8 +199,6 @@ class TestRunner:
                     "facts": {**said.facts, "undated": list(lifted), "undated_before": when},
                     "summary": (f"{said.summary}; {', '.join(lifted)} from {releases}: the day's releases of them "
                                 f"could not start pytest ({_last_line(dated_base.reason)[:160]})")}), third)
-                break
-            if not tooling_broke(tried):
                 break
         return kept
 
