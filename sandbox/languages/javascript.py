@@ -2,12 +2,14 @@
 reporter LogoMesh writes, its events read.
 
 **Plan** (:func:`plan_javascript`): the tree's test files as node's runner finds them (``test/``, ``*.test.js``, …;
-:func:`checks.languages.javascript.test_files`), never the project's ``test`` script. The Node.js of the sandbox
-image (its ``org.logomesh.node`` label) must satisfy ``engines.node`` of ``package.json`` and ``.nvmrc`` /
-``.node-version``; otherwise the run is an ``env_error`` naming both. The npm registry is not reachable from the
-test container and packages are not installed yet: a project with dependencies (``dependencies``,
-``devDependencies``: Jest, Vitest and Mocha among them) or with TypeScript tests (they need a compiler from those
-dependencies) is an ``env_error`` naming what it needs — the environment's gap, never the change's failure.
+:func:`checks.languages.javascript.test_files`), never the project's ``test`` script. The tests run with the oldest
+Node.js line of the sandbox image (its ``org.logomesh.node`` label: ``18,22``) that satisfies ``engines.node`` of
+``package.json`` and ``.nvmrc`` / ``.node-version``; when none does, the run is an ``env_error`` naming both. The
+npm registry is not reachable from the test container: a project's packages are installed from its
+``package-lock.json`` by ``npm ci --ignore-scripts`` in the setup phase (:func:`prepare_npm`); a project whose
+packages cannot be installed that way (no lock file, yarn or pnpm only), whose tests run with an npm runner (Jest,
+Vitest, Mocha…) or are TypeScript is an ``env_error`` naming what it needs — the environment's gap, never the
+change's failure.
 
 **Run** (:func:`run_javascript`): ``node --test --test-reporter=<LogoMesh's reporter> --test-reporter-destination=
 stdout <the test files>`` in the sandbox's container (no network, the rubric's limits). The reporter is a file
@@ -160,6 +162,17 @@ def offered_version(label: str) -> tuple[int, int, int]:
     return (major, minor, patch) if re.fullmatch(r"\d+\.\d+(\.\d+)?", label.strip()) else (major, 99, 99)
 
 
+def offered_lines(label: str | None) -> tuple[str, ...]:
+    """The Node.js lines of an image's label (``18,22`` → ``("18", "22")``), oldest first."""
+    found = [part.strip() for part in (label or "").split(",") if _major(part.strip()) is not None]
+    return tuple(sorted(found, key=offered_version))
+
+
+def node_home(version: str) -> str:
+    """Where the image keeps the line ``version``'s node (``/opt/logomesh/node-22``; sandbox/image.py)."""
+    return f"/opt/logomesh/node-{_major(version)}"
+
+
 @dataclass(frozen=True)
 class JavaScriptPlan:
     toolchain: ToolchainPlan
@@ -199,16 +212,18 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
                         and court_js.RUNNER_CONFIG.match(p))
     named = RUNNER_WORD.search(configured[0].lstrip(".").replace("rc", ".")) if configured else None
     runner = said.group(1) if said else (named.group(1) if named else configured[0]) if configured else None
-    version = offered
+    lines = offered_lines(offered)
+    # the oldest line the project allows: the one its range was written for, not the newest the image has
+    version = next((line for line in lines if all(satisfies(offered_version(line), w) for w in wanted)), None)
     if not tests:
         error = None  # nothing to run: no plan to hold against the project
     elif error is not None:
         pass
-    elif not offered:
+    elif not lines:
         error = "the sandbox image offers no Node.js (build it with `logomesh sandbox build-image --force`)"
-    elif any(not satisfies(offered_version(offered), w) for w in wanted):
-        error = f"the project asks for Node.js {' and '.join(wanted)}; the sandbox image offers Node.js {offered}"
-        version = None
+    elif version is None:
+        error = (f"the project asks for Node.js {' and '.join(wanted)}; the sandbox image offers Node.js "
+                 f"{', '.join(lines)}")
     elif runner is not None:
         why = "package.json's test script" if said else configured[0]
         error = (f"the project's tests run with {runner} ({why}); LogoMesh runs tests with node's own runner only "
@@ -222,7 +237,7 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
         error = (f"the project's tests are TypeScript ({', '.join(typed[:3])}): they need a compiler from its npm "
                  "dependencies, which LogoMesh does not install yet")
     plan = ToolchainPlan(language=court_js.NAME, version=version if not error else None,
-                         wanted=" and ".join(wanted) or None, offered=(offered,) if offered else (), modules=("",),
+                         wanted=" and ".join(wanted) or None, offered=lines, modules=("",),
                          missing=tuple(dependencies) if error else (), sources=tuple(sources + locks), error=error)
     lock = next((name for name in NPM_LOCKS if name in locks), None) if dependencies else None
     return JavaScriptPlan(toolchain=plan, files=scripts, lock=lock if not error else None)
@@ -439,8 +454,10 @@ def image_node_version(sandbox: DockerSandbox) -> str | None:
     return labels.get(NODE_LABEL, "").strip() or None
 
 
-def node_env() -> dict[str, str]:
-    return {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "NODE_ENV": "test", "NO_COLOR": "1",  # noqa: S108
+def node_env(version: str | None = None) -> dict[str, str]:
+    """The run's environment; the chosen line's node first on the PATH (a test that starts ``node`` gets it)."""
+    first = f"{node_home(version)}/bin:" if version else ""
+    return {"PATH": f"{first}/usr/bin:/bin", "HOME": "/tmp", "NODE_ENV": "test", "NO_COLOR": "1",  # noqa: S108
             "NODE_OPTIONS": "", "NODE_PATH": ""}
 
 
@@ -477,11 +494,13 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
     await sandbox._thread(run, sandbox._start, run, image, reporter_tar(), tree, None)
     # the installed packages, read-only in the image, are the tree's node_modules (unless the tree has its own)
     link = f"[ -e node_modules ] || ln -s {NPM_DIR}/node_modules node_modules; " if plan.lock is not None else ""
-    argv = ["sh", "-c", link + 'exec "$@"', "node", "node", "--test", f"--test-reporter={HERE}/{REPORTER}",
+    version = plan.toolchain.version
+    node = f"{node_home(version)}/bin/node" if version else "node"
+    argv = ["sh", "-c", link + 'exec "$@"', "node", node, "--test", f"--test-reporter={HERE}/{REPORTER}",
             "--test-reporter-destination=stdout", *[f"./{f}" for f in files]]
     async with sandbox.test_slot():
-        done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=node_env(), run=run, workdir=REPO,
-                                             channel=True)
+        done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=node_env(version), run=run,
+                                             workdir=REPO, channel=True)
     output = clean_test_output(bytes(done.stderr), limits.output_bytes)
     status, reason = "ran", None
     if done.channel_bytes > MAX_CHANNEL_BYTES:

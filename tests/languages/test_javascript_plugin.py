@@ -155,6 +155,31 @@ def test_engines_ranges(wanted: str, expected: bool) -> None:
     assert satisfies((18, 19, 0), wanted) is expected
 
 
+def test_the_oldest_line_the_project_allows_is_chosen_among_the_image_s() -> None:
+    from sandbox.languages.javascript import node_env, node_home, offered_lines
+
+    assert offered_lines("22,18") == ("18", "22") and offered_lines("") == () and offered_lines(None) == ()
+    files = {"test/a.test.js": ""}
+
+    def chosen(package: str, *extra: tuple[str, str]) -> tuple[str | None, str | None]:
+        planned = plan_javascript({"package.json": package, **files, **dict(extra)}.get,
+                                  sorted({"package.json", *files, *dict(extra)}), "18,22")
+        return planned.toolchain.version, planned.toolchain.error
+
+    assert chosen("{}") == ("18", None)  # no range: the oldest line
+    assert chosen('{"engines": {"node": ">=20"}}') == ("22", None)
+    assert chosen('{"engines": {"node": "^18.17 || >=20"}}') == ("18", None)
+    assert chosen("{}", (".nvmrc", "v22\n")) == ("22", None)
+    assert chosen('{"engines": {"node": ">=18"}}', (".nvmrc", "22")) == ("22", None)  # both must hold
+    assert chosen('{"engines": {"node": ">=24"}}') == (
+        None, "the project asks for Node.js >=24; the sandbox image offers Node.js 18, 22")
+    assert plan_javascript({"package.json": "{}", **files}.get, ["package.json", *files], "18,22"
+                           ).toolchain.offered == ("18", "22")
+    # the chosen line's node runs the tests, and is the first node on the tests' PATH
+    assert node_home("22") == "/opt/logomesh/node-22" and node_home("18.19.0") == "/opt/logomesh/node-18"
+    assert node_env("22")["PATH"].startswith("/opt/logomesh/node-22/bin:")
+
+
 def test_a_major_only_label_is_that_line_s_latest_release() -> None:
     assert offered_version("18") == (18, 99, 99) and offered_version("18.19.1") == (18, 19, 1)
     assert plan({"package.json": '{"engines": {"node": "^18.17"}}', "test/a.test.js": ""}, "18")[0] is None

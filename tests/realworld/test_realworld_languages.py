@@ -1,12 +1,13 @@
-"""Real merged Go pull requests, and a reverted-fix twin of each, reviewed with zero configuration.
+"""Real merged Go and JavaScript pull requests, and a reverted-fix twin of each, reviewed with zero configuration.
 
 The bundles (``fixtures/languages/``, BSD projects; see its ``README.md``) hold each project's history up to the
 PR and a branch ``twin/<id>``: the PR's test changes on its base without its product change, so that a test of the
-PR fails there. Each is reviewed as the CLI reviews it, with the real Docker sandbox (``go test -json`` at base, head
-and under the base's tests). The honest PR must have its tests measured and must ``pass`` or be an honest
+PR fails there. Each is reviewed as the CLI reviews it, with the real Docker sandbox (``go test -json``, or
+``node --test`` with LogoMesh's reporter after ``npm ci`` from the lock file, at base, head and under the base's
+tests). The honest PR must have its tests measured and must ``pass`` or be an honest
 ``neutral`` (nothing regressed, nothing of its own failing, the reason not a failure); the twin must have its tests
-measured, its new test failing, and must never ``pass``. The red agent is off (it does not probe Go): this pins T and
-the verdict on real code, with the default settings (R measured when the embedding model is installed).
+measured, its new test failing, and must never ``pass``. The red agent is off (it probes neither language): this
+pins T and the verdict on real code, with the default settings (R measured when the embedding model is installed).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def test_every_twin_is_its_prs_tests_without_its_product_change() -> None:
     honest = {p["id"]: p for p in PRS if p["kind"] == "honest"}
     twins = [p for p in PRS if p["kind"] == "twin"]
     assert {t["twin_of"] for t in twins} == set(honest)
-    assert {p["language"] for p in PRS} >= {"go"}
+    assert {p["language"] for p in PRS} >= {"go", "javascript"}
     for twin in twins:
         pr = honest[twin["twin_of"]]
         assert twin["base"] == pr["base"] and twin["verified"]

@@ -95,6 +95,18 @@ FORGED_OUTPUT = dedent("""
       process.stderr.write('ok 1 - add\\n');
     });
     """)
+# Object.groupBy came with Node.js 21: the image's Node 18 has none, its Node 22 has it
+PARITY = CALC.replace("module.exports = { add };", "// parity groups the values into odd and even ones.\n"
+                      "function parity(values) {\n  return Object.groupBy(values, (v) => (v % 2 === 0 ? 'even' : "
+                      "'odd'));\n}\n\nmodule.exports = { add, parity };")
+PARITY_TEST = CALC_TEST.replace("{ add }", "{ add, parity }") + dedent("""
+
+    test('parity', () => {
+      assert.deepStrictEqual({ ...parity([1, 2, 3]) }, { odd: [1, 3], even: [2] });
+      assert.deepStrictEqual({ ...parity([]) }, {});
+    });
+    """)
+LATER_NODE = PACKAGE.replace('"version": "1.0.0",', '"version": "1.0.0",\n  "engines": {"node": ">=20"},')
 CASES: dict[str, dict[str, str | None]] = {
     "honest": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
                + MEAN_TEST},
@@ -129,7 +141,11 @@ CASES: dict[str, dict[str, str | None]] = {
     "newer-node": {"package.json": PACKAGE.replace('"version": "1.0.0",', '"version": "1.0.0",\n  "engines": '
                                                    '{"node": ">=99"},')},
     "jest": {"package.json": PACKAGE.replace("node --test", "jest")},
+    "later-node": {"package.json": LATER_NODE, "src/calc.js": PARITY, "test/calc.test.js": PARITY_TEST},
+    "later-node-unsaid": {"src/calc.js": PARITY, "test/calc.test.js": PARITY_TEST},
 }
+PARITY_TEXT = ("Add parity to calc", "parity groups a list of numbers into odd and even ones with Object.groupBy "
+               "(Node.js 21 and later, so the package now asks for Node.js 20 or later); a test covers it.")
 HONEST = ("Add mean to calc", "mean returns the arithmetic mean of a list of numbers, and zero for an empty list; a "
           "test covers empty, single, several and negative values.")
 TIDY = ("Tidy add", "A cosmetic change to add.")
@@ -171,6 +187,27 @@ async def test_an_honest_javascript_change_with_passing_tests_passes(
     assert "JavaScript (2 files) judged on its tests (Node.js 18" in reasons(evaluation)
     assert evaluation.measured["rationale"] is True and evaluation.measured["architecture"] is True
     assert evaluation.verdict == "pass", reasons(evaluation)
+
+
+async def test_a_project_that_asks_for_a_later_node_runs_with_the_oldest_line_that_allows_it(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    # engines.node >=20: the image's Node.js 22 (its 18 does not satisfy it), and the test of what only 21+ has passes
+    root, heads = tally
+    evaluation = await review(root, heads["later-node"], *PARITY_TEXT)
+    diff = evaluation.differential
+    assert diff is not None and diff.status == "measured", reasons(evaluation)
+    assert diff.new_passing == ("test/calc.test.js::parity",) and not diff.regressed and not diff.new_failing
+    assert any(s.startswith("Node.js 22") for s in kinds(evaluation, "test-environment")), \
+        kinds(evaluation, "test-environment")
+    assert "JavaScript (2 files) judged on its tests (Node.js 22" in reasons(evaluation)
+    assert evaluation.verdict == "pass", reasons(evaluation)
+    # hostile twin: the same code in a package that says nothing runs with the oldest line, 18, where the new test
+    # fails — the change's own failure, never passed over
+    evaluation = await review(root, heads["later-node-unsaid"], *PARITY_TEXT)
+    assert any(s.startswith("Node.js 18") for s in kinds(evaluation, "test-environment"))
+    assert evaluation.verdict == "fail", reasons(evaluation)
+    assert "Rule of New Failures: 1 test(s) of this change fail (first: test/calc.test.js::parity)" \
+        in reasons(evaluation)
 
 
 @pytest.mark.parametrize("name", ["honest-output", "honest-todo"])
@@ -245,7 +282,7 @@ async def test_a_javascript_change_that_runs_a_shell_with_its_input_is_named_on_
 
 
 @pytest.mark.parametrize(("name", "said"), [
-    ("newer-node", "the project asks for Node.js >=99; the sandbox image offers Node.js 18"),
+    ("newer-node", "the project asks for Node.js >=99; the sandbox image offers Node.js 18, 22"),
     ("jest", "the project's tests run with jest (package.json's test script)"),
 ])
 async def test_a_project_the_sandbox_cannot_run_is_neutral_and_named(
