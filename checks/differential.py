@@ -9,8 +9,9 @@ regressed              passed at base; fails, errors, is skipped or missing unde
                        pass at head either
 expectation changed    passed at base, fails under the base's oracle, and the change edited its test file or test
                        data so that the test passes at head — under the same node id, or, for a parametrised test
-                       whose id holds the expected value, as another case of the same test function that passes:
-                       the change rewrote what the test expects (judged as new behaviour, shown as evidence)
+                       whose id holds the expected value, as another case of the same test function that passes,
+                       or, for a test named after a test data file the change renamed, under the renamed file's
+                       names: the change rewrote what the test expects (judged as new behaviour, shown as evidence)
 tampered               passed at base, fails under the base's oracle, passes at head although the change did not
                        edit the test: the harness made it pass (it is also *regressed*: under the base's oracle the
                        behaviour broke); also any head test reported passing while its call raised (``rewritten``)
@@ -55,12 +56,12 @@ change is red whatever the base did); its other failing tests are *unattributed*
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import PurePosixPath
 
 from checks.dependencies import project_name
 from checks.models import DeclaredRequirement, TestCaseResult, TestChange, TestDiff, TestRunResult
-from checks.removed_names import names_removed_symbol
+from checks.removed_names import names_removed_symbol, rename_by_data
 
 PASSED = "passed"
 FAILING = ("failed", "error")
@@ -99,6 +100,19 @@ def _renamed_passes(name: str, renamed: Mapping[str, str], passing: Collection[t
     """Whether the change renamed ``name``'s test function where it stands and the renamed test passes at head."""
     new = renamed.get(f"{_file_of(name)}::{_test_function(name)}")
     return new is not None and (_file_of(new), new.rsplit("::", 1)[-1]) in passing
+
+
+def _renamed_data_passes(name: str, pairs: Sequence[tuple[str, str]],
+                         at_head: Mapping[str, TestCaseResult]) -> bool:
+    """Whether ``name``, named after a test data file the change renamed, passes at head under the renamed file's
+    names (``test/tests.js::UTF-16BE.html > should sniff as UTF-16BE`` → ``…::utf-16be.html > should sniff as
+    utf-16be``), in the same test file."""
+    if not pairs or "::" not in name:
+        return False
+    path, rest = name.split("::", 1)
+    now = rename_by_data(rest, pairs)
+    found = at_head.get(f"{path}::{now}") if now != rest else None
+    return found is not None and found.outcome == PASSED
 
 
 def base_failure(base: TestRunResult) -> str | None:
@@ -384,13 +398,15 @@ def _same_failure_renumbered(result: TestCaseResult, vanished: dict[str, list[Te
 def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | None,
              changed_tests: Collection[str], changed_paths: Collection[str] = (),
              removed_names: Collection[str] = (), renamed: Mapping[str, str] | None = None,
-             declared: Mapping[tuple[str, str], str] | None = None) -> TestDiff:
+             declared: Mapping[tuple[str, str], str] | None = None,
+             data_renames: Sequence[tuple[str, str]] = ()) -> TestDiff:
     """Classify every test; ``changed_tests`` are the test paths (files and data) the change touched,
     ``changed_paths`` every path it touched (for :func:`environment_cause`), ``removed_names`` the names the
     change deleted from product code (:func:`checks.removed_names.removed_names`, for *retired* tests),
     ``renamed`` the test functions it renamed where they stand (:func:`checks.removed_names.renamed_tests`),
     ``declared`` the tests it deleted with a behaviour its changelog entry declares changed
-    (:func:`checks.declared_changes.declared_deletions`)."""
+    (:func:`checks.declared_changes.declared_deletions`), ``data_renames`` the names of the test data files it
+    renamed (:func:`checks.removed_names.renamed_data`: a test named after its data file is renamed with it)."""
     changed_paths = set(changed_paths) | set(changed_tests)
     failure = base_failure(base)
     if failure is not None:
@@ -444,7 +460,8 @@ def classify(base: TestRunResult, head: TestRunResult, guard: TestRunResult | No
             elif head_outcome == PASSED or (head_outcome == "missing" and (
                     ("[" in name and _function_of(name) in passing_functions)  # another case of its function
                     or (name in passing_functions and name not in failing_functions)  # parametrised: its cases pass
-                    or _renamed_passes(name, renamed, passing_by_file))):
+                    or _renamed_passes(name, renamed, passing_by_file)
+                    or _renamed_data_passes(name, data_renames, at_head))):
                 test_file = _file_of(name)
                 edited = test_file in changed_tests or any(test_file.startswith(d + "/") for d in changed_dirs)
                 if edited:

@@ -20,10 +20,12 @@ separators():`` → ``{"tests/test_adapters.py::test_request_url_trims_leading_p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
+from pathlib import PurePosixPath
 
 from checks.diff import DiffError, diff_hunks, parse_diff
 
+MIN_RENAMED = 3  # a shorter piece of a file name (``a``, ``v2``) is too common in test names to be replaced
 DEFINITION = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
 ASSIGNMENT = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
 FROM_IMPORT = re.compile(r"^\s*from\s+[\w.]+\s+import\s+\(?([\w\s,]+?)\)?\s*(?:#.*)?$")
@@ -107,3 +109,28 @@ def renamed_tests(diff: str, is_test: Callable[[str], bool]) -> dict[str, str]:
             if gone and len(gone) == len(new):
                 renamed.update({f"{path}::{old}": f"{path}::{now}" for old, now in zip(gone, new, strict=True)})
     return renamed
+
+
+def renamed_data(renames: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """What a test named after a data file it reads is renamed by, when the change renames that file: ``(old, new)``
+    pairs of its file name, its stem and the ``_``-separated pieces that differ (``charset_KOI8-R.html`` →
+    ``charset_koi8-r.html``: the name, ``charset_KOI8-R`` → ``charset_koi8-r``, ``KOI8-R`` → ``koi8-r``), longest
+    first. ``renames``: the ``(old_path, new_path)`` of the test data files the change renamed."""
+    pairs: dict[str, str] = {}
+    for old_path, new_path in renames:
+        old, new = PurePosixPath(old_path), PurePosixPath(new_path)
+        candidates = [(old.name, new.name), (old.stem, new.stem)]
+        old_pieces, new_pieces = old.stem.split("_"), new.stem.split("_")
+        if len(old_pieces) == len(new_pieces):
+            candidates += list(zip(old_pieces, new_pieces, strict=True))
+        for before, after in candidates:
+            if before and after and before != after and len(before) >= MIN_RENAMED:
+                pairs.setdefault(before, after)
+    return tuple(sorted(pairs.items(), key=lambda pair: (-len(pair[0]), pair[0])))
+
+
+def rename_by_data(name: str, pairs: Sequence[tuple[str, str]]) -> str:
+    """``name`` (a node id's part after its file) with each renamed data file's names replaced, longest first."""
+    for before, after in pairs:
+        name = name.replace(before, after)
+    return name

@@ -36,7 +36,7 @@ from checks.linguist import runtime
 from checks.models import Case, DetectiveReport, Evidence, Location, Mutant, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
 from checks.protocols import CourtResources, Sandbox
-from checks.removed_names import removed_names, renamed_tests
+from checks.removed_names import removed_names, renamed_data, renamed_tests
 from checks.testpaths import is_environment_path, is_harness_path, is_test_path
 from rubric import Rubric
 
@@ -265,8 +265,11 @@ def differential(case: Case, base: TestRunResult, head: TestRunResult, guard: Te
     changed = {f.path for f in case.files if is_test_path(f.path)} | {
         f.old_path for f in case.files if f.old_path and is_test_path(f.old_path)}
     touched = {f.path for f in case.files} | {f.old_path for f in case.files if f.old_path}
+    moved = [(f.old_path, f.path) for f in case.files
+             if f.old_path and f.old_path != f.path and is_test_path(f.path) and is_test_path(f.old_path)]
     return classify(base, head, guard, changed, touched, removed_names(case.diff, is_test_path),
-                    renamed_tests(case.diff, is_test_path), declared_deletions(case.diff, is_test_path))
+                    renamed_tests(case.diff, is_test_path), declared_deletions(case.diff, is_test_path),
+                    renamed_data(moved))
 
 
 SETUP_REFUSED_LISTED = 8  # destinations named in the evidence's summary (all of them are in its facts)

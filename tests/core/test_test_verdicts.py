@@ -683,6 +683,51 @@ def test_only_a_hunk_that_replaces_as_many_test_definitions_as_it_removes_rename
                          is_test_path) == {}
 
 
+# --- tests named after the data files the change renamed (html-encoding-sniffer c77e7e4) ---------------------------
+
+SNIFF = "test/tests.js"
+TESTS_JS = ChangedFile(path=SNIFF, status="modified", added_lines=(18,), content="x = 1\n")
+SNIFFER = ChangedFile(path="lib/html-encoding-sniffer.js", status="modified", added_lines=(3,), content="x = 1\n")
+BOM = ("test/fixtures/bom/UTF-16BE.html", "test/fixtures/bom/utf-16be.html")
+KOI = ("test/fixtures/normal/charset_KOI8-R.html", "test/fixtures/normal/charset_koi8-r.html")
+
+
+def test_a_test_named_after_a_data_file_the_change_renamed_is_renamed_with_it() -> None:
+    from checks.removed_names import rename_by_data, renamed_data
+
+    pairs = renamed_data([BOM, KOI])
+    assert pairs[0] == ("charset_KOI8-R.html", "charset_koi8-r.html") and ("KOI8-R", "koi8-r") in pairs
+    assert ("charset", "charset") not in pairs  # a piece the rename kept is no pair
+    assert renamed_data([("test/fixtures/a.txt", "test/fixtures/b.txt")]) == (("a.txt", "b.txt"),)  # 'a' too short
+    old = [f"{SNIFF}::UTF-16BE.html > should sniff as UTF-16BE, given no options",
+           f"{SNIFF}::charset_KOI8-R.html > should sniff as KOI8-R, given no options",
+           f"{SNIFF}::charset_KOI8-R.html > should sniff as the transport layer encoding, given that"]
+    new = [f"{SNIFF}::" + rename_by_data(name.split("::", 1)[1], pairs) for name in old]
+    assert new[0].endswith("::utf-16be.html > should sniff as utf-16be, given no options")
+    assert new[1].endswith("::charset_koi8-r.html > should sniff as koi8-r, given no options")
+    # the base's expectations fail against the change's code (the outputs are lower-case labels now); the change
+    # renamed the data files and rewrote the tests, which pass under the new names
+    base = run(*(case("passed", n) for n in old))
+    guard = run(*(case("failed", n, "AssertionError: 'utf-16be' !== 'UTF-16BE'") for n in old))
+    head = run(*(case("passed", n) for n in new))
+    diff = classify(base, head, guard, {SNIFF, *BOM, *KOI}, {SNIFF, SNIFFER.path, *BOM, *KOI}, data_renames=pairs)
+    assert diff.expectation_changed == tuple(sorted(old)) and not diff.regressed
+    verdict, reasons = verdict_of(diff, TESTS_JS, SNIFFER)
+    # neutral here only because this brief records no JavaScript run ("not analysed"); no test rule holds it back
+    assert verdict != "fail" and not [r for r in reasons if "Rule of Regression" in r], reasons
+    # hostile: a renamed test that fails at head covers nothing — still regressed
+    failing = run(*(case("failed", n, "AssertionError") for n in new))
+    broke = classify(base, failing, guard, {SNIFF, *BOM, *KOI}, {SNIFF, SNIFFER.path}, data_renames=pairs)
+    assert len(broke.regressed) == 3 and verdict_of(broke, TESTS_JS, SNIFFER)[0] == "fail"
+    # hostile: the same outcomes without the renames (another test that merely passes at head) are regressions
+    plain = classify(base, head, guard, {SNIFF}, {SNIFF, SNIFFER.path})
+    assert len(plain.regressed) == 3 and verdict_of(plain, TESTS_JS, SNIFFER)[0] == "fail"
+    # hostile: renamed data, a test file the change did not edit, its tests passing under the new names — the
+    # harness made them pass: tampered, and regressed
+    untouched = classify(base, head, guard, {*BOM, *KOI}, {SNIFFER.path, *BOM, *KOI}, data_renames=pairs)
+    assert len(untouched.tampered) == 3 and len(untouched.regressed) == 3
+
+
 # --- pytest's own INTERNALERROR mid-run (pydantic-settings#924) -------------------------------------------------
 
 INTERNAL = ("INTERNALERROR>   File \"/usr/lib/python3.11/traceback.py\", line 416, in _extract_from_extended\n"
