@@ -36,6 +36,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -79,6 +80,7 @@ NODE_INTEGRITY = {
     ("22.23.3", "arm64"):
         "sha512-l3DAHZreylo+p9QXDtsOrjG2JXJqVzYXnAGmIQNOUNARcMppTO2cmewVQP+36tjJnSE+dzpMNtgW+c3oiDvXtA==",
 }
+NPM_REGISTRY = "https://registry.npmjs.org/"  # where a host without npm fetches the releases from
 NODE_HOME = "/opt/logomesh/node-{major}"  # each line's node is <NODE_HOME>/bin/node
 IMAGE_LABEL = "org.logomesh.image"
 # bump when the layout above changes: an image with another version is rebuilt, never run
@@ -235,8 +237,9 @@ def integrity_of(data: bytes) -> str:
 
 
 def _add_node_release(root: Path, major: str, version: str, say: Say) -> None:
-    """``node-linux-<arch>@<version>`` fetched by the host's npm (its registry and CA), checked against
-    :data:`NODE_INTEGRITY`, and its ``bin/node`` and licence put in ``NODE_HOME``."""
+    """``node-linux-<arch>@<version>`` fetched by the host's npm (its registry and CA; a host without npm fetches
+    it from :data:`NPM_REGISTRY`), checked against :data:`NODE_INTEGRITY`, and its ``bin/node`` and licence put in
+    ``NODE_HOME``."""
     arch = node_arch()
     wanted = NODE_INTEGRITY.get((version, arch))
     if wanted is None:
@@ -244,11 +247,20 @@ def _add_node_release(root: Path, major: str, version: str, say: Say) -> None:
     package = f"node-linux-{arch}@{version}"
     say(f"fetching Node.js {version} ({package} from the npm registry)")
     with tempfile.TemporaryDirectory() as folder:
-        proc = subprocess.run(["npm", "pack", "--silent", "--pack-destination", folder, package],
-                              capture_output=True, text=True, check=False)
-        tarballs = list(Path(folder).glob("*.tgz"))
-        if proc.returncode != 0 or len(tarballs) != 1:
-            raise SandboxError(f"npm could not fetch {package}:\n{(proc.stdout + proc.stderr)[-2000:]}")
+        if shutil.which("npm"):
+            proc = subprocess.run(["npm", "pack", "--silent", "--pack-destination", folder, package],
+                                  capture_output=True, text=True, check=False)
+            tarballs = list(Path(folder).glob("*.tgz"))
+            if proc.returncode != 0 or len(tarballs) != 1:
+                raise SandboxError(f"npm could not fetch {package}:\n{(proc.stdout + proc.stderr)[-2000:]}")
+        else:  # no npm on this host: the registry's own tarball address
+            tarballs = [Path(folder) / f"node-linux-{arch}-{version}.tgz"]
+            url = f"{NPM_REGISTRY}node-linux-{arch}/-/node-linux-{arch}-{version}.tgz"
+            try:
+                with urllib.request.urlopen(url, timeout=300) as answer:  # noqa: S310 - a fixed https address
+                    tarballs[0].write_bytes(answer.read())
+            except OSError as exc:
+                raise SandboxError(f"could not fetch {url}: {exc}") from exc
         data = tarballs[0].read_bytes()
         if integrity_of(data) != wanted:
             raise SandboxError(f"{package} from the registry does not match its pinned integrity {wanted}")
