@@ -107,15 +107,6 @@ def _is_tooling(name: str) -> bool:
     return name in TOOLING or name.startswith("pytest-")
 
 
-def tooling_broke(run: TestRunResult) -> bool:
-    """Whether pytest itself could not start in ``run``: it stopped before reporting a test, and the innermost frame
-    of its last lines is in its own stack's installed code (pytest, py, pluggy)."""
-    if run.status != "error" or run.tests:
-        return False
-    frames = FRAME.findall(run.reason or "")
-    return bool(frames) and TOOLING_FRAME.search(frames[-1]) is not None
-
-
 def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
     """The pinned requirements of pytest's own stack (pytest, py, pluggy, iniconfig, pytest plugins) to take
     today's releases of when pytest itself could not start in ``run``: it stopped before reporting a test, and the
@@ -125,7 +116,10 @@ def broken_tooling(run: TestRunResult) -> tuple[str, ...]:
     Empty when it did not break there, or when nothing of the stack is pinned (today's releases are what it ran
     with)."""
     plan = run.environment
-    if plan is None or not tooling_broke(run):
+    if run.status != "error" or run.tests or plan is None:
+        return ()
+    frames = FRAME.findall(run.reason or "")
+    if not frames or TOOLING_FRAME.search(frames[-1]) is None:
         return ()
     undated = {project_name(n) for n in plan.undated}
     pinned = [name for name in TOOLING if name not in undated] if plan.uploaded_before else []

@@ -247,26 +247,24 @@ def _add_node_release(root: Path, major: str, version: str, say: Say) -> None:
     package = f"node-linux-{arch}@{version}"
     say(f"fetching Node.js {version} ({package} from the npm registry)")
     with tempfile.TemporaryDirectory() as folder:
+        tarball = Path(folder) / f"node-linux-{arch}-{version}.tgz"  # the name npm pack gives it too
         if shutil.which("npm"):
             proc = subprocess.run(["npm", "pack", "--silent", "--pack-destination", folder, package],
                                   capture_output=True, text=True, check=False)
-            tarballs = list(Path(folder).glob("*.tgz"))
-            if proc.returncode != 0 or len(tarballs) != 1:
+            if proc.returncode != 0 or not tarball.is_file():
                 raise SandboxError(f"npm could not fetch {package}:\n{(proc.stdout + proc.stderr)[-2000:]}")
         else:  # no npm on this host: the registry's own tarball address
-            tarballs = [Path(folder) / f"node-linux-{arch}-{version}.tgz"]
-            url = f"{NPM_REGISTRY}node-linux-{arch}/-/node-linux-{arch}-{version}.tgz"
+            url = f"{NPM_REGISTRY}node-linux-{arch}/-/{tarball.name}"
             try:
                 with urllib.request.urlopen(url, timeout=300) as answer:  # noqa: S310 - a fixed https address
-                    tarballs[0].write_bytes(answer.read())
+                    tarball.write_bytes(answer.read())
             except OSError as exc:
                 raise SandboxError(f"could not fetch {url}: {exc}") from exc
-        data = tarballs[0].read_bytes()
-        if integrity_of(data) != wanted:
+        if integrity_of(tarball.read_bytes()) != wanted:
             raise SandboxError(f"{package} from the registry does not match its pinned integrity {wanted}")
         home = root / NODE_HOME.format(major=major).lstrip("/")
         (home / "bin").mkdir(parents=True, exist_ok=True)
-        with tarfile.open(tarballs[0]) as archive:
+        with tarfile.open(tarball) as archive:
             for member, target in (("package/bin/node", home / "bin/node"), ("package/LICENSE", home / "LICENSE")):
                 source = archive.extractfile(member)
                 if source is None:

@@ -169,8 +169,10 @@ def offered_lines(label: str | None) -> tuple[str, ...]:
 
 
 def node_home(version: str) -> str:
-    """Where the image keeps the line ``version``'s node (``/opt/logomesh/node-22``; sandbox/image.py)."""
-    return f"/opt/logomesh/node-{_major(version)}"
+    """Where the image keeps the line ``version``'s node (``/opt/logomesh/node-22``)."""
+    from sandbox.image import NODE_HOME  # the image's layout (imported here: sandbox.image loads the sandbox)
+
+    return NODE_HOME.format(major=_major(version))
 
 
 @dataclass(frozen=True)

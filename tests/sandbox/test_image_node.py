@@ -59,6 +59,20 @@ def test_every_pinned_release_has_an_integrity_for_each_architecture() -> None:
                                  "BeoGlODJ6+SfaPg==")
 
 
+def test_the_production_dockerfile_pins_the_same_release_and_sums() -> None:
+    import base64
+    import re
+
+    text = (Path(__file__).parents[2] / "sandbox" / "Dockerfile").read_text(encoding="utf-8")
+    args = dict(re.findall(r"^ARG (NODE_RELEASE\w*)=(\S+)$", text, re.M))
+    version = NODE_RELEASES[LATER]
+    assert args["NODE_RELEASE"] == version
+    for arch in ("x64", "arm64"):
+        digest = base64.b64decode(NODE_INTEGRITY[(version, arch)].removeprefix("sha512-")).hex()
+        assert args[f"NODE_RELEASE_SHA512_{arch.upper()}"] == digest, arch
+    assert "org.logomesh.node=${NODE_LABEL}" in text and f"ARG NODE_LABEL=18,{LATER}" in text
+
+
 @pytest.mark.parametrize("npm", [True, False], ids=["by-npm", "without-npm"])
 def test_a_release_that_does_not_match_its_pinned_integrity_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, npm: bool) -> None:
