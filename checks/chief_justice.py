@@ -339,8 +339,8 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
     if by_tests:  # said whatever the verdict: what was measured of that code, and what was not
         parsed = brief.components.get("architecture") is not None
         reasons.append("Rule of Measurement: " + named_languages(by_tests) + " judged on its tests ("
-                       + ", ".join(f"{runtime(name)} {version}" for name, version in sorted(tested.items())
-                                   if name in by_tests)
+                       + ", ".join(dict.fromkeys(f"{runtime(name)} {version}"
+                                                 for name, version in sorted(tested.items()) if name in by_tests))
                        + (") and its syntax tree's sinks; the Red Agent does not probe it" if parsed else
                           "); its architecture rules and attack surface are not analysed"))
         unprobed = [e for e in brief.evidence if e.kind == "constraint-violation" and e.cwe and e.location
@@ -370,7 +370,8 @@ def tested_languages(brief: Brief) -> dict[str, str]:
     diff = brief.differential
     if brief.tests is None or diff is None or diff.status != "measured":
         return {}
-    return {t.language: t.version or "" for t in brief.tests.toolchains if t.error is None and t.version}
+    return {name: t.version for t in brief.tests.toolchains if t.error is None and t.version
+            for name in (t.language, *t.covers)}
 
 
 def rule_of_security_cap(rubric: Rubric, brief: Brief, value: float, *, flaw: str, whole: str

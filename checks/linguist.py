@@ -36,7 +36,7 @@ FOREIGN_TEST_DIRS = frozenset({"__tests__", "test", "tests", "spec"})
 
 
 # what runs a language's tests, where that is not the language's own name (its version is the runtime's)
-RUNTIMES = {"JavaScript": "Node.js"}
+RUNTIMES = {"JavaScript": "Node.js", "TypeScript": "Node.js"}
 
 
 def runtime(language: str) -> str:

@@ -245,6 +245,10 @@ class ToolchainPlan(Model):
     missing: tuple[str, ...] = Field(default=(), description="required modules the sandbox does not have")
     sources: tuple[str, ...] = ()
     error: str | None = None
+    runner: str | None = Field(default=None, description="the test runner, where the language has several "
+                               "(JavaScript: 'node --test', 'jest', 'vitest')")
+    covers: tuple[str, ...] = Field(default=(), description="other languages whose tests the runner ran "
+                                    "(TypeScript under Jest or Vitest)")
 
 
 class SetupReport(Model):

@@ -327,6 +327,7 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
                      + ((f", modules at {modules}" + (", vendored" if toolchain.vendored else ", no external modules"
                                                       if not toolchain.missing else "")) if go
                         else f", packages from {packages[0]}" if packages else ", no npm packages")
+                     + (f", tests by {toolchain.runner}" if toolchain.runner and not go else "")
                      + (f": {toolchain.error}" if toolchain.error else ""))))
     if result.setup is not None and result.setup.refused:
         refused = result.setup.refused

@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -42,8 +41,9 @@ from checks.languages import javascript as court_js
 from checks.models import SetupReport, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
 from sandbox.egress import allowed_for
 from sandbox.errors import SandboxError
+from sandbox.languages import js_runners
 from sandbox.limits import SANDBOX_UID, SandboxLimits
-from sandbox.redact import clean_test_output, redact, stable_text
+from sandbox.redact import clean_test_output
 from sandbox.setup_network import setup_network
 from sandbox.tarball import owned_files_tar
 
@@ -55,11 +55,8 @@ NODE_LABEL = "org.logomesh.node"
 REPO = "/sandbox/repo"
 HERE = "/sandbox/logomesh"
 REPORTER = "reporter.mjs"
-MARK = "LOGOMESH-JS "
-MAX_TESTS = 20_000
-MAX_NAME = 300
-MAX_MESSAGE = 2000
-MAX_LINE = 1 << 20
+MARK, MAX_TESTS, MAX_NAME, MAX_MESSAGE, MAX_LINE = (js_runners.MARK, js_runners.MAX_TESTS, js_runners.MAX_NAME,
+                                                    js_runners.MAX_MESSAGE, js_runners.MAX_LINE)
 DEPENDENCY_KEYS = ("dependencies", "devDependencies", "optionalDependencies")
 NPM_LOCKS = ("npm-shrinkwrap.json", "package-lock.json")  # what `npm ci` installs from, in npm's order
 NPM_DIR = "/opt/logomesh/envs/node"  # the installed packages, in the environment's image
@@ -68,7 +65,7 @@ NPM_LAYOUT = 1
 # test runners that are npm packages: a project whose tests run with one needs its node_modules
 RUNNERS = ("jest", "vitest", "mocha", "ava", "jasmine", "karma", "tap", "uvu", "playwright", "cypress")
 RUNNER_WORD = re.compile(r"(?<![\w@/.-])(" + "|".join(RUNNERS) + r")(?![\w-])")
-LOCATION = re.compile(r"\(?/sandbox/repo/([^\s():]+):(\d+):\d+\)?")
+LOCATION = js_runners.LOCATION
 # node's runner hands LogoMesh's reporter every event of every file; the reporter writes one line per start and
 # outcome, each marked, to the parent process's standard output (the channel the sandbox reads)
 REPORTER_SOURCE = """\
@@ -180,10 +177,34 @@ class JavaScriptPlan:
     toolchain: ToolchainPlan
     files: tuple[str, ...]
     lock: str | None = None  # the npm lock file the packages are installed from (None: nothing to install)
+    runner: str = "node"  # node's own runner, or one of js_runners.RUNNERS
+
+
+def named_runner(manifest: dict[str, Any], paths: list[str], dependencies: list[str]) -> tuple[str | None, str]:
+    """``(the npm test runner the project's tests run with, where that is said)``; ``(None, "")`` for node's own:
+    its ``test`` script's runner, else a runner configuration file's, else Jest's ``jest`` field of
+    ``package.json`` or a Vite configuration beside a ``vitest`` dependency."""
+    scripts_field = manifest.get("scripts")
+    test_script = scripts_field.get("test") if isinstance(scripts_field, dict) else None
+    said = RUNNER_WORD.search(test_script) if isinstance(test_script, str) else None
+    if said:
+        return said.group(1), "package.json's test script"
+    configured = sorted(p for p in paths if "/" not in p and court_js.is_harness_path(p)
+                        and court_js.RUNNER_CONFIG.match(p))
+    for name in configured:
+        found = RUNNER_WORD.search(name.lstrip(".").replace("rc", "."))
+        if found:
+            return found.group(1), name
+    if isinstance(manifest.get("jest"), dict):
+        return "jest", "package.json's jest field"
+    vite = next((name for name in configured if name.startswith("vite.")), None)
+    if vite is not None and "vitest" in dependencies:
+        return "vitest", vite
+    return None, ""
 
 
 def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered: str | None) -> JavaScriptPlan:
-    """The Node.js and the test files for the tree's tests (module docstring)."""
+    """The Node.js, the runner and the test files for the tree's tests (module docstring)."""
     tests = court_js.test_files(paths)
     scripts = tuple(p for p in tests if p.endswith(court_js.SCRIPT_SUFFIXES))
     typed = tuple(p for p in tests if not p.endswith(court_js.SCRIPT_SUFFIXES))
@@ -207,13 +228,8 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
     dependencies = sorted({name for key in DEPENDENCY_KEYS if isinstance(manifest.get(key), dict)
                            for name in manifest[key]})
     locks = [name for name in court_js.LOCK_FILES if name in paths]
-    scripts_field = manifest.get("scripts")
-    test_script = scripts_field.get("test") if isinstance(scripts_field, dict) else None
-    said = RUNNER_WORD.search(test_script) if isinstance(test_script, str) else None
-    configured = sorted(p for p in paths if "/" not in p and court_js.is_harness_path(p)
-                        and court_js.RUNNER_CONFIG.match(p))
-    named = RUNNER_WORD.search(configured[0].lstrip(".").replace("rc", ".")) if configured else None
-    runner = said.group(1) if said else (named.group(1) if named else configured[0]) if configured else None
+    runner, why = named_runner(manifest, paths, dependencies)
+    known = js_runners.RUNNERS.get(runner or "")
     lines = offered_lines(offered)
     # the oldest line the project allows: the one its range was written for, not the newest the image has
     version = next((line for line in lines if all(satisfies(offered_version(line), w) for w in wanted)), None)
@@ -226,42 +242,36 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
     elif version is None:
         error = (f"the project asks for Node.js {' and '.join(wanted)}; the sandbox image offers Node.js "
                  f"{', '.join(lines)}")
-    elif runner is not None:
-        why = "package.json's test script" if said else configured[0]
-        error = (f"the project's tests run with {runner} ({why}); LogoMesh runs tests with node's own runner only "
-                 "(node --test), not yet with that runner's")
+    elif runner is not None and known is None:
+        error = (f"the project's tests run with {runner} ({why}); LogoMesh runs tests with node's own runner "
+                 f"(node --test), {' and '.join(r.name.capitalize() for r in js_runners.RUNNERS.values())}, "
+                 "not yet with that runner")
+    elif known is not None and known.package not in dependencies:
+        error = (f"the project's tests run with {runner} ({why}), which is not among package.json's "
+                 "dependencies")
     elif dependencies and not any(name in NPM_LOCKS for name in locks):
         shown = ", ".join(dependencies[:6]) + (f" and {len(dependencies) - 6} more" if len(dependencies) > 6 else "")
         error = (f"the project's npm packages ({shown}) cannot be installed: "
                  + (f"{', '.join(locks)} is not supported yet; LogoMesh installs from package-lock.json (npm ci)"
                     if locks else "there is no package-lock.json, and LogoMesh installs from a lock file only"))
-    elif typed and not scripts:
-        error = (f"the project's tests are TypeScript ({', '.join(typed[:3])}): they need a compiler from its npm "
-                 "dependencies, which LogoMesh does not install yet")
+    elif typed and not scripts and known is None:
+        error = (f"the project's tests are TypeScript ({', '.join(typed[:3])}): node's own runner needs a compiler "
+                 "from its npm dependencies (LogoMesh runs TypeScript tests with Jest or Vitest)")
     plan = ToolchainPlan(language=court_js.NAME, version=version if not error else None,
                          wanted=" and ".join(wanted) or None, offered=lines, modules=("",),
-                         missing=tuple(dependencies) if error else (), sources=tuple(sources + locks), error=error)
+                         missing=tuple(dependencies) if error else (), sources=tuple(sources + locks), error=error,
+                         runner=known.name if known is not None else "node --test",
+                         covers=("TypeScript",) if known is not None else ())
     lock = next((name for name in NPM_LOCKS if name in locks), None) if dependencies else None
-    return JavaScriptPlan(toolchain=plan, files=scripts, lock=lock if not error else None)
+    return JavaScriptPlan(toolchain=plan, files=tests if known is not None else scripts,
+                          lock=lock if not error else None, runner=known.name if known is not None else "node")
 
 
 # --- reading the reporter's lines ---------------------------------------------------------------------------
 
 
-OUTCOME_ORDER: dict[str, int] = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-
-
-def _text(value: str, limit: int) -> str:
-    return stable_text(redact(value[-limit:]))
-
-
-def _relative(file: str | None) -> str | None:
-    if file is None:
-        return None
-    if file.startswith("file://"):
-        file = file[len("file://"):]
-    file = posixpath.normpath(file)
-    return file[len(REPO) + 1:] if file.startswith(REPO + "/") else None
+OUTCOME_ORDER = js_runners.OUTCOME_ORDER
+_text, _relative = js_runners.text, js_runners.relative
 
 
 def read_events(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResult], int]:
@@ -460,11 +470,36 @@ def node_env(version: str | None = None) -> dict[str, str]:
     """The run's environment; the chosen line's node first on the PATH (a test that starts ``node`` gets it)."""
     first = f"{node_home(version)}/bin:" if version else ""
     return {"PATH": f"{first}/usr/bin:/bin", "HOME": "/tmp", "NODE_ENV": "test", "NO_COLOR": "1",  # noqa: S108
-            "NODE_OPTIONS": "", "NODE_PATH": ""}
+            "NODE_OPTIONS": "", "NODE_PATH": "", "CI": "true", "FORCE_COLOR": "0"}
 
 
 def reporter_tar() -> bytes:
-    return owned_files_tar(HERE.rsplit("/", 1)[1], {REPORTER: REPORTER_SOURCE.encode()})
+    """node's runner's reporter and the npm runners' (read-only, beside the tree)."""
+    return owned_files_tar(HERE.rsplit("/", 1)[1], {REPORTER: REPORTER_SOURCE.encode(),
+                                                    **js_runners.reporter_sources()})
+
+
+def runner_argv(plan: JavaScriptPlan, files: tuple[str, ...], rerun: bool) -> list[str]:
+    """The run's command: node's runner on LogoMesh's choice of files with its reporter on standard output; or the
+    project's Jest / Vitest (its own choice of test files, ``files`` only for a re-run) with LogoMesh's reporter on
+    file descriptor 3 and the runner's standard output moved to standard error (:mod:`sandbox.languages.js_runners`).
+    """
+    # the installed packages, read-only in the image, are linked one by one into the tree's own node_modules (unless
+    # the tree has one): a writable folder, where runners keep what they write (Vite's bundled configuration)
+    installed = f"{NPM_DIR}/node_modules"
+    link = (f"[ -e node_modules ] || {{ mkdir node_modules && for entry in {installed}/* {installed}/.[!.]*; do "
+            '[ -e "$entry" ] && ln -s "$entry" node_modules/; done; }; ' if plan.lock is not None else "")
+    version = plan.toolchain.version
+    node = f"{node_home(version)}/bin/node" if version else "node"
+    runner = js_runners.RUNNERS.get(plan.runner)
+    if runner is None:
+        return ["sh", "-c", link + 'exec "$@"', "node", node, "--test", f"--test-reporter={HERE}/{REPORTER}",
+                "--test-reporter-destination=stdout", *[f"./{f}" for f in files]]
+    script = f"node_modules/{runner.script}"
+    found = (f'[ -f {script} ] || {{ echo "{script} is not installed (the {runner.package} package of the lock '
+             f'file)" >&2; exit 127; }}; ')
+    return ["sh", "-c", link + found + f'exec {js_runners.CHANNEL_FD}>&1 1>&2; exec "$@"', "node", node, script,
+            *runner.argv(f"{HERE}/{runner.reporter}", files if rerun else ())]
 
 
 async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: SandboxLimits,
@@ -494,12 +529,8 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
             return TestRunResult(status="env_error", reason=why, **base)
         image = installed
     await sandbox._thread(run, sandbox._start, run, image, reporter_tar(), tree, None)
-    # the installed packages, read-only in the image, are the tree's node_modules (unless the tree has its own)
-    link = f"[ -e node_modules ] || ln -s {NPM_DIR}/node_modules node_modules; " if plan.lock is not None else ""
     version = plan.toolchain.version
-    node = f"{node_home(version)}/bin/node" if version else "node"
-    argv = ["sh", "-c", link + 'exec "$@"', "node", node, "--test", f"--test-reporter={HERE}/{REPORTER}",
-            "--test-reporter-destination=stdout", *[f"./{f}" for f in files]]
+    argv = runner_argv(plan, files, bool(spec.rerun))
     async with sandbox.test_slot():
         done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=node_env(version), run=run,
                                              workdir=REPO, channel=True)
@@ -508,7 +539,13 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
     if done.channel_bytes > MAX_CHANNEL_BYTES:
         return TestRunResult(status="error", reason=f"the test reporter's stream is larger than {MAX_CHANNEL_BYTES}"
                              " bytes", output=output, **base)
-    tests, errors, past_cap = await asyncio.to_thread(read_events, bytes(done.stdout))
+    shown = "node --test" if plan.runner == "node" else plan.runner
+    ended = True
+    if plan.runner == "node":
+        tests, errors, past_cap = await asyncio.to_thread(read_events, bytes(done.stdout))
+    else:
+        tests, errors, past_cap, ended = await asyncio.to_thread(js_runners.read_cases, bytes(done.stdout))
+    tail = "\n".join(bytes(done.stderr).decode("utf-8", "replace").strip().splitlines()[-8:])
     if done.timed_out:
         status, reason = "timeout", f"killed: wall-clock timeout after {limits.timeout_seconds:g} s"
     elif done.oom_killed:
@@ -516,8 +553,10 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
     elif done.output_overflow:
         status, reason = "error", f"killed: output exceeded {limits.output_kill_bytes} bytes"
     elif done.exit_code not in (0, 1) and not tests and not errors:
-        tail = "\n".join(bytes(done.stderr).decode("utf-8", "replace").strip().splitlines()[-8:])
-        status, reason = "error", f"node --test ended (exit code {done.exit_code}) without running a test: {tail}"
+        status, reason = "error", f"{shown} ended (exit code {done.exit_code}) without running a test: {tail}"
+    elif not ended:
+        status, reason = "error", (f"{shown} ended (exit code {done.exit_code}) before LogoMesh's reporter saw the "
+                                   f"end of the run: {tail}")
     if status == "ran" and not tests and not errors:
         status = "no_tests"
     return TestRunResult(

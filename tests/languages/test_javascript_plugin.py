@@ -15,7 +15,16 @@ import pytest
 from checks.languages import GO, JAVASCRIPT, PYTHON, javascript, language_of_test, languages_of
 from checks.models import Case, ChangedFile
 from checks.testpaths import is_environment_path, is_harness_path, is_test_path
-from sandbox.languages.javascript import MARK, offered_version, plan_javascript, read_events, satisfies
+from sandbox.languages.javascript import (
+    MARK,
+    JavaScriptPlan,
+    offered_version,
+    plan_javascript,
+    read_events,
+    runner_argv,
+    satisfies,
+)
+from sandbox.languages.js_runners import read_cases
 
 
 def line(kind: str, name: str, nesting: int = 0, file: str = "test/calc.test.js", **more: object) -> bytes:
@@ -135,12 +144,14 @@ def test_the_plan_names_what_the_sandbox_lacks() -> None:
     error, _ = plan({"package.json": '{"dependencies": {"ms": "^2.1.3"}}', "yarn.lock": "", **tests})
     assert error is not None and "yarn.lock is not supported yet" in error
     error, _ = plan({"package.json": '{"scripts": {"test": "jest --coverage"}}', **tests})
-    assert error is not None and error.startswith("the project's tests run with jest (package.json's test script)")
+    assert error == ("the project's tests run with jest (package.json's test script), which is not among "
+                     "package.json's dependencies")
     error, _ = plan({"package.json": '{"scripts": {"test": "node --test"}}', ".mocharc.yml": "", **tests})
-    assert error is not None and "run with mocha (.mocharc.yml)" in error
+    assert error == ("the project's tests run with mocha (.mocharc.yml); LogoMesh runs tests with node's own runner "
+                     "(node --test), Jest and Vitest, not yet with that runner")
     assert plan({"package.json": '{"scripts": {"test": "node --test test/"}}', **tests})[0] is None
     error, _ = plan({"package.json": "{}", "test/a.test.ts": ""})
-    assert error is not None and "TypeScript" in error
+    assert error is not None and "TypeScript" in error and "node's own runner needs a compiler" in error
     error, _ = plan({"package.json": "{", **tests})
     assert error is not None and error.startswith("package.json does not parse")
     assert plan({"package.json": "{", "src/a.js": ""}) == (None, ())  # no test: nothing to hold against it
@@ -185,3 +196,66 @@ def test_a_major_only_label_is_that_line_s_latest_release() -> None:
     assert plan({"package.json": '{"engines": {"node": "^18.17"}}', "test/a.test.js": ""}, "18")[0] is None
     error = plan({"package.json": '{"engines": {"node": "18.19.0"}}', "test/a.test.js": ""}, "18")[0]
     assert error == "the project asks for Node.js 18.19.0; the sandbox image offers Node.js 18"
+
+
+def test_jest_and_vitest_run_the_project_s_tests_typescript_too() -> None:
+    locked = {"package-lock.json": "{}", "src/a.ts": "", "test/a.test.ts": "", "test/b.test.js": ""}
+
+    def planned(package: str, *extra: str) -> JavaScriptPlan:
+        files = {"package.json": package, **locked, **{name: "" for name in extra}}
+        return plan_javascript(files.get, sorted(files), "18,22")
+
+    jest = planned('{"scripts": {"test": "jest"}, "devDependencies": {"jest": "29.7.0"}}')
+    assert jest.toolchain.error is None and jest.runner == "jest" and jest.lock == "package-lock.json"
+    assert jest.files == ("test/a.test.ts", "test/b.test.js")  # TypeScript too: the runner compiles it
+    assert jest.toolchain.runner == "jest" and jest.toolchain.covers == ("TypeScript",)
+    assert planned('{"jest": {"testEnvironment": "node"}, "devDependencies": {"jest": "29"}}').runner == "jest"
+    # vitest named by a configuration file, or by a Vite configuration beside its dependency
+    assert planned('{"devDependencies": {"vitest": "3"}}', "vitest.config.ts").runner == "vitest"
+    assert planned('{"devDependencies": {"vitest": "3", "vite": "6"}}', "vite.config.ts").runner == "vitest"
+    node = planned('{"devDependencies": {"vite": "6"}}', "vite.config.ts")
+    assert node.runner == "node" and node.toolchain.runner == "node --test" and node.toolchain.covers == ()
+    # the command: LogoMesh's reporter on descriptor 3, the runner's own output on standard error
+    argv = runner_argv(jest, jest.files, rerun=False)
+    assert argv[:2] == ["sh", "-c"] and "exec 3>&1 1>&2" in argv[2]
+    assert argv[5:] == ["node_modules/jest/bin/jest.js", "--ci", "--reporters=/sandbox/logomesh/jest.cjs",
+                        "--no-watchman", "--cacheDirectory=/tmp/jest-cache", "--coverage=false", "--passWithNoTests",
+                        "--forceExit"]
+    assert runner_argv(jest, ("test/a.test.ts",), rerun=True)[-2:] == ["--runTestsByPath", "test/a.test.ts"]
+    vitest = planned('{"scripts": {"test": "vitest run"}, "devDependencies": {"vitest": "3"}}')
+    assert runner_argv(vitest, ("test/a.test.ts",), rerun=True)[5:] == [
+        "node_modules/vitest/vitest.mjs", "run", "--reporter=/sandbox/logomesh/vitest.mjs",
+        "--coverage.enabled=false", "--passWithNoTests", "test/a.test.ts"]
+
+
+def case_line(file: str = "test/calc.test.ts", names: object = ("calc", "adds"), status: str = "passed",
+              **more: object) -> bytes:
+    names = list(names) if isinstance(names, tuple) else names
+    return (MARK + json.dumps({"type": "case", "file": f"/sandbox/repo/{file}", "names": names, "status": status,
+                               **more})).encode()
+
+
+def test_the_npm_runners_reporter_lines_are_read() -> None:
+    stream = b"\n".join([
+        case_line(),
+        case_line(names=("calc", "subtracts"), status="failed",
+                  message="AssertionError: expected 1 to be 2\n    at /sandbox/repo/test/calc.test.ts:9:23"),
+        case_line(names=("calc", "later"), status="skipped"),
+        case_line(names=("calc", "odd"), status="strange"),  # not a pass
+        case_line(names=("calc", "subtracts"), status="passed"),  # the same id again: the worse outcome stands
+        case_line(names=[1, 2]), case_line(names=[]),  # not names
+        case_line(file="../elsewhere.test.ts"),  # outside the tree
+        b'{"type": "case", "file": "/sandbox/repo/test/x.test.ts", "names": ["forged"], "status": "passed"}',
+        (MARK + '{"type": "case", "file": "/sandbox/repo/test/torn.test.ts"').encode(),
+        (MARK + json.dumps({"type": "file-error", "file": "/sandbox/repo/test/broken.test.ts",
+                            "message": "Error: Cannot find module '../src/missing'"})).encode(),
+    ])
+    tests, errors, cut, ended = read_cases(stream)
+    assert {t.name: t.outcome for t in tests} == {
+        "test/calc.test.ts::calc > adds": "passed", "test/calc.test.ts::calc > subtracts": "failed",
+        "test/calc.test.ts::calc > later": "skipped", "test/calc.test.ts::calc > odd": "failed"}
+    failing = next(t for t in tests if t.name.endswith("subtracts"))
+    assert failing.location == "test/calc.test.ts:9" and "expected 1 to be 2" in (failing.message or "")
+    assert [(e.name, e.outcome) for e in errors] == [("test/broken.test.ts::(file)", "error")]
+    assert cut == 0 and ended is False  # no end of run: the runner stopped before it reported it all
+    assert read_cases(stream + b"\n" + (MARK + '{"type": "done"}').encode())[3] is True

@@ -1,0 +1,4 @@
+// add returns the sum of a and b.
+export function add(a: number, b: number): number {
+  return a + b;
+}
