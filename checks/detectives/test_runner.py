@@ -319,7 +319,8 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
         go = toolchain.language == "Go"
         wanted = f" ({'go.mod' if go else 'the project'} asks for {toolchain.wanted})" if toolchain.wanted else ""
         modules = ", ".join(m or "the root" for m in toolchain.modules) or "none"
-        packages = [s for s in toolchain.sources if s.endswith(("package-lock.json", "npm-shrinkwrap.json"))]
+        packages = [s for s in toolchain.sources
+                    if s.endswith(("package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml"))]
         items.append(Evidence(
             id=f"{ID}.toolchain:{toolchain.language}", detective=ID, kind="test-environment", severity="info",
             facts={**facts, "toolchain": toolchain.model_dump(mode="json")},

@@ -1,15 +1,17 @@
-"""JavaScript's tests in the sandbox: the plan from ``package.json``, node's own runner in the container with a
-reporter LogoMesh writes, its events read.
+"""JavaScript's (and TypeScript's) tests in the sandbox: the plan from ``package.json``, node's own runner — or the
+project's Jest or Vitest (:mod:`sandbox.languages.js_runners`) — in the container with a reporter LogoMesh writes,
+its lines read.
 
-**Plan** (:func:`plan_javascript`): the tree's test files as node's runner finds them (``test/``, ``*.test.js``, …;
-:func:`checks.languages.javascript.test_files`), never the project's ``test`` script. The tests run with the oldest
-Node.js line of the sandbox image (its ``org.logomesh.node`` label: ``18,22``) that satisfies ``engines.node`` of
-``package.json`` and ``.nvmrc`` / ``.node-version``; when none does, the run is an ``env_error`` naming both. The
-npm registry is not reachable from the test container: a project's packages are installed from its
-``package-lock.json`` by ``npm ci --ignore-scripts`` in the setup phase (:func:`prepare_npm`); a project whose
-packages cannot be installed that way (no lock file, yarn or pnpm only), whose tests run with an npm runner (Jest,
-Vitest, Mocha…) or are TypeScript is an ``env_error`` naming what it needs — the environment's gap, never the
-change's failure.
+**Plan** (:func:`plan_javascript`): for node's runner, the tree's test files as node's runner finds them (``test/``,
+``*.test.js``, …; :func:`checks.languages.javascript.test_files`); Jest and Vitest choose theirs by the project's
+configuration; the project's ``test`` script never runs. The tests run with the oldest Node.js line of the sandbox
+image (its ``org.logomesh.node`` label: ``18,22``) that satisfies ``engines.node`` of ``package.json`` and
+``.nvmrc`` / ``.node-version``; when none does, the run is an ``env_error`` naming both. The npm registry is not
+reachable from the test container: a project's packages are installed from its lock file in the setup phase
+(:func:`prepare_npm`: ``npm ci --ignore-scripts``, or pnpm's frozen install, :mod:`sandbox.languages.js_packages`);
+a project whose packages cannot be installed that way (no lock file, Yarn or Bun only), whose tests run with another
+npm runner (Mocha, AVA…) or are TypeScript under node's runner is an ``env_error`` naming what it needs — the
+environment's gap, never the change's failure.
 
 **Run** (:func:`run_javascript`): ``node --test --test-reporter=<LogoMesh's reporter> --test-reporter-destination=
 stdout <the test files>`` in the sandbox's container (no network, the rubric's limits). The reporter is a file
@@ -41,7 +43,7 @@ from checks.languages import javascript as court_js
 from checks.models import SetupReport, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
 from sandbox.egress import allowed_for
 from sandbox.errors import SandboxError
-from sandbox.languages import js_runners
+from sandbox.languages import js_packages, js_runners
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_test_output
 from sandbox.setup_network import setup_network
@@ -58,7 +60,7 @@ REPORTER = "reporter.mjs"
 MARK, MAX_TESTS, MAX_NAME, MAX_MESSAGE, MAX_LINE = (js_runners.MARK, js_runners.MAX_TESTS, js_runners.MAX_NAME,
                                                     js_runners.MAX_MESSAGE, js_runners.MAX_LINE)
 DEPENDENCY_KEYS = ("dependencies", "devDependencies", "optionalDependencies")
-NPM_LOCKS = ("npm-shrinkwrap.json", "package-lock.json")  # what `npm ci` installs from, in npm's order
+NPM_LOCKS = js_packages.NPM_LOCKS
 NPM_DIR = "/opt/logomesh/envs/node"  # the installed packages, in the environment's image
 NPM_SETUP = "/opt/logomesh/envs/npm-setup"
 NPM_LAYOUT = 1
@@ -176,8 +178,9 @@ def node_home(version: str) -> str:
 class JavaScriptPlan:
     toolchain: ToolchainPlan
     files: tuple[str, ...]
-    lock: str | None = None  # the npm lock file the packages are installed from (None: nothing to install)
+    lock: str | None = None  # the lock file the packages are installed from (None: nothing to install)
     runner: str = "node"  # node's own runner, or one of js_runners.RUNNERS
+    manager: js_packages.PackageManager | None = None  # what installs the packages from ``lock``
 
 
 def named_runner(manifest: dict[str, Any], paths: list[str], dependencies: list[str]) -> tuple[str | None, str]:
@@ -228,6 +231,9 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
     dependencies = sorted({name for key in DEPENDENCY_KEYS if isinstance(manifest.get(key), dict)
                            for name in manifest[key]})
     locks = [name for name in court_js.LOCK_FILES if name in paths]
+    manager, unsupported = (js_packages.choose(manifest, paths, read(js_packages.PNPM_LOCK)
+                                               if js_packages.PNPM_LOCK in paths else None)
+                            if dependencies else (None, ""))
     runner, why = named_runner(manifest, paths, dependencies)
     known = js_runners.RUNNERS.get(runner or "")
     lines = offered_lines(offered)
@@ -243,17 +249,15 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
         error = (f"the project asks for Node.js {' and '.join(wanted)}; the sandbox image offers Node.js "
                  f"{', '.join(lines)}")
     elif runner is not None and known is None:
+        known_names = [r.name.capitalize() for r in js_runners.RUNNERS.values()]
         error = (f"the project's tests run with {runner} ({why}); LogoMesh runs tests with node's own runner "
-                 f"(node --test), {' and '.join(r.name.capitalize() for r in js_runners.RUNNERS.values())}, "
-                 "not yet with that runner")
+                 f"(node --test), {', '.join(known_names[:-1])} and {known_names[-1]}, not yet with that runner")
     elif known is not None and known.package not in dependencies:
         error = (f"the project's tests run with {runner} ({why}), which is not among package.json's "
                  "dependencies")
-    elif dependencies and not any(name in NPM_LOCKS for name in locks):
+    elif dependencies and manager is None:
         shown = ", ".join(dependencies[:6]) + (f" and {len(dependencies) - 6} more" if len(dependencies) > 6 else "")
-        error = (f"the project's npm packages ({shown}) cannot be installed: "
-                 + (f"{', '.join(locks)} is not supported yet; LogoMesh installs from package-lock.json (npm ci)"
-                    if locks else "there is no package-lock.json, and LogoMesh installs from a lock file only"))
+        error = f"the project's npm packages ({shown}) cannot be installed: {unsupported}"
     elif typed and not scripts and known is None:
         error = (f"the project's tests are TypeScript ({', '.join(typed[:3])}): node's own runner needs a compiler "
                  "from its npm dependencies (LogoMesh runs TypeScript tests with Jest or Vitest)")
@@ -262,9 +266,9 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
                          missing=tuple(dependencies) if error else (), sources=tuple(sources + locks), error=error,
                          runner=known.name if known is not None else "node --test",
                          covers=("TypeScript",) if known is not None else ())
-    lock = next((name for name in NPM_LOCKS if name in locks), None) if dependencies else None
     return JavaScriptPlan(toolchain=plan, files=tests if known is not None else scripts,
-                          lock=lock if not error else None, runner=known.name if known is not None else "node")
+                          lock=manager.lock if manager is not None and not error else None,
+                          runner=known.name if known is not None else "node", manager=manager if not error else None)
 
 
 # --- reading the reporter's lines ---------------------------------------------------------------------------
@@ -368,9 +372,11 @@ def lock_key(lock_text: str) -> tuple[str, ...]:
     return tuple(sorted(pinned))
 
 
-def npm_tag(sandbox: DockerSandbox, manifest: str, lock: str) -> str:
-    """The environment cache's tag for these packages: the image, the registry, the scope, ``package.json``'s
-    dependency fields and the lock file's pinned integrity hashes."""
+def npm_tag(sandbox: DockerSandbox, manifest: str, lock: str,
+            manager: js_packages.PackageManager | None = None) -> str:
+    """The environment cache's tag for these packages: the image, the registry, the scope, the package manager,
+    ``package.json``'s dependency fields and the lock file's pinned integrity hashes (npm's, read; another manager's
+    lock, its whole text)."""
     from sandbox.setup_phase import ENV_REPOSITORY
 
     try:
@@ -379,15 +385,21 @@ def npm_tag(sandbox: DockerSandbox, manifest: str, lock: str) -> str:
         image_id = sandbox.image
     data = json.loads(manifest)
     fields = {key: data.get(key) for key in (*DEPENDENCY_KEYS, "peerDependencies", "overrides", "workspaces")}
+    manager = manager or js_packages.PackageManager("npm", "package-lock.json")
+    pinned = lock_key(lock) if manager.name == "npm" else hashlib.sha256(lock.encode()).hexdigest()
     material = [NPM_LAYOUT, image_id, sandbox.setup.npm_registry, sandbox.setup.scope,
-                json.dumps(fields, sort_keys=True), lock_key(lock)]
+                json.dumps(fields, sort_keys=True), pinned]
+    if manager.name != "npm":
+        material.append((manager.name, manager.version))
     return f"{ENV_REPOSITORY}:npm-{hashlib.sha256(repr(material).encode()).hexdigest()[:32]}"
 
 
-def prepare_npm(sandbox: DockerSandbox, run: _Run, tree: Tree, lock: str) -> tuple[str | None, SetupReport]:
-    """``(the environment's image, the report)``: the packages ``lock`` pins, installed with ``npm ci
-    --ignore-scripts`` in a setup container whose only network is the egress proxy to the registry, committed to the
-    environment cache (a hit is reused). The image is None when the install failed (the report says why)."""
+def prepare_npm(sandbox: DockerSandbox, run: _Run, tree: Tree, lock: str,
+                manager: js_packages.PackageManager | None = None) -> tuple[str | None, SetupReport]:
+    """``(the environment's image, the report)``: the packages ``lock`` pins, installed by ``manager`` (``npm ci
+    --ignore-scripts``, or pnpm's frozen install: :mod:`sandbox.languages.js_packages`) in a setup container whose
+    only network is the egress proxy to the registry, committed to the environment cache (a hit is reused). The
+    image is None when the install failed (the report says why)."""
     from sandbox.setup_phase import ENV_LABEL, REFUSED_LABEL, _lock_for, _refused_label, evict
 
     if not sandbox.setup.allow:
@@ -395,7 +407,8 @@ def prepare_npm(sandbox: DockerSandbox, run: _Run, tree: Tree, lock: str) -> tup
                                  "(LOGOMESH_SANDBOX_ALLOW_SETUP=false): the project's npm packages are not installed")
     manifest, lock_text = tree.read("package.json") or "{}", tree.read(lock) or ""
     try:
-        tag = npm_tag(sandbox, manifest, lock_text)
+        manager = manager or js_packages.PackageManager("npm", lock)
+        tag = npm_tag(sandbox, manifest, lock_text, manager)
     except ValueError as exc:
         return None, SetupReport(status="failed", reason=f"{lock} does not parse: {exc}")
     api = sandbox.client.api
@@ -420,7 +433,8 @@ def prepare_npm(sandbox: DockerSandbox, run: _Run, tree: Tree, lock: str) -> tup
                 run.helpers.append(helper)
                 api.start(helper)
                 network.watch(helper)
-                files = {"package.json": manifest.encode(), "package-lock.json": lock_text.encode()}
+                saved = "package-lock.json" if manager.name == "npm" else lock
+                files = {"package.json": manifest.encode(), saved: lock_text.encode()}
                 if options.ca_bundle is not None:
                     files["ca.pem"] = options.ca_bundle.read_bytes()
                 api.put_archive(helper, NPM_SETUP.rsplit("/", 1)[0], owned_files_tar(NPM_SETUP.rsplit("/", 1)[1],
@@ -433,15 +447,18 @@ def prepare_npm(sandbox: DockerSandbox, run: _Run, tree: Tree, lock: str) -> tup
                    "npm_config_audit": "false", "npm_config_fund": "false", "npm_config_update_notifier": "false",
                    "npm_config_cache": "/tmp/npm-cache", "HOME": "/tmp", "PATH": "/usr/bin:/bin",  # noqa: S108
                    "NO_COLOR": "1"}
+            newest = offered_lines(image_node_version(sandbox))[-1:]
+            if manager.name != "npm" and newest:  # a package manager from the registry: the newest Node.js runs it
+                env["PATH"] = f"{node_home(newest[0])}/bin:{env['PATH']}"
             if options.ca_bundle is not None:
                 env["npm_config_cafile"] = env["NODE_EXTRA_CA_CERTS"] = f"{NPM_SETUP}/ca.pem"
-            script = (f"mkdir -p {NPM_DIR} && cp {NPM_SETUP}/package.json {NPM_SETUP}/package-lock.json {NPM_DIR}/ "
-                      f"&& cd {NPM_DIR} && npm ci --ignore-scripts --no-audit --no-fund --loglevel=warn")
+            script = (f"mkdir -p {NPM_DIR} && cp {NPM_SETUP}/package.json {NPM_SETUP}/{saved} {NPM_DIR}/ "
+                      f"&& cd {NPM_DIR} && {manager.script()}")
             done = asyncio.run(sandbox._exec_in(helper, ["sh", "-c", script], limits, env=env, workdir="/"))
             refused = network.refused()
         if done.timed_out or done.exit_code != 0:
-            why = (f"npm ci timed out after {limits.timeout_seconds:g} s" if done.timed_out
-                   else f"npm ci failed (exit code {done.exit_code})")
+            why = (f"{manager.command} timed out after {limits.timeout_seconds:g} s" if done.timed_out
+                   else f"{manager.command} failed (exit code {done.exit_code})")
             text = clean_test_output(bytes(done.combined), 16000)
             last = [line for line in text.splitlines() if line.strip()][-3:]
             return None, SetupReport(status="failed", reason=why + (": " + " | ".join(last) if last else ""),
@@ -521,7 +538,7 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
         return TestRunResult(status="no_tests", **{**base, "toolchains": ()})
     image, setup = sandbox.image, None
     if plan.lock is not None:
-        installed, setup = await sandbox._thread(run, prepare_npm, sandbox, run, tree, plan.lock)
+        installed, setup = await sandbox._thread(run, prepare_npm, sandbox, run, tree, plan.lock, plan.manager)
         base["setup"] = setup
         if installed is None:  # the toolchain's plan carries why, so the verdict names it
             why = f"the project's npm packages could not be installed: {setup.reason}"

@@ -49,6 +49,8 @@ class Runner:
     def argv(self, reporter_path: str, files: tuple[str, ...] = ()) -> list[str]:
         """The runner's arguments after ``node <script>``: LogoMesh's reporter only, no watch, no coverage, no
         cache in the tree; ``files`` (for re-runs) limits the run to those test files."""
+        if self.name == "mocha":
+            return [f"--reporter={reporter_path}", "--exit", "--no-color", *files]
         if self.name == "jest":
             return ["--ci", f"--reporters={reporter_path}", "--no-watchman", "--cacheDirectory=/tmp/jest-cache",
                     "--coverage=false", "--passWithNoTests", "--forceExit",
@@ -60,6 +62,7 @@ class Runner:
 RUNNERS: dict[str, Runner] = {
     "jest": Runner("jest", "jest", "jest/bin/jest.js", "jest.cjs"),
     "vitest": Runner("vitest", "vitest", "vitest/vitest.mjs", "vitest.mjs"),
+    "mocha": Runner("mocha", "mocha", "mocha/bin/_mocha", "mocha.cjs"),
 }
 
 

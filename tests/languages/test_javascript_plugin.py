@@ -139,16 +139,20 @@ def test_the_plan_names_what_the_sandbox_lacks() -> None:
                                  **tests}.get, ["package-lock.json", "package.json", *tests], "18")
     assert with_lock.toolchain.error is None and with_lock.lock == "package-lock.json"  # npm ci installs them
     error, _ = plan({"package.json": '{"dependencies": {"ms": "^2.1.3"}}', **tests})
-    assert error == ("the project's npm packages (ms) cannot be installed: there is no package-lock.json, and "
-                     "LogoMesh installs from a lock file only")
+    assert error == ("the project's npm packages (ms) cannot be installed: there is no package-lock.json or "
+                     "pnpm-lock.yaml, and LogoMesh installs from a lock file only")
     error, _ = plan({"package.json": '{"dependencies": {"ms": "^2.1.3"}}', "yarn.lock": "", **tests})
     assert error is not None and "yarn.lock is not supported yet" in error
     error, _ = plan({"package.json": '{"scripts": {"test": "jest --coverage"}}', **tests})
     assert error == ("the project's tests run with jest (package.json's test script), which is not among "
                      "package.json's dependencies")
     error, _ = plan({"package.json": '{"scripts": {"test": "node --test"}}', ".mocharc.yml": "", **tests})
-    assert error == ("the project's tests run with mocha (.mocharc.yml); LogoMesh runs tests with node's own runner "
-                     "(node --test), Jest and Vitest, not yet with that runner")
+    assert error == ("the project's tests run with mocha (.mocharc.yml), which is not among package.json's "
+                     "dependencies")
+    error, _ = plan({"package.json": '{"scripts": {"test": "ava"}, "devDependencies": {"ava": "6"}}',
+                     "package-lock.json": "{}", **tests})
+    assert error == ("the project's tests run with ava (package.json's test script); LogoMesh runs tests with node's "
+                     "own runner (node --test), Jest, Vitest and Mocha, not yet with that runner")
     assert plan({"package.json": '{"scripts": {"test": "node --test test/"}}', **tests})[0] is None
     error, _ = plan({"package.json": "{}", "test/a.test.ts": ""})
     assert error is not None and "TypeScript" in error and "node's own runner needs a compiler" in error
@@ -222,6 +226,11 @@ def test_jest_and_vitest_run_the_project_s_tests_typescript_too() -> None:
                         "--no-watchman", "--cacheDirectory=/tmp/jest-cache", "--coverage=false", "--passWithNoTests",
                         "--forceExit"]
     assert runner_argv(jest, ("test/a.test.ts",), rerun=True)[-2:] == ["--runTestsByPath", "test/a.test.ts"]
+    mocha = planned('{"scripts": {"test": "mocha"}, "devDependencies": {"mocha": "10"}}')
+    assert mocha.toolchain.error is None and mocha.runner == "mocha"
+    assert runner_argv(mocha, ("test/b.test.js",), rerun=True)[5:] == [
+        "node_modules/mocha/bin/_mocha", "--reporter=/sandbox/logomesh/mocha.cjs", "--exit", "--no-color",
+        "test/b.test.js"]
     vitest = planned('{"scripts": {"test": "vitest run"}, "devDependencies": {"vitest": "3"}}')
     assert runner_argv(vitest, ("test/a.test.ts",), rerun=True)[5:] == [
         "node_modules/vitest/vitest.mjs", "run", "--reporter=/sandbox/logomesh/vitest.mjs",
@@ -259,3 +268,34 @@ def test_the_npm_runners_reporter_lines_are_read() -> None:
     assert [(e.name, e.outcome) for e in errors] == [("test/broken.test.ts::(file)", "error")]
     assert cut == 0 and ended is False  # no end of run: the runner stopped before it reported it all
     assert read_cases(stream + b"\n" + (MARK + '{"type": "done"}').encode())[3] is True
+
+
+def test_the_package_manager_comes_from_the_lock_file_and_package_json() -> None:
+    from sandbox.languages.js_packages import PackageManager, choose, pnpm_line
+
+    pnpm9 = "lockfileVersion: '9.0'\n\nsettings:\n  autoInstallPeers: true\n"
+    assert pnpm_line(pnpm9) == "9" and pnpm_line("lockfileVersion: 5.4\n") == "7" and pnpm_line("x: 1") is None
+    assert choose({}, ["package-lock.json"], None) == (PackageManager("npm", "package-lock.json"), "")
+    assert choose({}, ["pnpm-lock.yaml"], pnpm9) == (PackageManager("pnpm", "pnpm-lock.yaml", "9"), "")
+    # package.json's packageManager names the release, and which lock counts when there are several
+    declared = {"packageManager": "pnpm@9.15.0+sha512.76e2379760a4328ec4415815bcd6628dee727af3779aaa4c914e3944156c4299"}
+    assert choose(declared, ["package-lock.json", "pnpm-lock.yaml"], pnpm9)[0] == PackageManager(
+        "pnpm", "pnpm-lock.yaml", "9.15.0")
+    assert choose({}, ["package-lock.json", "pnpm-lock.yaml"], pnpm9)[0] == PackageManager("npm", "package-lock.json")
+    assert choose({"packageManager": "yarn@4.5.0"}, ["package-lock.json", "yarn.lock"], None)[0] == PackageManager(
+        "npm", "package-lock.json")
+    manager, why = choose({}, ["pnpm-lock.yaml", "pnpm-workspace.yaml"], pnpm9)
+    assert manager is None and why == "a pnpm workspace (pnpm-workspace.yaml) is not supported yet"
+    manager, why = choose({}, ["pnpm-lock.yaml"], "lockfileVersion: '42.0'\n")
+    assert manager is None and "lockfileVersion is not one LogoMesh knows" in why
+    assert choose({}, ["yarn.lock"], None)[0] is None
+    # the install never runs a package's script, and pnpm's own release comes from the registry first
+    script = PackageManager("pnpm", "pnpm-lock.yaml", "9").script()
+    assert script.startswith("npm install --global --prefix /tmp/logomesh-pm --ignore-scripts")
+    assert "pnpm install --frozen-lockfile --ignore-scripts" in script
+    assert PackageManager("npm", "package-lock.json").script().startswith("npm ci --ignore-scripts")
+    planned = plan_javascript({"package.json": '{"devDependencies": {"vitest": "3"}, "scripts": {"test": "vitest"}}',
+                               "pnpm-lock.yaml": pnpm9, "test/a.test.ts": ""}.get,
+                              ["package.json", "pnpm-lock.yaml", "test/a.test.ts"], "18,22")
+    assert planned.toolchain.error is None and planned.lock == "pnpm-lock.yaml" and planned.runner == "vitest"
+    assert planned.manager == PackageManager("pnpm", "pnpm-lock.yaml", "9")
