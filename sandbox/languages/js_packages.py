@@ -11,6 +11,7 @@ store outside the environment. A pnpm workspace, a Yarn lock or an unknown lock 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 NPM_LOCKS = ("npm-shrinkwrap.json", "package-lock.json")  # what `npm ci` installs from, in npm's order
@@ -48,7 +49,7 @@ def pnpm_line(lock_text: str) -> str | None:
     return PNPM_LINES.get(found.group(1)) if found else None
 
 
-def choose(manifest: dict[str, object], paths: list[str], read_lock: str | None) -> tuple[PackageManager | None, str]:
+def choose(manifest: Mapping[str, object], paths: list[str], read_lock: str | None) -> tuple[PackageManager | None, str]:
     """``(the manager, "")`` for the tree's lock files, or ``(None, why not)``; ``read_lock`` is the text of
     ``pnpm-lock.yaml`` when the tree has one."""
     said = manifest.get("packageManager")
