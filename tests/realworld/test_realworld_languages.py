@@ -1,13 +1,15 @@
-"""Real merged Go and JavaScript pull requests, and a reverted-fix twin of each, reviewed with zero configuration.
+"""Real merged Go, JavaScript and TypeScript pull requests, and a reverted-fix twin of each, reviewed with zero
+configuration.
 
-The bundles (``fixtures/languages/``, BSD projects; see its ``README.md``) hold each project's history up to the
-PR and a branch ``twin/<id>``: the PR's test changes on its base without its product change, so that a test of the
-PR fails there. Each is reviewed as the CLI reviews it, with the real Docker sandbox (``go test -json``, or
-``node --test`` with LogoMesh's reporter after ``npm ci`` from the lock file, at base, head and under the base's
-tests). The honest PR must have its tests measured and must ``pass`` or be an honest
-``neutral`` (nothing regressed, nothing of its own failing, the reason not a failure); the twin must have its tests
-measured, its new test failing, and must never ``pass``. The red agent is off (it probes neither language): this
-pins T and the verdict on real code, with the default settings (R measured when the embedding model is installed).
+The bundles (``fixtures/languages/``, BSD and MIT projects; see its ``README.md``) hold each project's history up to
+the PR and a branch ``twin/<id>``: the PR's test changes on its base without its product change, so that a test of
+the PR fails there. Each is reviewed as the CLI reviews it, with the real Docker sandbox (``go test -json``, or
+``node --test`` — or the project's Vitest or Jest, TypeScript through them — with LogoMesh's reporter after
+``npm ci`` from the lock file, at base, head and under the base's tests). The honest PR must have its tests measured
+and must ``pass`` or be an honest ``neutral`` (nothing regressed, nothing of its own failing, the reason not a
+failure); the twin must have its tests measured, its new test failing, and must never ``pass``. The red agent is off
+(it probes neither language): this pins T and the verdict on real code, with the default settings (R measured when
+the embedding model is installed).
 """
 
 from __future__ import annotations
