@@ -49,7 +49,8 @@ def pnpm_line(lock_text: str) -> str | None:
     return PNPM_LINES.get(found.group(1)) if found else None
 
 
-def choose(manifest: Mapping[str, object], paths: list[str], read_lock: str | None) -> tuple[PackageManager | None, str]:
+def choose(manifest: Mapping[str, object], paths: list[str],
+           read_lock: str | None) -> tuple[PackageManager | None, str]:
     """``(the manager, "")`` for the tree's lock files, or ``(None, why not)``; ``read_lock`` is the text of
     ``pnpm-lock.yaml`` when the tree has one."""
     said = manifest.get("packageManager")
