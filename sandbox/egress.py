@@ -19,6 +19,7 @@ import socket
 import socketserver
 import sys
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 READY = "listening"
 REFUSED = "refused "
 MAX_LOGGED = 100
+CONNECT_ATTEMPTS = 3
 
 
 def allowed_for(urls: Iterable[str], extra_hosts: Iterable[str] = ()) -> frozenset[tuple[str, int]]:
@@ -120,10 +122,16 @@ class _Handler(socketserver.BaseRequestHandler):
         if (host, port) not in self.server.allowed:
             self.server.log.refuse(target)
             return self._reply(client, 403, f"egress to {target} is not allowed: only the package index is")
-        try:
-            upstream = socket.create_connection((host, port), timeout=30)
-        except OSError as exc:
-            return self._reply(client, 502, f"cannot reach {target}: {exc.__class__.__name__}")
+        upstream = None
+        for attempt in range(CONNECT_ATTEMPTS):  # a name lookup or a connection that fails under load: again
+            try:
+                upstream = socket.create_connection((host, port), timeout=30)
+                break
+            except OSError as exc:
+                if attempt + 1 == CONNECT_ATTEMPTS:
+                    return self._reply(client, 502, f"cannot reach {target}: {exc.__class__.__name__}")
+                time.sleep(0.5 * 2 ** attempt)
+        assert upstream is not None
         with upstream:
             if connect:
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")

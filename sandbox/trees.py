@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from checks.languages import javascript
 from checks.testpaths import PYTEST_CONFIGS, holds_pytest_config, is_test_path
 from sandbox.tarball import GitBytes, pack_directory, pack_git_entries
 
@@ -120,10 +121,17 @@ class DirTree:
         pack_directory(self.root, out, limit)
 
 
+def _the_bases_in_a_guard(path: str) -> bool:
+    """A test file, or a JavaScript runner's configuration or setup file (``jest.config.js``, ``.mocharc.json``,
+    ``vitest.setup.ts``): the guard run takes the base's, as it takes the base's pytest configuration."""
+    return is_test_path(path) or javascript.is_harness_path(path)
+
+
 def guard_tree(head: GitTree, base: GitTree) -> GitTree:
-    """The head's tree with every test path replaced by the base's version (or removed when the base had none)."""
-    entries = {p: e for p, e in head.entries().items() if not is_test_path(p)}
-    entries.update({p: e for p, e in base.entries().items() if is_test_path(p)})
+    """The head's tree with every test path and JavaScript runner configuration replaced by the base's version (or
+    removed when the base had none)."""
+    entries = {p: e for p, e in head.entries().items() if not _the_bases_in_a_guard(p)}
+    entries.update({p: e for p, e in base.entries().items() if _the_bases_in_a_guard(p)})
     return GitTree(head.git_bytes, head.sha, name="guard", entries=entries, mtime=head.mtime)
 
 

@@ -19,7 +19,9 @@ PNPM_LOCK = "pnpm-lock.yaml"
 # the pnpm line that writes each lockfileVersion
 PNPM_LINES = {"9.0": "9", "6.1": "8", "6.0": "8", "5.4": "7", "5.3": "6"}
 PACKAGE_MANAGER = re.compile(r"^(npm|pnpm|yarn|bun)@(\d+(?:\.\d+){0,2}(?:-[\w.]+)?)(?:\+\S+)?$")
-TOOLS = "/tmp/logomesh-pm"  # noqa: S108 - where the setup container installs pnpm (never in the environment)
+# where the setup container installs pnpm (never in the environment); /tmp is mounted noexec there, so pnpm is
+# started by node, never as a program of its own
+TOOLS = "/tmp/logomesh-pm"  # noqa: S108
 QUIET = "--no-audit --no-fund --loglevel=warn"
 
 
@@ -35,8 +37,9 @@ class PackageManager:
         if self.name == "npm":
             return f"npm ci --ignore-scripts {QUIET}"
         return (f"npm install --global --prefix {TOOLS} --ignore-scripts {QUIET} pnpm@{self.version} && "
-                f"{TOOLS}/bin/pnpm install --frozen-lockfile --ignore-scripts --store-dir /tmp/pnpm-store "
-                "--package-import-method=copy --config.confirmModulesPurge=false --reporter=append-only")
+                f"node {TOOLS}/lib/node_modules/pnpm/bin/pnpm.cjs install --frozen-lockfile --ignore-scripts "
+                "--store-dir /tmp/pnpm-store --package-import-method=copy --config.confirmModulesPurge=false "
+                "--reporter=append-only")
 
     @property
     def command(self) -> str:

@@ -292,7 +292,7 @@ def test_the_package_manager_comes_from_the_lock_file_and_package_json() -> None
     # the install never runs a package's script, and pnpm's own release comes from the registry first
     script = PackageManager("pnpm", "pnpm-lock.yaml", "9").script()
     assert script.startswith("npm install --global --prefix /tmp/logomesh-pm --ignore-scripts")
-    assert "pnpm install --frozen-lockfile --ignore-scripts" in script
+    assert "pnpm.cjs install --frozen-lockfile --ignore-scripts" in script
     assert PackageManager("npm", "package-lock.json").script().startswith("npm ci --ignore-scripts")
     planned = plan_javascript({"package.json": '{"devDependencies": {"vitest": "3"}, "scripts": {"test": "vitest"}}',
                                "pnpm-lock.yaml": pnpm9, "test/a.test.ts": ""}.get,
