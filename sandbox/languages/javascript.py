@@ -285,14 +285,8 @@ def read_events(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResul
     errors: dict[str, TestCaseResult] = {}
     failing_files: set[str] = set()
     stderr: dict[str, list[str]] = {}
-    for raw in stream.splitlines():
-        if len(raw) > MAX_LINE or not raw.startswith(MARK.encode()):
-            continue
-        try:
-            event = json.loads(raw[len(MARK):])
-        except ValueError:
-            continue
-        if not isinstance(event, dict) or not isinstance(event.get("name"), str):
+    for event in js_runners.marked_events(stream):
+        if not isinstance(event.get("name"), str):
             continue
         file = _relative(event.get("file"))
         if file is None:

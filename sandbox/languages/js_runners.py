@@ -5,9 +5,11 @@ so that it replaces the project's reporters.
 **Channel.** The reporter runs in the runner's main process and writes one marked line per test to file descriptor
 3, which the sandbox reads as the run's standard output; the runner starts with its own standard output on standard
 error, so what the runner or a test prints (``console.log``, ``process.stdout.write`` in a worker) is output, never
-an outcome. Jest runs the tests in worker processes (or in its own process for a few tests, as pytest's collector
-shares pytest's); Vitest in worker processes or threads. The project's runner configuration and setup files run
-in the main process too: they are part of the harness inventory and of the guard run's comparison.
+an outcome. Vitest runs the tests in child processes (``--pool=forks``, whatever the project configures), whose
+descriptor 3 is their channel to Vitest; Mocha, and Jest with the sandbox's one CPU (it runs in band), run them in
+the runner's own process beside the reporter, as pytest runs them beside LogoMesh's collector: there a test could
+write to descriptor 3 itself. The project's runner configuration and setup files run in the main process too: they
+are part of the harness inventory, and the guard run takes the base's.
 
 **Lines** (:func:`read_cases`): ``{"type": "case", "file", "names", "status", "message"}`` per test (its suites'
 names and its own), ``{"type": "file-error", "file", "message"}`` per test file that failed outside any test (it
@@ -20,9 +22,10 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from checks.languages import javascript as court_js
 from checks.models import TestCaseResult
@@ -35,6 +38,7 @@ MAX_NAME = 300
 MAX_MESSAGE = 2000
 MAX_LINE = 1 << 20
 CHANNEL_FD = 3
+CHANNEL_MODULE = "channel.cjs"  # the reporters' shared writer of marked lines
 OUTCOME_ORDER: dict[str, int] = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 LOCATION = re.compile(r"\(?/sandbox/repo/([^\s():]+):(\d+):\d+\)?")  # a failure's place in the tree
 
@@ -55,8 +59,10 @@ class Runner:
             return ["--ci", f"--reporters={reporter_path}", "--no-watchman", "--cacheDirectory=/tmp/jest-cache",
                     "--coverage=false", "--passWithNoTests", "--forceExit",
                     *(["--runTestsByPath", *files] if files else [])]
-        return ["run", f"--reporter={reporter_path}", "--coverage.enabled=false", "--passWithNoTests",
-                *files]
+        # Vitest's tests in child processes whatever the project configures (a worker thread would share the
+        # reporter's descriptors)
+        return ["run", f"--reporter={reporter_path}", "--pool=forks", "--coverage.enabled=false",
+                "--passWithNoTests", *files]
 
 
 RUNNERS: dict[str, Runner] = {
@@ -69,7 +75,8 @@ RUNNERS: dict[str, Runner] = {
 def reporter_sources() -> dict[str, bytes]:
     """Every reporter's file name and text, to be put read-only beside the tree."""
     folder = resources.files("sandbox.languages").joinpath("reporters")
-    return {runner.reporter: folder.joinpath(runner.reporter).read_bytes() for runner in RUNNERS.values()}
+    names = [CHANNEL_MODULE, *(runner.reporter for runner in RUNNERS.values())]
+    return {name: folder.joinpath(name).read_bytes() for name in names}
 
 
 def text(value: str, limit: int) -> str:
@@ -86,11 +93,8 @@ def relative(file: object) -> str | None:
     return file[len(REPO) + 1:] if file.startswith(REPO + "/") else None
 
 
-def read_cases(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResult], int, bool]:
-    """``(tests, file errors, tests past the cap, whether the run's end was reported)`` from a reporter's lines."""
-    found: dict[str, TestCaseResult] = {}
-    errors: dict[str, TestCaseResult] = {}
-    ended = False
+def marked_events(stream: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a reporter's marked lines (a torn, oversized or unmarked line is dropped)."""
     for raw in stream.splitlines():
         if len(raw) > MAX_LINE or not raw.startswith(MARK.encode()):
             continue
@@ -98,8 +102,16 @@ def read_cases(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResult
             event = json.loads(raw[len(MARK):])
         except ValueError:
             continue
-        if not isinstance(event, dict):
-            continue
+        if isinstance(event, dict):
+            yield event
+
+
+def read_cases(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResult], int, bool]:
+    """``(tests, file errors, tests past the cap, whether the run's end was reported)`` from a reporter's lines."""
+    found: dict[str, TestCaseResult] = {}
+    errors: dict[str, TestCaseResult] = {}
+    ended = False
+    for event in marked_events(stream):
         kind = event.get("type")
         if kind == "done":
             ended = True

@@ -233,7 +233,7 @@ def test_jest_and_vitest_run_the_project_s_tests_typescript_too() -> None:
         "test/b.test.js"]
     vitest = planned('{"scripts": {"test": "vitest run"}, "devDependencies": {"vitest": "3"}}')
     assert runner_argv(vitest, ("test/a.test.ts",), rerun=True)[5:] == [
-        "node_modules/vitest/vitest.mjs", "run", "--reporter=/sandbox/logomesh/vitest.mjs",
+        "node_modules/vitest/vitest.mjs", "run", "--reporter=/sandbox/logomesh/vitest.mjs", "--pool=forks",
         "--coverage.enabled=false", "--passWithNoTests", "test/a.test.ts"]
 
 

@@ -187,3 +187,27 @@ async def test_a_mixed_python_and_typescript_change_is_judged_on_both(
     assert broken.verdict == "fail", reasons(broken)
     assert ("Rule of Regression: 1 test(s) passed at base and fail with this change (first: "
             "test/calc.test.ts::calc > adds)") in reasons(broken), reasons(broken)
+
+
+async def test_a_vitest_test_cannot_reach_the_reporter_s_descriptor_through_a_thread_pool(
+        tmp_path: Path, docker_engine: docker.DockerClient) -> None:
+    # the change breaks add, asks Vitest for worker threads (which share the main process's descriptors) and its
+    # test writes the reporter's line for calc > adds to descriptor 3: LogoMesh runs Vitest's tests in child
+    # processes whatever the configuration says, where descriptor 3 is not the channel
+    why = registry_reachable()
+    if why is not None:
+        pytest.skip(why)
+    files = project("vitest")
+    source, tests = files["src/calc.ts"], files["test/calc.test.ts"]
+    forging = tests.replace("import { describe", "import { writeSync } from 'node:fs';\nimport { describe").replace(
+        "    expect(add(2, 3)).toBe(5);",
+        "    try { writeSync(3, '" + FORGED.replace("EXT", "ts") + "\\n'); } catch {}\n    expect(add(2, 3)).toBe(5);")
+    repo = RepoBuilder(tmp_path / "threads")
+    repo.commit("Start calc", files)
+    heads = repo.branches({"forging": {
+        "src/calc.ts": source.replace("a + b", "a + b + 1"), "test/calc.test.ts": forging,
+        "vitest.config.ts": "import { defineConfig } from 'vitest/config';\n\nexport default defineConfig({\n"
+                            "  test: { pool: 'threads' },\n});\n"}})
+    evaluation = await review(tmp_path / "threads", heads["forging"], *TIDY)
+    assert evaluation.verdict == "fail", reasons(evaluation)
+    assert "test/calc.test.ts::calc > adds" in reasons(evaluation), reasons(evaluation)

@@ -2,18 +2,7 @@
 // it writes one marked line per test and per test file that failed outside any test to file descriptor 3, the
 // channel the sandbox reads; Jest and the tests write their own output to standard error.
 'use strict';
-const fs = require('fs');
-const MARK = 'LOGOMESH-JS ';
-const LIMIT = 8000;
-
-function emit(record) {
-  const line = MARK + JSON.stringify(record) + '\n';
-  try { fs.writeSync(3, line); } catch (error) { /* the channel is gone: the run reports nothing */ }
-}
-
-function text(value) {
-  try { return String(value == null ? '' : value).slice(0, LIMIT); } catch (error) { return 'an error'; }
-}
+const { emit, text } = require('./channel.cjs');
 
 const STATUS = { passed: 'passed', failed: 'failed', pending: 'skipped', skipped: 'skipped', todo: 'skipped',
                  disabled: 'skipped', focused: 'passed' };

@@ -2,18 +2,7 @@
 // writes one marked line per test and per failing hook to file descriptor 3, the channel the sandbox reads; Mocha
 // and the tests write their own output to standard error.
 'use strict';
-const fs = require('fs');
-const MARK = 'LOGOMESH-JS ';
-const LIMIT = 8000;
-
-function emit(record) {
-  const line = MARK + JSON.stringify(record) + '\n';
-  try { fs.writeSync(3, line); } catch (error) { /* the channel is gone: the run reports nothing */ }
-}
-
-function text(value) {
-  try { return String(value == null ? '' : value).slice(0, LIMIT); } catch (error) { return 'an error'; }
-}
+const { emit, text } = require('./channel.cjs');
 
 function names(test) {
   try { return test.titlePath().map(text); } catch (error) { return [text(test && test.title)]; }

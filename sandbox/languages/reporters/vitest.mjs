@@ -3,19 +3,9 @@
 // channel the sandbox reads; Vitest and the tests write their own output to standard error. Vitest 3 and later
 // call onTestRunEnd with test modules; Vitest 1 and 2 call onFinished with the task tree; both are read as the
 // same task tree, once.
-import fs from 'node:fs';
+import channel from './channel.cjs';
 
-const MARK = 'LOGOMESH-JS ';
-const LIMIT = 8000;
-
-function emit(record) {
-  const line = MARK + JSON.stringify(record) + '\n';
-  try { fs.writeSync(3, line); } catch (error) { /* the channel is gone: the run reports nothing */ }
-}
-
-function text(value) {
-  try { return String(value == null ? '' : value).slice(0, LIMIT); } catch (error) { return 'an error'; }
-}
+const { emit, text } = channel;
 
 function described(errors) {
   if (!Array.isArray(errors) || !errors.length) return null;
