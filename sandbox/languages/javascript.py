@@ -1,17 +1,17 @@
-"""JavaScript's (and TypeScript's) tests in the sandbox: the plan from ``package.json``, node's own runner — or the
-project's Jest or Vitest (:mod:`sandbox.languages.js_runners`) — in the container with a reporter LogoMesh writes,
-its lines read.
+"""JavaScript's (and TypeScript's) tests in the sandbox: the plan from ``package.json``, node's own runner — or
+the project's Jest, Vitest or Mocha (:mod:`sandbox.languages.js_runners`) — in the container with a reporter
+LogoMesh writes, its lines read.
 
-**Plan** (:func:`plan_javascript`): for node's runner, the tree's test files as node's runner finds them (``test/``,
-``*.test.js``, …; :func:`checks.languages.javascript.test_files`); Jest and Vitest choose theirs by the project's
-configuration; the project's ``test`` script never runs. The tests run with the oldest Node.js line of the sandbox
-image (its ``org.logomesh.node`` label: ``18,22``) that satisfies ``engines.node`` of ``package.json`` and
-``.nvmrc`` / ``.node-version``; when none does, the run is an ``env_error`` naming both. The npm registry is not
-reachable from the test container: a project's packages are installed from its lock file in the setup phase
-(:func:`prepare_npm`: ``npm ci --ignore-scripts``, or pnpm's frozen install, :mod:`sandbox.languages.js_packages`);
-a project whose packages cannot be installed that way (no lock file, Yarn or Bun only), whose tests run with another
-npm runner (Mocha, AVA…) or are TypeScript under node's runner is an ``env_error`` naming what it needs — the
-environment's gap, never the change's failure.
+**Plan** (:func:`plan_javascript`): for node's runner, the tree's test files as node's runner finds them
+(``test/``, ``*.test.js``, …; :func:`checks.languages.javascript.test_files`); Jest, Vitest and Mocha choose theirs
+by the project's configuration; the project's ``test`` script never runs. The tests run with the oldest Node.js
+line of the sandbox image (its ``org.logomesh.node`` label: ``18,22``) that satisfies ``engines.node`` of
+``package.json`` and ``.nvmrc`` / ``.node-version``; when none does, the run is an ``env_error`` naming both. The
+npm registry is not reachable from the test container: a project's packages are installed from its lock file in
+the setup phase (:func:`prepare_npm`: ``npm ci --ignore-scripts``, or pnpm's frozen install,
+:mod:`sandbox.languages.js_packages`); a project whose packages cannot be installed that way (no lock file, Yarn or
+Bun only), whose tests run with another npm runner (AVA, Jasmine…) or are TypeScript under node's runner is an
+``env_error`` naming what it needs — the environment's gap, never the change's failure.
 
 **Run** (:func:`run_javascript`): ``node --test --test-reporter=<LogoMesh's reporter> --test-reporter-destination=
 stdout <the test files>`` in the sandbox's container (no network, the rubric's limits). The reporter is a file

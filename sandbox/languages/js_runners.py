@@ -1,5 +1,5 @@
-"""The npm test runners LogoMesh runs a JavaScript/TypeScript project's tests with, beside node's own: Jest and
-Vitest, each with a reporter LogoMesh writes (``sandbox/languages/reporters/``), given on the runner's command line
+"""The npm test runners LogoMesh runs a JavaScript/TypeScript project's tests with, beside node's own: Jest, Vitest
+and Mocha, each with a reporter LogoMesh writes (``sandbox/languages/reporters/``), given on the runner's command line
 so that it replaces the project's reporters.
 
 **Channel.** The reporter runs in the runner's main process and writes one marked line per test to file descriptor
