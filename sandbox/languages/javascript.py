@@ -319,17 +319,9 @@ def read_events(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResul
             continue  # a suite failing because its tests did: they are reported themselves
         outcome: Literal["passed", "failed", "skipped"] = (
             "failed" if failed else "skipped" if event.get("skip") or event.get("todo") else "passed")
-        location = None
-        shown = None
         if outcome == "failed":
             failing_files.add(file)
-            shown = _text(message or "failed", MAX_MESSAGE)
-            at = LOCATION.search(message or "")
-            location = f"{at.group(1)}:{at.group(2)}" if at else None
-        result = TestCaseResult(name=court_js.node_id(file, path), outcome=outcome, message=shown, location=location)
-        earlier = found.get(result.name)
-        if earlier is None or OUTCOME_ORDER[outcome] > OUTCOME_ORDER[earlier.outcome]:
-            found[result.name] = result  # the same id twice: the worse outcome stands
+        js_runners.keep_worse(found, js_runners.case_result(file, path, outcome, message))
     tests = list(found.values())
     past_cap = max(0, len(tests) - MAX_TESTS)
     kept_errors = [e.model_copy(update={"message": _text("".join(stderr[file]).strip(), MAX_MESSAGE)})

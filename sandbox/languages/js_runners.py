@@ -106,6 +106,24 @@ def marked_events(stream: bytes) -> Iterator[dict[str, Any]]:
             yield event
 
 
+def case_result(file: str, names: list[str], outcome: Literal["passed", "failed", "skipped"],
+                message: str | None) -> TestCaseResult:
+    """One test's result; a failure carries its message and, when the message names one, its place in the tree."""
+    shown = location = None
+    if outcome == "failed":
+        shown = text(message or "failed", MAX_MESSAGE)
+        at = LOCATION.search(message or "")
+        location = f"{at.group(1)}:{at.group(2)}" if at else None
+    return TestCaseResult(name=court_js.node_id(file, names), outcome=outcome, message=shown, location=location)
+
+
+def keep_worse(found: dict[str, TestCaseResult], result: TestCaseResult) -> None:
+    """Record ``result``; the same id reported twice keeps the worse outcome."""
+    earlier = found.get(result.name)
+    if earlier is None or OUTCOME_ORDER[result.outcome] > OUTCOME_ORDER[earlier.outcome]:
+        found[result.name] = result
+
+
 def read_cases(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResult], int, bool]:
     """``(tests, file errors, tests past the cap, whether the run's end was reported)`` from a reporter's lines."""
     found: dict[str, TestCaseResult] = {}
@@ -131,16 +149,7 @@ def read_cases(stream: bytes) -> tuple[list[TestCaseResult], list[TestCaseResult
         status = event.get("status")
         outcome: Literal["passed", "failed", "skipped"] = (
             status if status in ("passed", "skipped") else "failed")  # anything else is not a pass
-        shown = location = None
-        if outcome == "failed":
-            shown = text(message or "failed", MAX_MESSAGE)
-            at = LOCATION.search(message or "")
-            location = f"{at.group(1)}:{at.group(2)}" if at else None
-        result = TestCaseResult(name=court_js.node_id(file, [n[:MAX_NAME] for n in names]), outcome=outcome,
-                                message=shown, location=location)
-        earlier = found.get(result.name)
-        if earlier is None or OUTCOME_ORDER[outcome] > OUTCOME_ORDER[earlier.outcome]:
-            found[result.name] = result  # the same id twice: the worse outcome stands
+        keep_worse(found, case_result(file, [n[:MAX_NAME] for n in names], outcome, message))
     tests = list(found.values())
     past_cap = max(0, len(tests) - MAX_TESTS)
     return tests[:MAX_TESTS], [errors[f] for f in sorted(errors)], past_cap, ended
