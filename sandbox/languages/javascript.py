@@ -57,8 +57,8 @@ NODE_LABEL = "org.logomesh.node"
 REPO = "/sandbox/repo"
 HERE = "/sandbox/logomesh"
 REPORTER = "reporter.mjs"
-MARK, MAX_TESTS, MAX_NAME, MAX_MESSAGE, MAX_LINE = (js_runners.MARK, js_runners.MAX_TESTS, js_runners.MAX_NAME,
-                                                    js_runners.MAX_MESSAGE, js_runners.MAX_LINE)
+MARK, MAX_TESTS, MAX_NAME = js_runners.MARK, js_runners.MAX_TESTS, js_runners.MAX_NAME
+MAX_MESSAGE = js_runners.MAX_MESSAGE
 DEPENDENCY_KEYS = ("dependencies", "devDependencies", "optionalDependencies")
 NPM_LOCKS = js_packages.NPM_LOCKS
 NPM_DIR = "/opt/logomesh/envs/node"  # the installed packages, in the environment's image
@@ -67,7 +67,6 @@ NPM_LAYOUT = 1
 # test runners that are npm packages: a project whose tests run with one needs its node_modules
 RUNNERS = ("jest", "vitest", "mocha", "ava", "jasmine", "karma", "tap", "uvu", "playwright", "cypress")
 RUNNER_WORD = re.compile(r"(?<![\w@/.-])(" + "|".join(RUNNERS) + r")(?![\w-])")
-LOCATION = js_runners.LOCATION
 # node's runner hands LogoMesh's reporter every event of every file; the reporter writes one line per start and
 # outcome, each marked, to the parent process's standard output (the channel the sandbox reads)
 REPORTER_SOURCE = """\
@@ -274,7 +273,6 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
 # --- reading the reporter's lines ---------------------------------------------------------------------------
 
 
-OUTCOME_ORDER = js_runners.OUTCOME_ORDER
 _text, _relative = js_runners.text, js_runners.relative
 
 
