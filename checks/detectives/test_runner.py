@@ -32,6 +32,7 @@ from checks.dependency_drift import (
 from checks.detectives.registry import register
 from checks.differential import MAX_RERUN, apply_reruns, classify
 from checks.languages import GO, JAVASCRIPT, PYTHON, language_of_test, languages_of, merge_runs
+from checks.languages import javascript as court_js
 from checks.linguist import runtime
 from checks.models import Case, DetectiveReport, Evidence, Location, Mutant, TestDiff, TestRunResult, TestSpec
 from checks.mutation import mutants_for
@@ -319,8 +320,7 @@ def evidence_for(result: TestRunResult, list_failures: bool = True) -> list[Evid
         go = toolchain.language == "Go"
         wanted = f" ({'go.mod' if go else 'the project'} asks for {toolchain.wanted})" if toolchain.wanted else ""
         modules = ", ".join(m or "the root" for m in toolchain.modules) or "none"
-        packages = [s for s in toolchain.sources
-                    if s.endswith(("package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml"))]
+        packages = [s for s in toolchain.sources if s.rsplit("/", 1)[-1] in court_js.LOCK_FILES]
         items.append(Evidence(
             id=f"{ID}.toolchain:{toolchain.language}", detective=ID, kind="test-environment", severity="info",
             facts={**facts, "toolchain": toolchain.model_dump(mode="json")},

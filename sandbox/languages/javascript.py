@@ -8,10 +8,10 @@ by the project's configuration; the project's ``test`` script never runs. The te
 line of the sandbox image (its ``org.logomesh.node`` label: ``18,22``) that satisfies ``engines.node`` of
 ``package.json`` and ``.nvmrc`` / ``.node-version``; when none does, the run is an ``env_error`` naming both. The
 npm registry is not reachable from the test container: a project's packages are installed from its lock file in
-the setup phase (:func:`prepare_npm`: ``npm ci --ignore-scripts``, or pnpm's frozen install,
-:mod:`sandbox.languages.js_packages`); a project whose packages cannot be installed that way (no lock file, Yarn or
-Bun only), whose tests run with another npm runner (AVA, Jasmine…) or are TypeScript under node's runner is an
-``env_error`` naming what it needs — the environment's gap, never the change's failure.
+the setup phase (:func:`prepare_npm`: ``npm ci --ignore-scripts``, or pnpm's or Yarn's frozen install,
+:mod:`sandbox.languages.js_packages`); a project whose packages cannot be installed that way (no lock file, a Bun
+lock or a workspace only), whose tests run with another npm runner (AVA, Jasmine…) or are TypeScript under node's
+runner is an ``env_error`` naming what it needs — the environment's gap, never the change's failure.
 
 **Run** (:func:`run_javascript`): ``node --test --test-reporter=<LogoMesh's reporter> --test-reporter-destination=
 stdout <the test files>`` in the sandbox's container (no network, the rubric's limits). The reporter is a file
@@ -230,9 +230,7 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
     dependencies = sorted({name for key in DEPENDENCY_KEYS if isinstance(manifest.get(key), dict)
                            for name in manifest[key]})
     locks = [name for name in court_js.LOCK_FILES if name in paths]
-    manager, unsupported = (js_packages.choose(manifest, paths, read(js_packages.PNPM_LOCK)
-                                               if js_packages.PNPM_LOCK in paths else None)
-                            if dependencies else (None, ""))
+    manager, unsupported = (js_packages.choose(manifest, paths, read) if dependencies else (None, ""))
     runner, why = named_runner(manifest, paths, dependencies)
     known = js_runners.RUNNERS.get(runner or "")
     lines = offered_lines(offered)
@@ -262,7 +260,8 @@ def plan_javascript(read: Callable[[str], str | None], paths: list[str], offered
                  "from its npm dependencies (LogoMesh runs TypeScript tests with Jest or Vitest)")
     plan = ToolchainPlan(language=court_js.NAME, version=version if not error else None,
                          wanted=" and ".join(wanted) or None, offered=lines, modules=("",),
-                         missing=tuple(dependencies) if error else (), sources=tuple(sources + locks), error=error,
+                         missing=tuple(dependencies) if error else (),
+                         sources=tuple(sources + ([manager.lock] if manager is not None else locks)), error=error,
                          runner=known.name if known is not None else "node --test",
                          covers=("TypeScript",) if known is not None else ())
     return JavaScriptPlan(toolchain=plan, files=tests if known is not None else scripts,
@@ -381,9 +380,9 @@ def npm_tag(sandbox: DockerSandbox, manifest: str, lock: str,
 def prepare_npm(sandbox: DockerSandbox, run: _Run, tree: Tree, lock: str,
                 manager: js_packages.PackageManager | None = None) -> tuple[str | None, SetupReport]:
     """``(the environment's image, the report)``: the packages ``lock`` pins, installed by ``manager`` (``npm ci
-    --ignore-scripts``, or pnpm's frozen install: :mod:`sandbox.languages.js_packages`) in a setup container whose
-    only network is the egress proxy to the registry, committed to the environment cache (a hit is reused). The
-    image is None when the install failed (the report says why)."""
+    --ignore-scripts``, or pnpm's or Yarn's frozen install: :mod:`sandbox.languages.js_packages`) in a setup
+    container whose only network is the egress proxy to the registry, committed to the environment cache (a hit is
+    reused). The image is None when the install failed (the report says why)."""
     from sandbox.setup_phase import ENV_LABEL, REFUSED_LABEL, _lock_for, _refused_label, evict
 
     if not sandbox.setup.allow:
@@ -418,7 +417,8 @@ def prepare_npm(sandbox: DockerSandbox, run: _Run, tree: Tree, lock: str,
                 api.start(helper)
                 network.watch(helper)
                 saved = "package-lock.json" if manager.name == "npm" else lock
-                files = {"package.json": manifest.encode(), saved: lock_text.encode()}
+                files = {"package.json": manifest.encode(),
+                         saved: js_packages.lock_for_install(manager, lock_text, options.npm_registry).encode()}
                 if options.ca_bundle is not None:
                     files["ca.pem"] = options.ca_bundle.read_bytes()
                 api.put_archive(helper, NPM_SETUP.rsplit("/", 1)[0], owned_files_tar(NPM_SETUP.rsplit("/", 1)[1],
@@ -431,13 +431,15 @@ def prepare_npm(sandbox: DockerSandbox, run: _Run, tree: Tree, lock: str,
                    "npm_config_audit": "false", "npm_config_fund": "false", "npm_config_update_notifier": "false",
                    "npm_config_cache": "/tmp/npm-cache", "HOME": "/tmp", "PATH": "/usr/bin:/bin",  # noqa: S108
                    "NO_COLOR": "1"}
+            env.update(manager.environment(options.npm_registry, network.proxy_url))
             newest = offered_lines(image_node_version(sandbox))[-1:]
             if manager.name != "npm" and newest:  # a package manager from the registry: the newest Node.js runs it
                 env["PATH"] = f"{node_home(newest[0])}/bin:{env['PATH']}"
             if options.ca_bundle is not None:
                 env["npm_config_cafile"] = env["NODE_EXTRA_CA_CERTS"] = f"{NPM_SETUP}/ca.pem"
+            # writable copies: Yarn 4 writes its own name into package.json's packageManager
             script = (f"mkdir -p {NPM_DIR} && cp {NPM_SETUP}/package.json {NPM_SETUP}/{saved} {NPM_DIR}/ "
-                      f"&& cd {NPM_DIR} && {manager.script()}")
+                      f"&& cd {NPM_DIR} && chmod u+w package.json {saved} && {manager.script()}")
             done = asyncio.run(sandbox._exec_in(helper, ["sh", "-c", script], limits, env=env, workdir="/"))
             refused = network.refused()
         if done.timed_out or done.exit_code != 0:
