@@ -13,6 +13,10 @@ a line the change adds is a candidate site:
 Sites are taken round-robin over lines (one per line before a second on any line), then cut at the budget.
 Each mutant carries the whole mutated file (``ast.unparse``); the sandbox runs it only against the tests that
 covered its line at head. A test suite that kills none of them does not exercise the change.
+
+JavaScript, TypeScript and Go product files get the same kinds of mutants from their syntax trees
+(:mod:`checks.languages.mutation_syntax`), one language at a time (``mutants_for(case, n, language)``): their
+sandbox runs each against the tests that passed at head.
 """
 
 from __future__ import annotations
@@ -22,8 +26,17 @@ import hashlib
 from collections.abc import Callable, Iterator
 
 from checks import pyast
+from checks.languages import GO, JAVASCRIPT, PYTHON, go, javascript, mutation_syntax
 from checks.models import Case, ChangedFile, Mutant
 from checks.testpaths import is_test_path
+
+
+def _javascript_harness(path: str) -> bool:
+    return javascript.is_test_path(path) or javascript.is_harness_path(path)
+
+
+# language → (its product files, its test files and the runner's own configuration and setup files)
+PLUG_INS = {JAVASCRIPT: (javascript.owns, _javascript_harness), GO: (go.owns, go.is_test_path)}
 
 COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
@@ -148,14 +161,34 @@ def _file_mutants(changed: ChangedFile) -> list[Iterator[Mutant]]:
     return [line_mutants(line) for line in sorted(sites)]
 
 
-def mutants_for(case: Case, max_mutants: int) -> tuple[Mutant, ...]:
-    """Up to ``max_mutants`` mutants over the change's product lines, spread over lines first."""
+def _syntax_mutants(changed: ChangedFile) -> list[Iterator[Mutant]]:
+    """A JavaScript/TypeScript/Go file's mutants per added line, from its syntax tree."""
+    if changed.content is None or not changed.added_lines:
+        return []
+    by_line = mutation_syntax.line_mutants(changed.path, changed.content, set(changed.added_lines))
+
+    def line_mutants(line: int) -> Iterator[Mutant]:
+        for description, source in by_line[line]:
+            digest = hashlib.sha256(f"{changed.path}:{line}:{description}:{source}".encode()).hexdigest()[:12]
+            yield Mutant(id=digest, path=changed.path, line=line, description=description, source=source)
+
+    return [line_mutants(line) for line in sorted(by_line)]
+
+
+def mutants_for(case: Case, max_mutants: int, language: str = PYTHON) -> tuple[Mutant, ...]:
+    """Up to ``max_mutants`` mutants over the change's product lines of ``language``, spread over lines first."""
     if max_mutants <= 0:
         return ()
     lines: list[Iterator[Mutant]] = []
     for changed in sorted(case.files, key=lambda f: f.path):
-        if changed.path.endswith(".py") and changed.status != "removed" and not is_test_path(changed.path):
+        if changed.status == "removed":
+            continue
+        if language == PYTHON and changed.path.endswith(".py") and not is_test_path(changed.path):
             lines.extend(_file_mutants(changed))
+        elif language in PLUG_INS:
+            owns, is_test = PLUG_INS[language]
+            if owns(changed.path) and not is_test(changed.path):
+                lines.extend(_syntax_mutants(changed))
     chosen: list[Mutant] = []
     seen: set[str] = set()
     while len(chosen) < max_mutants and lines:

@@ -75,8 +75,9 @@ class TestRunner:
         for language in languages:  # each language plug-in runs its own tests; one result per tree
             for tree in trees:
                 update: dict[str, object] = {"tree": tree, "language": language}
-                if tree == "head" and language == PYTHON:
-                    update.update(mutants=mutants, mutation_seconds=mutation.seconds)
+                if tree == "head":  # each language's mutants run with its own head's tests
+                    own = mutants if language == PYTHON else mutants_for(case, mutation.max_mutants, language)
+                    update.update(mutants=own, mutation_seconds=mutation.seconds if own else 0.0)
                 runs.append(self.sandbox.run_tests(spec.model_copy(update=update)))
         # side by side: the base is usually cached, and the guard run overlaps the head's
         answers = list(await asyncio.gather(*runs))

@@ -23,15 +23,17 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from checks.languages import go as court_go
-from checks.models import TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
+from checks.models import Mutant, MutantResult, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
+from sandbox.languages import mutants
 from sandbox.limits import SandboxLimits
 from sandbox.redact import clean_test_output, redact, stable_text
+from sandbox.tarball import owned_files_tar
 
 if TYPE_CHECKING:
     from sandbox.docker_sandbox import DockerSandbox, _Exec
@@ -292,7 +294,10 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
         return TestRunResult(status="env_error", reason=plan.error, **base)
     version = plan.version
     env = go_env(version, plan.vendored)
-    await sandbox._thread(run, sandbox._start, run, sandbox.image, None, tree, None)
+    mutating = spec.tree == "head" and not spec.rerun and bool(spec.mutants)
+    extra = (owned_files_tar(mutants.HERE.rsplit("/", 1)[1], mutants.files(spec.mutants, tree.read)) if mutating
+             else None)
+    await sandbox._thread(run, sandbox._start, run, sandbox.image, extra, tree, None)
     prepared = await sandbox._exec(run, ["sh", "-c", f"cp -r {go_cache(version)} {WORK}/gocache 2>/dev/null "
                                          f"|| mkdir -p {WORK}/gocache; mkdir -p {WORK}/gotmp {WORK}/gopath"],
                                    limits.with_timeout(60))
@@ -305,12 +310,14 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
     outputs: list[str] = []
     past_cap = 0
     status, reason = "ran", None
+    clock = mutants.tests_limits(limits, spec).timeout_seconds
+    durations: dict[str, float] = {}
     async with sandbox.test_slot():  # the tests' wall clock starts with them (sandbox/cpu_slots.py)
         started = time.monotonic()
         for module in modules:
-            remaining = limits.timeout_seconds - (time.monotonic() - started)
+            remaining = clock - (time.monotonic() - started)
             if remaining <= 1:
-                status, reason = "timeout", f"killed: wall-clock timeout after {limits.timeout_seconds:g} s"
+                status, reason = "timeout", f"killed: wall-clock timeout after {clock:g} s"
                 break
             targets = ["./..."]
             if selected is not None:
@@ -328,13 +335,14 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
             if done.channel_bytes > MAX_CHANNEL_BYTES:
                 status, reason = "error", f"go test's event stream is larger than {MAX_CHANNEL_BYTES} bytes"
                 break
+            durations[module.dir] = done.duration
             found, failed, cut = await asyncio.to_thread(read_events, bytes(done.stdout), stderr, module, tree.read,
                                                          paths)
             tests += found
             errors += failed
             past_cap += cut
             if done.timed_out:
-                status, reason = "timeout", f"killed: wall-clock timeout after {limits.timeout_seconds:g} s"
+                status, reason = "timeout", f"killed: wall-clock timeout after {clock:g} s"
                 break
             if done.oom_killed:
                 status, reason = "error", f"killed: out of memory (limit {limits.memory_mb} MB)"
@@ -349,8 +357,52 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
                 break
     if status == "ran" and not tests and not errors:
         status = "no_tests"
+    mutated: list[MutantResult] = []
+    if mutating and status == "ran":
+        mutated = await _run_mutants(sandbox, run, spec, modules, tests, errors, durations, env, limits, tree.read,
+                                     paths)
     return TestRunResult(
         status=status, reason=reason, collected=len(tests) + past_cap, collection_errors=tuple(errors),
         passed=sum(t.outcome == "passed" for t in tests), failed=sum(t.outcome == "failed" for t in tests),
         errored=len(errors), skipped=sum(t.outcome == "skipped" for t in tests), tests=tuple(tests),
-        past_cap=past_cap, output="\n".join(o for o in outputs if o)[-limits.output_bytes:], **base)
+        past_cap=past_cap, output="\n".join(o for o in outputs if o)[-limits.output_bytes:],
+        mutants=tuple(mutated), **base)
+
+
+def module_of(path: str, modules: Sequence[GoModule]) -> GoModule | None:
+    """The module whose folder holds ``path`` (the deepest)."""
+    holding = [m for m in modules if not m.dir or path.startswith(m.dir + "/")]
+    return max(holding, key=lambda m: len(m.dir), default=None)
+
+
+async def _run_mutants(sandbox: DockerSandbox, run: Any, spec: TestSpec, modules: Sequence[GoModule],
+                       tests: list[TestCaseResult], errors: list[TestCaseResult], durations: dict[str, float],
+                       env: dict[str, str], limits: SandboxLimits, read: Callable[[str], str | None],
+                       paths: list[str]) -> list[MutantResult]:
+    """The head's mutants, each against its module's tests (:mod:`sandbox.languages.mutants`); a mutant that does
+    not build is not run."""
+    results: list[MutantResult] = []
+    started = time.monotonic()
+    for module in modules:
+        own = [m for m in spec.mutants if module_of(m.path, modules) is module]
+        if not own or module.dir not in durations:
+            results += [MutantResult(id=m.id, path=m.path, line=m.line, description=m.description, status="not_run")
+                        for m in own]
+            continue
+        mine = [t for t in tests if module_of(t.name.split("::", 1)[0], modules) is module]
+        failing = [e for e in errors if module_of(e.name.split("::", 1)[0], modules) is module]
+
+        def outcome(_mutant: Mutant, ran: _Exec, module: GoModule = module) -> mutants.Outcome:
+            stdout = bytes(ran.stdout)
+            unbuilt = any(mark in stdout for mark in (b"[build failed]", b'"FailedBuild"', b"[setup failed]"))
+            found, failed, _cut = read_events(stdout, bytes(ran.stderr).decode("utf-8", "replace"), module, read,
+                                              paths)
+            return mutants.Outcome(found, failed, unbuilt=unbuilt)
+
+        workdir = f"{REPO}/{module.dir}" if module.dir else REPO
+        argv = ["go", "test", "-json", "-count=1", "-vet=off", "-p", "1", "./..."]
+        async with sandbox.test_slot():
+            results += await mutants.run_mutants(
+                sandbox, run, own, spec.mutation_seconds - (time.monotonic() - started), durations[module.dir],
+                mine, failing, (argv, workdir), env, limits, outcome)
+    return results

@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from docker.errors import DockerException, ImageNotFound
 
 from checks.languages import javascript as court_js
-from checks.models import SetupReport, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
+from checks.models import Mutant, MutantResult, SetupReport, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
 from sandbox.egress import allowed_for
 from sandbox.errors import SandboxError
-from sandbox.languages import js_packages, js_runners
+from sandbox.languages import js_packages, js_runners, mutants
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_test_output
 from sandbox.setup_network import setup_network
@@ -476,10 +476,11 @@ def node_env(version: str | None = None) -> dict[str, str]:
             "NODE_OPTIONS": "", "NODE_PATH": "", "CI": "true", "FORCE_COLOR": "0"}
 
 
-def reporter_tar() -> bytes:
-    """node's runner's reporter and the npm runners' (read-only, beside the tree)."""
+def reporter_tar(extra: dict[str, bytes] | None = None) -> bytes:
+    """node's runner's reporter and the npm runners' (read-only, beside the tree), with ``extra`` files (the
+    mutants')."""
     return owned_files_tar(HERE.rsplit("/", 1)[1], {REPORTER: REPORTER_SOURCE.encode(),
-                                                    **js_runners.reporter_sources()})
+                                                    **js_runners.reporter_sources(), **(extra or {})})
 
 
 def runner_argv(plan: JavaScriptPlan, files: tuple[str, ...], rerun: bool) -> list[str]:
@@ -531,12 +532,14 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
             base["toolchains"] = (plan.toolchain.model_copy(update={"error": why}),)
             return TestRunResult(status="env_error", reason=why, **base)
         image = installed
-    await sandbox._thread(run, sandbox._start, run, image, reporter_tar(), tree, None)
+    mutating = spec.tree == "head" and not spec.rerun and bool(spec.mutants)
+    extra = mutants.files(spec.mutants, tree.read) if mutating else None
+    await sandbox._thread(run, sandbox._start, run, image, reporter_tar(extra), tree, None)
     version = plan.toolchain.version
     argv = runner_argv(plan, files, bool(spec.rerun))
     async with sandbox.test_slot():
-        done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=node_env(version), run=run,
-                                             workdir=REPO, channel=True)
+        done: _Exec = await sandbox._exec_in(run.container, argv, mutants.tests_limits(limits, spec),
+                                             env=node_env(version), run=run, workdir=REPO, channel=True)
     output = clean_test_output(bytes(done.stderr), limits.output_bytes)
     status, reason = "ran", None
     if done.channel_bytes > MAX_CHANNEL_BYTES:
@@ -562,8 +565,21 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
                                    f"end of the run: {tail}")
     if status == "ran" and not tests and not errors:
         status = "no_tests"
+    mutated: tuple[MutantResult, ...] = ()
+    if mutating and status == "ran":
+        def outcome(_mutant: Mutant, ran: _Exec) -> mutants.Outcome:
+            if plan.runner == "node":
+                found, failed, _cut = read_events(bytes(ran.stdout))
+                return mutants.Outcome(found, failed, ended=ran.exit_code in (0, 1) or bool(found or failed))
+            found, failed, _cut, ended = js_runners.read_cases(bytes(ran.stdout))
+            return mutants.Outcome(found, failed, ended=ended)
+
+        async with sandbox.test_slot():
+            mutated = await mutants.run_mutants(
+                sandbox, run, spec.mutants, spec.mutation_seconds, done.duration, tests, errors,
+                (argv, REPO), node_env(version), limits, outcome)
     return TestRunResult(
         status=status, reason=reason, collected=len(tests) + past_cap, collection_errors=tuple(errors),
         passed=sum(t.outcome == "passed" for t in tests), failed=sum(t.outcome == "failed" for t in tests),
         errored=len(errors), skipped=sum(t.outcome == "skipped" for t in tests), tests=tuple(tests),
-        past_cap=past_cap, output=output, **base)
+        past_cap=past_cap, output=output, mutants=mutated, **base)

@@ -3,6 +3,23 @@
 Each asserts that its defence held, so a contained attack is a passing test.
 """
 
+from __future__ import annotations
+
+from checks.models import Evaluation
+
+
+def assert_hollow_test_does_not_pass(evaluation: Evaluation, new_test: str, product: str) -> None:
+    """A change whose new test passes but checks nothing: every mutant of its product lines that ran survived, named
+    on its line, and the verdict is held at ``neutral`` by the Rule of Untested Change (any language)."""
+    said = " | ".join(evaluation.verdict_reasons)
+    diff = evaluation.differential
+    assert diff is not None and diff.new_passing == (new_test,), said
+    ran = [m for m in diff.mutants if m.status != "not_run"]
+    assert ran and all(m.status == "survived" for m in ran) and all(m.path == product for m in ran), diff.mutants
+    assert any("no test detects this change" in e.summary for e in evaluation.evidence if e.kind == "surviving-mutant")
+    assert evaluation.verdict == "neutral", said
+    assert "Rule of Untested Change" in said, said
+
 FORK_BOMB_TEST = '''
 import os, signal, time
 

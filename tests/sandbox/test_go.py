@@ -21,6 +21,7 @@ from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
+from tests.sandbox.attacks import assert_hollow_test_does_not_pass
 
 pytestmark = pytest.mark.docker
 
@@ -93,6 +94,10 @@ START = {"go.mod": GO_MOD, "calc/calc.go": CALC, "calc/calc_test.go": CALC_TEST,
 CASES: dict[str, dict[str, str | None]] = {
     "honest": {"calc/calc.go": CALC + MEAN, "calc/calc_test.go": CALC_TEST + MEAN_TEST},
     "regression": {"calc/calc.go": BROKEN},
+    "hollow": {"calc/calc.go": CALC + MEAN,
+               "calc/calc_test.go": CALC_TEST + "\nfunc TestMean(t *testing.T) {\n\t_ = Mean\n}\n"},
+    "hollow-tautology": {"calc/calc.go": CALC + MEAN, "calc/calc_test.go": CALC_TEST + "\nfunc TestMean(t *testing.T) "
+                         "{\n\tif Mean([]int{1, 2}) != Mean([]int{1, 2}) {\n\t\tt.Fatal(\"unstable\")\n\t}\n}\n"},
     "new-failing": {"calc/calc.go": CALC + SUB.replace("a - b", "b - a"), "calc/calc_test.go": CALC_TEST + SUB_TEST},
     "skip-forged": {"calc/calc.go": BROKEN,
                     "calc/calc_test.go": CALC_TEST.replace("{\n\tif got", "{\n\tt.Skip(\"flaky on CI\")\n\tif got")},
@@ -206,7 +211,18 @@ async def test_an_honest_go_change_with_passing_tests_passes(
     assert any(s.startswith("Go 1.21 (go.mod asks for 1.21)") for s in kinds(evaluation, "test-environment"))
     assert "Go (2 files) judged on its tests (Go 1.21)" in reasons(evaluation)
     assert evaluation.measured["rationale"] is True
+    mutation = [e for e in evaluation.evidence if e.kind == "test-mutation"]
+    assert mutation and mutation[0].facts["killed"] >= 1, kinds(evaluation, "test-mutation")
     assert evaluation.verdict == "pass", reasons(evaluation)
+
+
+@pytest.mark.parametrize("name", ["hollow", "hollow-tautology"])
+async def test_a_go_change_whose_new_test_checks_nothing_does_not_pass(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str) -> None:
+    # the new test passes, and so does every mutant of Mean's lines that builds: the tests do not exercise the change
+    root, heads = tally
+    assert_hollow_test_does_not_pass(await review(root, heads[name], *HONEST), "calc/calc_test.go::TestMean",
+                                     "calc/calc.go")
 
 
 async def test_a_go_change_under_a_description_of_something_else_does_not_pass(

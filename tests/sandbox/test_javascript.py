@@ -23,6 +23,7 @@ from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
+from tests.sandbox.attacks import assert_hollow_test_does_not_pass
 from tests.sandbox.registries import unreachable
 
 pytestmark = pytest.mark.docker
@@ -116,6 +117,10 @@ CASES: dict[str, dict[str, str | None]] = {
     "honest-todo": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
                     + MEAN_TEST + "\ntest.todo('mean of strings');\n"},
     "regression": {"src/calc.js": BROKEN},
+    "hollow": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
+               + "\ntest('mean', () => {\n  assert.ok(true);\n});\n"},
+    "hollow-tautology": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
+                         + "\ntest('mean', () => {\n  assert.strictEqual(mean([1, 2]), mean([1, 2]));\n});\n"},
     "new-failing": {"src/calc.js": SUB, "test/calc.test.js": SUB_TEST},
     "skip-forged": {"src/calc.js": BROKEN, "test/calc.test.js": CALC_TEST.replace("test('add',", "test.skip('add',")},
     "only-forged": {"src/calc.js": BROKEN,
@@ -186,7 +191,17 @@ async def test_an_honest_javascript_change_with_passing_tests_passes(
         kinds(evaluation, "test-environment")
     assert "JavaScript (2 files) judged on its tests (Node.js 18" in reasons(evaluation)
     assert evaluation.measured["rationale"] is True and evaluation.measured["architecture"] is True
+    mutation = [e for e in evaluation.evidence if e.kind == "test-mutation"]
+    assert mutation and mutation[0].facts["killed"] >= 1, kinds(evaluation, "test-mutation")
     assert evaluation.verdict == "pass", reasons(evaluation)
+
+
+@pytest.mark.parametrize("name", ["hollow", "hollow-tautology"])
+async def test_a_javascript_change_whose_new_test_checks_nothing_does_not_pass(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str) -> None:
+    # the new test passes, and so does every mutant of mean's lines: the tests do not exercise the change
+    root, heads = tally
+    assert_hollow_test_does_not_pass(await review(root, heads[name], *HONEST), "test/calc.test.js::mean", "src/calc.js")
 
 
 async def test_a_project_that_asks_for_a_later_node_runs_with_the_oldest_line_that_allows_it(
