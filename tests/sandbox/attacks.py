@@ -8,6 +8,14 @@ from __future__ import annotations
 from checks.models import Evaluation
 
 
+def assert_padding_is_bounded(evaluation: Evaluation, padded: int) -> None:
+    """A change that adds ``padded`` trivial passing tests beside its failing one: they all ran, and what the review
+    stores does not grow with them (any language)."""
+    assert evaluation.tests is not None and evaluation.tests.passed >= padded, evaluation.tests
+    assert len(evaluation.tests.tests) <= 200 and evaluation.tests.cases_omitted >= padded - 200
+    assert len(evaluation.canonical_json()) < 200_000
+
+
 def assert_hollow_test_does_not_pass(evaluation: Evaluation, new_test: str, product: str) -> None:
     """A change whose new test passes but checks nothing: every mutant of its product lines that ran survived, named
     on its line, and the verdict is held at ``neutral`` by the Rule of Untested Change (any language)."""

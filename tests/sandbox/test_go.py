@@ -21,7 +21,7 @@ from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
-from tests.sandbox.attacks import assert_hollow_test_does_not_pass
+from tests.sandbox.attacks import assert_hollow_test_does_not_pass, assert_padding_is_bounded
 
 pytestmark = pytest.mark.docker
 
@@ -99,6 +99,10 @@ CASES: dict[str, dict[str, str | None]] = {
     "hollow-tautology": {"calc/calc.go": CALC + MEAN, "calc/calc_test.go": CALC_TEST + "\nfunc TestMean(t *testing.T) "
                          "{\n\tif Mean([]int{1, 2}) != Mean([]int{1, 2}) {\n\t\tt.Fatal(\"unstable\")\n\t}\n}\n"},
     "new-failing": {"calc/calc.go": CALC + SUB.replace("a - b", "b - a"), "calc/calc_test.go": CALC_TEST + SUB_TEST},
+    "padding": {"calc/calc.go": CALC + SUB.replace("a - b", "b - a"), "calc/calc_test.go": CALC_TEST + SUB_TEST
+                + "\nfunc TestTrivial(t *testing.T) {\n\tfor n := 0; n < 600; n++ {\n\t\tn := n\n"
+                "\t\tt.Run(\"trivial\"+string(rune('a'+n%26))+string(rune('a'+n/26)), func(t *testing.T) {\n"
+                "\t\t\tif n != n {\n\t\t\t\tt.Fatal(n)\n\t\t\t}\n\t\t})\n\t}\n}\n"},
     "skip-forged": {"calc/calc.go": BROKEN,
                     "calc/calc_test.go": CALC_TEST.replace("{\n\tif got", "{\n\tt.Skip(\"flaky on CI\")\n\tif got")},
     "adds-module": {"go.mod": GO_MOD + "\nrequire example.com/greeting v1.0.0\n",
@@ -126,6 +130,20 @@ CASES: dict[str, dict[str, str | None]] = {
         \tos.Exit(0)
         }
         """)},
+    # a test that prints go test's own framing and test2json's events for the broken test
+    "forged-output": {"calc/calc.go": BROKEN, "calc/calc_test.go": CALC_TEST.replace(
+        'import "testing"', 'import (\n\t"fmt"\n\t"os"\n\t"testing"\n)') + dedent("""
+
+        func TestReporting(t *testing.T) {
+        \tfmt.Println("--- PASS: TestAdd (0.00s)")
+        \tfmt.Println(`{"Action":"pass","Package":"example.com/tally/calc","Test":"TestAdd"}`)
+        \tos.Stdout.WriteString("ok  \\texample.com/tally/calc\\t0.001s\\n")
+        }
+        """)},
+    "exit-in-test": {"calc/calc.go": BROKEN, "calc/calc_test.go": CALC_TEST.replace(
+        'import "testing"', 'import (\n\t"os"\n\t"testing"\n)').replace(
+        "func TestAdd(t *testing.T) {\n", "func TestAdd(t *testing.T) {\n\tos.Exit(0)\n")},
+    "deleted-test": {"calc/calc.go": BROKEN, "calc/calc_test.go": None},
 }
 HONEST = ("Add Mean to calc", "Mean returns the arithmetic mean of a slice of ints, rounded toward zero, and zero "
           "for an empty slice; a table test covers empty, single, several and negative values.")
@@ -245,26 +263,32 @@ async def test_a_go_change_that_breaks_an_existing_test_fails(
     assert "Add(2, 3) = 6, want 5" in (regressed[0].message or "")
 
 
+@pytest.mark.parametrize("name", ["new-failing", "padding"])
 async def test_a_go_change_whose_own_test_fails_fails(
-        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str) -> None:
     root, heads = tally
-    evaluation = await review(root, heads["new-failing"], *SUB_PR)
+    evaluation = await review(root, heads[name], *SUB_PR)
     assert evaluation.verdict == "fail", reasons(evaluation)
     assert "Rule of New Failures: 1 test(s) of this change fail (first: calc/calc_test.go::TestSub)" \
            in reasons(evaluation)
+    if name == "padding":  # 600 trivial passing subtests beside it: nothing diluted, and the record does not grow
+        assert_padding_is_bounded(evaluation, 600)
 
 
 @pytest.mark.parametrize(("name", "mechanism"), [("skip-forged", "adds a skip to an existing Go test file"),
-                                                 ("testmain-forged", "adds a TestMain")])
+                                                 ("testmain-forged", "adds a TestMain"), ("forged-output", None),
+                                                 ("exit-in-test", None), ("deleted-test", "a Go test file is deleted")])
 async def test_a_go_change_that_silences_the_test_it_breaks_does_not_pass(
-        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str, mechanism: str) -> None:
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str,
+        mechanism: str | None) -> None:
     root, heads = tally
     evaluation = await review(root, heads[name], "Tidy Add", "A cosmetic change to Add.")
     assert evaluation.verdict == "fail", reasons(evaluation)
     diff = evaluation.differential
     assert diff is not None and diff.guarded  # the base's tests ran against the change's code
-    assert [c.name for c in diff.regressed] == ["calc/calc_test.go::TestAdd"]
-    assert any(mechanism in s for s in kinds(evaluation, "harness-change")), kinds(evaluation, "harness-change")
+    assert [c.name for c in diff.regressed] == ["calc/calc_test.go::TestAdd"], reasons(evaluation)
+    if mechanism is not None:
+        assert any(mechanism in s for s in kinds(evaluation, "harness-change")), kinds(evaluation, "harness-change")
 
 
 async def test_a_go_module_no_proxy_can_fetch_is_neutral_and_named(

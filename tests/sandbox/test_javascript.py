@@ -23,7 +23,7 @@ from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
-from tests.sandbox.attacks import assert_hollow_test_does_not_pass
+from tests.sandbox.attacks import assert_hollow_test_does_not_pass, assert_padding_is_bounded
 from tests.sandbox.registries import unreachable
 
 pytestmark = pytest.mark.docker
@@ -122,6 +122,8 @@ CASES: dict[str, dict[str, str | None]] = {
     "hollow-tautology": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
                          + "\ntest('mean', () => {\n  assert.strictEqual(mean([1, 2]), mean([1, 2]));\n});\n"},
     "new-failing": {"src/calc.js": SUB, "test/calc.test.js": SUB_TEST},
+    "padding": {"src/calc.js": SUB, "test/calc.test.js": SUB_TEST + "\nfor (let n = 0; n < 600; n += 1) {\n"
+                "  test(`trivial ${n}`, () => {\n    assert.strictEqual(n, n);\n  });\n}\n"},
     "skip-forged": {"src/calc.js": BROKEN, "test/calc.test.js": CALC_TEST.replace("test('add',", "test.skip('add',")},
     "only-forged": {"src/calc.js": BROKEN,
                     "test/calc.test.js": CALC_TEST + "\ntest.only('smoke', () => {\n  assert.ok(true);\n});\n"},
@@ -164,9 +166,15 @@ def tally(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     return root, repo.branches(CASES)
 
 
-async def review(root: Path, head: str, title: str, body: str) -> Evaluation:
+# for a review whose test is about another mechanism than mutation: no mutants, a shorter suite (mutation has tests of
+# its own, and the honest reviews run it)
+NO_MUTANTS = "rubric:\n  testing:\n    mutation:\n      max_mutants: 0\n"
+
+
+async def review(root: Path, head: str, title: str, body: str, config: str | None = None) -> Evaluation:
     settings = load_settings(sandbox="docker", home=root / ".lm", embedding="auto", red_team="off")
-    evaluation, _ = await review_repository(root, "main", head, settings=settings, title=title, body=body)
+    evaluation, _ = await review_repository(root, "main", head, settings=settings, title=title, body=body,
+                                            config_text=config)
     return evaluation
 
 
@@ -251,14 +259,17 @@ async def test_a_javascript_change_that_breaks_an_existing_test_fails(
     assert "6 !== 5" in (regressed[0].message or "")
 
 
+@pytest.mark.parametrize("name", ["new-failing", "padding"])
 async def test_a_javascript_change_whose_own_test_fails_fails(
-        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str) -> None:
     root, heads = tally
-    evaluation = await review(root, heads["new-failing"], "Add sub to calc", "sub returns the difference of two "
+    evaluation = await review(root, heads[name], "Add sub to calc", "sub returns the difference of two "
                               "numbers; a test covers positive and negative results.")
     assert evaluation.verdict == "fail", reasons(evaluation)
     assert "Rule of New Failures: 1 test(s) of this change fail (first: test/calc.test.js::sub)" \
         in reasons(evaluation)
+    if name == "padding":  # 600 trivial passing tests beside it: nothing diluted, and the record does not grow
+        assert_padding_is_bounded(evaluation, 600)
 
 
 @pytest.mark.parametrize(("name", "mechanism"), [

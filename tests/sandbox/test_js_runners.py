@@ -22,7 +22,7 @@ import docker
 import pytest
 
 from tests.gitfixture import RepoBuilder
-from tests.sandbox.test_javascript import OPS, OPS_TESTS, kinds, reasons, registry_reachable, review
+from tests.sandbox.test_javascript import NO_MUTANTS, OPS, OPS_TESTS, kinds, reasons, registry_reachable, review
 
 pytestmark = pytest.mark.docker
 
@@ -120,7 +120,7 @@ async def test_a_change_that_breaks_its_tests_fails(
         rule: str) -> None:
     name, root, heads = runner_project
     ext = "ts" if name == "vitest" else "js"
-    evaluation = await review(root, heads[case], *(SUB_TEXT if case == "own-test-fails" else TIDY))
+    evaluation = await review(root, heads[case], *(SUB_TEXT if case == "own-test-fails" else TIDY), NO_MUTANTS)
     assert evaluation.verdict == "fail", reasons(evaluation)
     assert rule.replace("EXT", ext) in reasons(evaluation), reasons(evaluation)
 
@@ -130,7 +130,7 @@ async def test_a_test_left_out_by_the_runner_s_configuration_does_not_pass(
     # the change breaks add and its configuration stops the runner from running add's test: the test that passed
     # at base is missing at head, the base's tests under the head's code still run it, and the configuration is named
     name, root, heads = runner_project
-    evaluation = await review(root, heads["excluded"], *TIDY)
+    evaluation = await review(root, heads["excluded"], *TIDY, NO_MUTANTS)
     assert evaluation.verdict == "fail", reasons(evaluation)
     ext = "ts" if name == "vitest" else "js"
     assert ("Rule of Regression: 1 test(s) passed at base and fail with this change (first: "
@@ -154,7 +154,7 @@ async def test_a_project_whose_packages_pnpm_installs_is_measured(
     assert any("packages from pnpm-lock.yaml" in s and "tests by vitest" in s
                for s in kinds(evaluation, "test-environment")), kinds(evaluation, "test-environment")
     assert evaluation.verdict == "pass", reasons(evaluation)
-    evaluation = await review(tmp_path / "pnpm-project", heads["regression"], *TIDY)
+    evaluation = await review(tmp_path / "pnpm-project", heads["regression"], *TIDY, NO_MUTANTS)
     assert evaluation.verdict == "fail", reasons(evaluation)
 
 
@@ -207,6 +207,6 @@ async def test_a_vitest_test_cannot_reach_the_reporter_s_descriptor_through_a_th
         "src/calc.ts": source.replace("a + b", "a + b + 1"), "test/calc.test.ts": forging,
         "vitest.config.ts": "import { defineConfig } from 'vitest/config';\n\nexport default defineConfig({\n"
                             "  test: { pool: 'threads' },\n});\n"}})
-    evaluation = await review(tmp_path / "threads", heads["forging"], *TIDY)
+    evaluation = await review(tmp_path / "threads", heads["forging"], *TIDY, NO_MUTANTS)
     assert evaluation.verdict == "fail", reasons(evaluation)
     assert "test/calc.test.ts::calc > adds" in reasons(evaluation), reasons(evaluation)
