@@ -128,6 +128,12 @@ def _apply(source: str, index: int, edit: Edit) -> tuple[str, str] | None:
         return None
 
 
+def _mutant(path: str, line: int, description: str, source: str) -> Mutant:
+    """A mutant, its id the digest of where it is, what it changes and the file it makes (stable across runs)."""
+    digest = hashlib.sha256(f"{path}:{line}:{description}:{source}".encode()).hexdigest()[:12]
+    return Mutant(id=digest, path=path, line=line, description=description, source=source)
+
+
 def _file_mutants(changed: ChangedFile) -> list[Iterator[Mutant]]:
     """Per added line (in line order), its mutants, built lazily: a file of thousands of sites costs only the
     mutants chosen (each is a copy of the whole module)."""
@@ -155,8 +161,7 @@ def _file_mutants(changed: ChangedFile) -> list[Iterator[Mutant]]:
             if applied is None:
                 continue
             source, description = applied
-            digest = hashlib.sha256(f"{changed.path}:{line}:{description}:{source}".encode()).hexdigest()[:12]
-            yield Mutant(id=digest, path=changed.path, line=line, description=description, source=source)
+            yield _mutant(changed.path, line, description, source)
 
     return [line_mutants(line) for line in sorted(sites)]
 
@@ -169,8 +174,7 @@ def _syntax_mutants(changed: ChangedFile) -> list[Iterator[Mutant]]:
 
     def line_mutants(line: int) -> Iterator[Mutant]:
         for description, source in by_line[line]:
-            digest = hashlib.sha256(f"{changed.path}:{line}:{description}:{source}".encode()).hexdigest()[:12]
-            yield Mutant(id=digest, path=changed.path, line=line, description=description, source=source)
+            yield _mutant(changed.path, line, description, source)
 
     return [line_mutants(line) for line in sorted(by_line)]
 

@@ -29,7 +29,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from checks.languages import go as court_go
-from checks.models import Mutant, MutantResult, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
+from checks.models import MutantResult, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
 from sandbox.languages import mutants
 from sandbox.limits import SandboxLimits
 from sandbox.redact import clean_test_output, redact, stable_text
@@ -386,13 +386,12 @@ async def _run_mutants(sandbox: DockerSandbox, run: Any, spec: TestSpec, modules
     for module in modules:
         own = [m for m in spec.mutants if module_of(m.path, modules) is module]
         if not own or module.dir not in durations:
-            results += [MutantResult(id=m.id, path=m.path, line=m.line, description=m.description, status="not_run")
-                        for m in own]
+            results += [mutants.result(m, "not_run") for m in own]
             continue
         mine = [t for t in tests if module_of(t.name.split("::", 1)[0], modules) is module]
         failing = [e for e in errors if module_of(e.name.split("::", 1)[0], modules) is module]
 
-        def outcome(_mutant: Mutant, ran: _Exec, module: GoModule = module) -> mutants.Outcome:
+        def outcome(ran: _Exec, module: GoModule = module) -> mutants.Outcome:
             stdout = bytes(ran.stdout)
             unbuilt = any(mark in stdout for mark in (b"[build failed]", b'"FailedBuild"', b"[setup failed]"))
             found, failed, _cut = read_events(stdout, bytes(ran.stderr).decode("utf-8", "replace"), module, read,

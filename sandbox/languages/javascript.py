@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from docker.errors import DockerException, ImageNotFound
 
 from checks.languages import javascript as court_js
-from checks.models import Mutant, MutantResult, SetupReport, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
+from checks.models import MutantResult, SetupReport, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
 from sandbox.egress import allowed_for
 from sandbox.errors import SandboxError
 from sandbox.languages import js_packages, js_runners, mutants
@@ -567,7 +567,7 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
         status = "no_tests"
     mutated: tuple[MutantResult, ...] = ()
     if mutating and status == "ran":
-        def outcome(_mutant: Mutant, ran: _Exec) -> mutants.Outcome:
+        def outcome(ran: _Exec) -> mutants.Outcome:
             if plan.runner == "node":
                 found, failed, _cut = read_events(bytes(ran.stdout))
                 return mutants.Outcome(found, failed, ended=ran.exit_code in (0, 1) or bool(found or failed))

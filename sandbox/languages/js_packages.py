@@ -9,10 +9,10 @@ pnpm and Yarn are npm packages themselves: the setup container installs the rele
 ``packageManager`` names (``pnpm@9.15.0``, ``yarn@4.5.3``), else the line that writes the lock (pnpm: its
 ``lockfileVersion``, ``9.0`` → pnpm 9, ``6.0`` → 8, ``5.4`` → 7; Yarn: ``# yarn lockfile v1`` → 1.22, Berry's
 ``__metadata.version`` → the last release that writes it, 4 → 2.4.3, 6 → 3.8.7, 8 → 4.12.0, 10 → 4.18.1), from
-the same registry, then installs the project's packages with
-it. Yarn classic fetches each package from the URL its lock records: the public registries' URLs are rewritten to the
-operator's registry (:func:`lock_for_install`); the lock's integrity hashes still hold every package. A pnpm or Yarn
-workspace, a Bun lock or an unknown lock version is named as not supported.
+the same registry, then installs the project's packages with it. Yarn classic fetches each package from the URL its
+lock records: the public registries' URLs are rewritten to the operator's registry (:func:`lock_for_install`); the
+lock's integrity hashes still hold every package. A pnpm or Yarn workspace, a Bun lock or an unknown lock version is
+named as not supported.
 """
 
 from __future__ import annotations

@@ -34,19 +34,24 @@ def mutant_name(index: int) -> str:
     return f"mutant-{index}"
 
 
-def original_name(path: str, paths: Sequence[str]) -> str:
-    return f"original-{sorted(set(paths)).index(path)}"
+def original_names(mutants: Sequence[Mutant]) -> dict[str, str]:
+    """Each mutated file's path → the name of its original beside the tree."""
+    return {path: f"original-{n}" for n, path in enumerate(sorted({m.path for m in mutants}))}
 
 
 def files(mutants: Sequence[Mutant], read: Callable[[str], str | None]) -> dict[str, bytes]:
     """The files to put beside the tree: each mutant's whole file and each mutated file's original."""
-    paths = [m.path for m in mutants]
     found: dict[str, bytes] = {mutant_name(i): m.source.encode("utf-8") for i, m in enumerate(mutants)}
-    for path in sorted(set(paths)):
+    for path, name in original_names(mutants).items():
         original = read(path)
         if original is not None:
-            found[original_name(path, paths)] = original.encode("utf-8")
+            found[name] = original.encode("utf-8")
     return found
+
+
+def result(mutant: Mutant, status: str, tests_run: int = 0) -> MutantResult:
+    return MutantResult(id=mutant.id, path=mutant.path, line=mutant.line, description=mutant.description,
+                        status=status, tests_run=tests_run)
 
 
 def tests_limits(limits: SandboxLimits, spec: TestSpec) -> SandboxLimits:
@@ -83,21 +88,20 @@ async def run_mutants(sandbox: DockerSandbox, run: Any, mutants: Sequence[Mutant
                       head_seconds: float, head_tests: Sequence[TestCaseResult],
                       head_errors: Sequence[TestCaseResult], command: tuple[list[str], str],
                       env: dict[str, str], limits: SandboxLimits,
-                      read: Callable[[Mutant, _Exec], Outcome]) -> tuple[MutantResult, ...]:
+                      read: Callable[[_Exec], Outcome]) -> tuple[MutantResult, ...]:
     """Each mutant against the head's test command (``command``: its argv and working folder), one after
     another until ``budget_seconds`` are spent; ``read`` turns a run into its :class:`Outcome`."""
     passed = frozenset(t.name for t in head_tests if t.outcome == "passed")
     failed_files = frozenset(e.name for e in head_errors)
     deadline = time.monotonic() + budget_seconds
-    paths = [m.path for m in mutants]
+    originals = original_names(mutants)
     each = 2 * head_seconds + SLACK_SECONDS
     argv, workdir = command
     results: list[MutantResult] = []
     for index, mutant in enumerate(mutants):
-        base = {"id": mutant.id, "path": mutant.path, "line": mutant.line, "description": mutant.description}
         left = deadline - time.monotonic()
         if not passed or left < head_seconds + 1:
-            results.append(MutantResult(**base, status="not_run"))
+            results.append(result(mutant, "not_run"))
             continue
         seconds = max(1, int(min(left, each)))
         target = f"{REPO}/{mutant.path}"
@@ -107,17 +111,15 @@ async def run_mutants(sandbox: DockerSandbox, run: Any, mutants: Sequence[Mutant
             done = await sandbox._exec_in(run.container, wrapped, limits.with_timeout(seconds + 30), env=env,
                                           run=run, workdir=workdir, channel=True)
         finally:
-            restored = await sandbox._exec_in(run.container, ["cp", f"{HERE}/{original_name(mutant.path, paths)}",
-                                                              target], limits.with_timeout(30), workdir=REPO)
+            restored = await sandbox._exec_in(run.container, ["cp", f"{HERE}/{originals[mutant.path]}", target],
+                                              limits.with_timeout(30), workdir=REPO)
         if done.timed_out or restored.exit_code != 0:  # the container is gone, or the tree is not the head's
-            results.append(MutantResult(**base, status="timeout" if done.timed_out else "not_run"))
-            results += [MutantResult(id=m.id, path=m.path, line=m.line, description=m.description,
-                                     status="not_run") for m in mutants[index + 1:]]
+            results.append(result(mutant, "timeout" if done.timed_out else "not_run"))
+            results += [result(m, "not_run") for m in mutants[index + 1:]]
             break
         if done.exit_code in TIMED_OUT and not done.oom_killed:
             status = "timeout"
         else:
-            status = judge(passed, failed_files, read(mutant, done))
-        results.append(MutantResult(**base, status=status,
-                                    tests_run=len(passed) if status in ("killed", "survived", "timeout") else 0))
+            status = judge(passed, failed_files, read(done))
+        results.append(result(mutant, status, len(passed) if status != "not_run" else 0))
     return tuple(results)
