@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.core.type_check import ROOT, TypeCheck, tool
 
 
 def _tool(name: str) -> str:
-    candidate = Path(sys.executable).with_name(name)
-    found = str(candidate) if candidate.exists() else shutil.which(name)
+    found = tool(name)
     if not found:
         pytest.fail(f"{name} is not installed; run scripts/setup.sh")
     return found
@@ -26,7 +22,8 @@ def test_ruff_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_code_type_checks_strictly() -> None:
-    result = subprocess.run([_tool("mypy"), "--no-incremental", "app", "checks", "rubric", "sandbox", "tests", "bench"],
-                            cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_the_code_type_checks_strictly(type_check: TypeCheck) -> None:
+    returncode, output = type_check.result()
+    if returncode == -1:
+        pytest.fail(output)
+    assert returncode == 0, output
