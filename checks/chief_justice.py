@@ -57,9 +57,10 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             its Python code and the languages left unread are
                             named; the project's tests in a language LogoMesh does not run are named when no Python
                             test ran (T is then not measured, never "no tests"). Code in a language whose tests a
-                            plug-in runs (Go) is judged on those tests when they ran at base and head, and on the
-                            sinks its syntax tree shows; a serious sink there is not ``pass`` (the Red Agent cannot
-                            probe it), and without R as well it cannot ``pass``; when its tests could not run, the
+                            plug-in runs (Go, JavaScript, TypeScript) is judged on those tests when they ran at base
+                            and head, and on the sinks its syntax tree shows; a serious sink there that no probe of
+                            the Red Agent ran on (every Go sink; a JavaScript sink outside any export) is not
+                            ``pass``, and without R as well it cannot ``pass``; when its tests could not run, the
                             reason is named.
 """
 
@@ -75,8 +76,11 @@ from checks.hearing import by_criterion
 from checks.judges.base import confirmed_security_flaw, docket, is_security
 from checks.languages.python_dialect import unread_dialects
 from checks.linguist import language, named_languages, runtime, unanalysed_code, unrun_tests
-from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, TestDiff, round_score
+from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, RedAnalysis, TestDiff, round_score
 from rubric import Criterion, Rubric
+
+# the languages besides Python whose sinks the Red Agent probes (checks.red.js_targets)
+PROBED_LANGUAGES = frozenset({"JavaScript", "TypeScript"})
 
 
 @dataclass(frozen=True)
@@ -205,6 +209,13 @@ def rule_on_facts(rubric: Rubric, brief: Brief, criterion: Criterion, opinions: 
 # was not measured or not analysed (the environment, a language LogoMesh does not read), which is no fact against it.
 CHARGES = ("Rule of Regression", "Rule of New Failures", "Rule of the Oracle", "Rule of Start-up Code",
            "Rule of Reproduction", "Rule of Untested Change")
+
+
+def probed(red: RedAnalysis, path: str, line: int | None) -> bool:
+    """Whether the Red Agent ran a probe on the sink at ``path:line`` (its findings then say what it found)."""
+    where = f":{path}:{line}:"
+    return any(where in str(entry.get("attack", "")) for entry in (red.search or {}).get("probes") or ()
+               if isinstance(entry, dict))
 
 
 def _not_pass(verdict: str, reasons: list[str], why: str, *, always_say: bool = False) -> str:
@@ -341,16 +352,21 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         reasons.append("Rule of Measurement: " + named_languages(by_tests) + " judged on its tests ("
                        + ", ".join(dict.fromkeys(f"{runtime(name)} {version}"
                                                  for name, version in sorted(tested.items()) if name in by_tests))
-                       + (") and its syntax tree's sinks; the Red Agent does not probe it" if parsed else
+                       + (") and its syntax tree's sinks" + ("" if by_tests.keys() <= PROBED_LANGUAGES else
+                                                             "; the Red Agent does not probe " + named_languages(
+                                                                 {k: v for k, v in by_tests.items()
+                                                                  if k not in PROBED_LANGUAGES}))
+                          if parsed else
                           "); its architecture rules and attack surface are not analysed"))
         unprobed = [e for e in brief.evidence if e.kind == "constraint-violation" and e.cwe and e.location
                     and SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER["high"]
-                    and language(e.location.path) in by_tests]
-        if unprobed:  # the Red Agent probes Python only: a serious sink in this code is neither confirmed nor cleared
+                    and language(e.location.path) in by_tests
+                    and not probed(brief.red, e.location.path, e.location.line)]
+        if unprobed:  # no probe ran on it (Go's sinks; a sink outside any export): neither confirmed nor cleared
             first = unprobed[0]
             verdict = _not_pass(verdict, reasons, f"Rule of Measurement: {len(unprobed)} serious sink(s) in "
                                 f"{language(first.location.path) if first.location else 'code'} that the Red Agent "
-                                f"cannot probe (first: {first.location}: {first.cwe})", always_say=True)
+                                f"did not probe (first: {first.location}: {first.cwe})", always_say=True)
         python = any(f.path.endswith(".py") and f.status != "removed" for f in files)
         if not python and brief.components.get("rationale") is None:
             # its tests alone: nothing else of the change was measured, and a verdict needs more than one fact

@@ -30,8 +30,9 @@ class Sandbox(Protocol):
 
     async def run_tests(self, spec: TestSpec) -> TestRunResult: ...
 
-    async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
-        """Run Python ``code`` with the repository at head as the working directory, network off."""
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
+        """Run ``code`` (a Python program, or with ``runtime="node"`` a node program) with the repository at head as
+        the working directory, in the head's test environment, network off."""
         ...
 
 

@@ -37,11 +37,13 @@ import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount, Ulimit
 
+from checks.languages.javascript import SUFFIXES as JS_SUFFIXES
 from checks.models import DeclaredRequirement, EnvironmentPlan, ProbeResult, TestRunResult, TestSpec
 from sandbox.cpu_slots import engine_cpus, slot_count, test_slot
 from sandbox.env_registry import EnvRegistry
 from sandbox.environment import lift_pins, plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
+from sandbox.languages import javascript
 from sandbox.languages.go import run_go
 from sandbox.languages.javascript import run_javascript
 from sandbox.limits import SANDBOX_UID, SandboxLimits
@@ -461,11 +463,13 @@ class DockerSandbox:
         return True
 
     def _probe_tree(self) -> Tree:
-        """The head for probes: when the whole tree is too large, its Python code and small files are enough."""
+        """The head for probes: when the whole tree is too large, its Python, JavaScript and TypeScript code and small
+        files are enough."""
         if self._fits(self.head) or not isinstance(self.head, GitTree):
             return self.head
         head = self.head
-        entries = {p: e for p, e in head.entries().items() if p.endswith((".py", ".toml", ".cfg", ".ini", ".txt"))}
+        entries = {p: e for p, e in head.entries().items()
+                   if p.endswith((".py", ".toml", ".cfg", ".ini", ".txt", ".json", ".yaml", ".lock", *JS_SUFFIXES))}
         return GitTree(head.git_bytes, head.sha, name="probe", entries=entries, mtime=head.mtime)
 
     def _plan(self, tree: Tree, spec: TestSpec) -> EnvironmentPlan:
@@ -550,17 +554,21 @@ class DockerSandbox:
                     "HATCH_BUILD_HOOK_VCS_VERSION": PRETEND_VERSION},
         }
 
-    async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
         """Run one probe in the head's test environment, started exactly as the project's tests are.
 
         The same image (the project's environment), interpreter, variables, working directory, editable install
         and launcher as the head's test run: only pytest is absent, so code that behaves differently when it is
         probed behaves differently in production too. The runner gives the probe ``timeout_seconds`` after the
-        install and reports an overrun as exit code 124.
+        install and reports an overrun as exit code 124. ``runtime="node"``: a node program, in the environment of
+        the head's JavaScript tests (:func:`sandbox.languages.javascript.run_probe`), killed after
+        ``timeout_seconds``.
         """
         run = _Run()
         try:
             tree = await asyncio.to_thread(self._probe_tree)
+            if runtime == "node":
+                return await javascript.run_probe(self, tree, code, self.limits.with_timeout(timeout_seconds), run)
             prepared, config = await self._probe_environment(tree)
             config = {**config, "probe": f"{HERE}/{PROBE_FILE}", "probe_timeout": timeout_seconds}
             files = self._logomesh_files(TestSpec(), config, {PROBE_FILE: code.encode("utf-8", "surrogatepass")})

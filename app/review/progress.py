@@ -50,11 +50,11 @@ class _ProgressSandbox:
                                                               f" ({result.reason})" if result.reason else ""))
         return result
 
-    async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
         if not self._probing:
             self._probing = True
             self._say("red agent: running the changed code in the sandbox…")
-        result: ProbeResult = await self._inner.run_probe(code, timeout_seconds)
+        result: ProbeResult = await self._inner.run_probe(code, timeout_seconds, runtime)
         return result
 
 

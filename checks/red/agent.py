@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from checks.detectives.doc_analyst import is_test_path
+from checks.languages import javascript
 from checks.models import SEVERITY_ORDER, Case, RedAnalysis, RedFinding
 from checks.protocols import Sandbox
+from checks.red import js_targets
 from checks.red.assumptions import stated_concurrency
 from checks.red.hypotheses import RACE_KIND, Attack, Hypothesis, merge
 from checks.red.mcts import MCTSPlanner, Rollout, SearchResult, State
@@ -33,6 +35,7 @@ from checks.red.probes import (
     judge_probe,
     marker_lines,
     probe_nonce,
+    runtime,
     sightings_of,
 )
 from checks.red.severity import rate
@@ -64,16 +67,21 @@ def case_seed(case: Case, rubric: Rubric) -> int:
 
 
 def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSource] = ()) -> list[Hypothesis]:
-    """Every hypothesis on the lines the change adds to its (non-test) Python files."""
+    """Every hypothesis on the lines the change adds to its (non-test) Python, JavaScript and TypeScript files."""
     network = rubric.constraints.network.modules if rubric.constraints.network.prohibited else ()
     concurrent = stated_concurrency(case.intent_text) is not None
     found: list[Hypothesis] = []
     for changed in case.files:
         if (changed.status == "removed" or changed.is_binary or changed.is_symlink or changed.content is None
-                or not changed.path.endswith(".py") or is_test_path(changed.path)
                 or len(changed.content) > MAX_SOURCE_CHARS):
             continue
         added = None if changed.status == "added" else set(changed.added_lines)
+        if javascript.owns(changed.path):  # its product code: neither a test nor a runner's configuration
+            if not javascript.is_test_path(changed.path) and not javascript.is_harness_path(changed.path):
+                found += js_targets.hypotheses(changed.path, changed.content, added)
+            continue
+        if not changed.path.endswith(".py") or is_test_path(changed.path):
+            continue
         found += TaintPass(changed.path, changed.content, added, network, concurrent).run()
         for source in sources:
             found += [h for h in source.candidates(changed.path, changed.content) if added is None or h.line in added]
@@ -225,7 +233,8 @@ class RedSearchSpace:
     async def _probe(self, attack: Attack, timeout: float) -> ProbeOutcome:
         nonce = probe_nonce(self.seed, attack)
         try:
-            result = await self.sandbox.run_probe(build_probe(attack, nonce, self.seed), timeout)
+            result = await self.sandbox.run_probe(build_probe(attack, nonce, self.seed), timeout,
+                                                  runtime=runtime(attack))
         except Exception as exc:  # a sandbox failure is recorded with its cause and costs this probe only
             message = f"sandbox error: {type(exc).__name__}: {exc}"
             self.errors.append(message)
@@ -332,9 +341,9 @@ class MCTSRedTeam:
                         effect="static finding: the construct itself is the evidence; no probe can confirm it")
         record = space.confirmed.get(hyp.key) if space else None
         if record is not None:
-            payload = (f"{record.attack.family}: {describe(hyp.kind, record.attack.family)}"
-                       if hyp.kind == RACE_KIND else f"argument '{record.attack.argument}' ← "
-                       f"{record.attack.family}: {describe(hyp.kind, record.attack.family)}")
+            described = describe(hyp.kind, record.attack.family, hyp.sink)
+            payload = (f"{record.attack.family}: {described}" if hyp.kind == RACE_KIND
+                       else f"argument '{record.attack.argument}' ← {record.attack.family}: {described}")
             return rate(rubric, hyp, confirmed=True, payload=payload, effect=record.outcome.effect,
                         reproducer=record.outcome.reproducer)
         stated = hyp.kind == RACE_KIND and assumed is not None

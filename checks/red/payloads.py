@@ -82,6 +82,37 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
 }
 
 
+# JavaScript's and TypeScript's sinks (rules ``js-…`` of checks.languages.javascript_syntax): the probe is a node
+# program (checks/red/probe_program/attack.cjs); shell and SQL payloads are the same text, code is JavaScript
+JS_FAMILIES: dict[str, tuple[Family, ...]] = {
+    "command-injection": FAMILIES["command-injection"],
+    "code-injection": (
+        Family("expression", "process.mainModule.require('fs').writeFileSync(canary, nonce)", 1.0),
+        Family("constructor", "the same through this.constructor.constructor('return process')(): out of a vm "
+               "context", 0.9),
+        Family("string-break", "'); then the writer, then // : out of a quoted string in the code", 0.7),
+        Family("statement-break", "1; then the writer, then // : after an expression in the code", 0.6),
+    ),
+    "deserialization": (
+        Family("function-iife", "node-serialize's _$$ND_FUNC$$_ function, called as it is read, writes a canary file",
+               1.0),
+        Family("expression", "a function expression called as it is evaluated, writing a canary file", 0.6),
+    ),
+    "sql-injection": FAMILIES["sql-injection"],
+    "path-traversal": (
+        Family("dotdot", "../ segments up to the root, then the path of a secret file (in every field of a request)",
+               1.0),
+        Family("absolute", "the absolute path of a secret file (path.join keeps it under the base, path.resolve "
+               "does not)", 0.8),
+    ),
+}
+
+
+def javascript_sink(sink: str) -> bool:
+    """Whether ``sink`` is one of the JavaScript/TypeScript syntax rules (probed by a node program)."""
+    return sink.startswith("js-")
+
+
 # The loader a sink belongs to: the module of a dotted call name, or bandit's test id for its blacklist/plugin.
 SINK_LIBRARIES: dict[str, str] = {
     "pickle": "pickle", "_pickle": "pickle", "cPickle": "pickle", "dill": "pickle", "yaml": "yaml",
@@ -97,11 +128,13 @@ def sink_library(sink: str) -> str:
 def families(kind: str, sink: str = "") -> tuple[Family, ...]:
     """The payload families for ``kind``; with a known ``sink``, only those its loader parses (a pickle never
     reaches ``yaml.load`` as code), so a short budget is not spent on payloads that cannot fire."""
+    if javascript_sink(sink):
+        return JS_FAMILIES.get(kind, ())
     every = FAMILIES.get(kind, ())
     library = sink_library(sink)
     fitting = tuple(f for f in every if f.library == library) if library else ()
     return fitting or every
 
 
-def describe(kind: str, family: str) -> str:
-    return next((f.description for f in families(kind) if f.name == family), family)
+def describe(kind: str, family: str, sink: str = "") -> str:
+    return next((f.description for f in families(kind, sink) if f.name == family), family)

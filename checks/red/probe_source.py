@@ -7,7 +7,8 @@ imports the changed module under its real name, and nothing it leaves in the env
 payloads says "LogoMesh" or "probe". It carries the source of :mod:`checks.red.sightings`, so every shell
 command, string-built code or pickle class it provokes — at import or in the call — is seen however it was reached.
 
-Three programs share the helpers below:
+Three Python programs share the helpers below (JavaScript and TypeScript targets get the node program
+``attack.cjs``, the same phases and markers):
 
 - the *attack* probe imports the changed module, calls one target twice — once with a benign value, once with
   the payload — and prints one marker line per phase (``LOGOMESH-PROBE-<nonce> {json}``) to the output LogoMesh
@@ -44,3 +45,16 @@ RACE = program_text("race")
 PROBE_TEMPLATE = SIGHTINGS_SOURCE + "CONFIG_JSON = __CONFIG__\n" + COMMON + ATTACK
 RACE_TEMPLATE = SIGHTINGS_SOURCE + "CONFIG_JSON = __CONFIG__\n" + COMMON + RACE
 IMPORT_TEMPLATE = SIGHTINGS_SOURCE + "CONFIG_JSON = __CONFIG__\n" + COMMON + IMPORTS
+
+
+def node_program_text(name: str) -> str:
+    """The program part of ``checks/red/probe_program/<name>.cjs`` (a node program): its first line (``'use
+    strict';``) and what follows its program line."""
+    text = resources.files("checks.red").joinpath("probe_program", f"{name}.cjs").read_text(encoding="utf-8")
+    _, found, program = text.partition(PROGRAM_LINE.replace("#", "//"))
+    if not found:
+        raise RuntimeError(f"checks/red/probe_program/{name}.cjs has no program line")
+    return text.splitlines(keepends=True)[0] + program
+
+
+NODE_ATTACK_TEMPLATE = node_program_text("attack")

@@ -20,7 +20,8 @@ from typing import Any
 
 from checks.models import ProbeResult
 from checks.red.hypotheses import RACE_KIND, Attack
-from checks.red.probe_source import IMPORT_TEMPLATE, PROBE_TEMPLATE, RACE_TEMPLATE
+from checks.red.payloads import javascript_sink
+from checks.red.probe_source import IMPORT_TEMPLATE, NODE_ATTACK_TEMPLATE, PROBE_TEMPLATE, RACE_TEMPLATE
 from checks.red.race import judge_race, race_config, reproducer
 
 REWARD_CONFIRMED = 1.0
@@ -56,6 +57,11 @@ def _program(template: str, config: dict[str, Any]) -> str:
     return template.replace("__CONFIG__", repr(json.dumps(config, sort_keys=True)), 1)
 
 
+def runtime(attack: Attack) -> str:
+    """What runs the attack's probe: ``node`` for a JavaScript/TypeScript sink, else ``python``."""
+    return "node" if javascript_sink(attack.hypothesis.sink) else "python"
+
+
 def build_import_probe(paths: list[str], nonce: str) -> str:
     """A probe that imports each changed module once and reports what ran while it was imported."""
     return _program(IMPORT_TEMPLATE, {"nonce": nonce, "paths": paths})
@@ -72,6 +78,8 @@ def build_probe(attack: Attack, nonce: str, seed: int = 0) -> str:
         "qualname": target.qualname, "params": list(target.params), "is_method": target.is_method,
         "argument": attack.argument,
     }
+    if runtime(attack) == "node":  # a JSON string literal is a JavaScript string literal
+        return NODE_ATTACK_TEMPLATE.replace("__CONFIG__", json.dumps(json.dumps(config, sort_keys=True)), 1)
     return _program(PROBE_TEMPLATE, config)
 
 
@@ -195,6 +203,9 @@ def judge_probe(attack: Attack, nonce: str, result: ProbeResult) -> ProbeOutcome
         if attack_data.get("secret_intact") is False:
             return ProbeOutcome(True, REWARD_CONFIRMED, "the target overwrote a secret file outside its base "
                                 "directory", sightings)
+        if attack_data.get("opened_secret") is True:
+            return ProbeOutcome(True, REWARD_CONFIRMED, "the target opened a secret file outside its base "
+                                "directory by the path the payload gave it", sightings)
     if kind == "sql-injection" and not attack_data.get("ok") and SQL_SYNTAX.search(attack_data.get("error", "")) \
             and not SQL_SYNTAX.search(baseline.get("error", "")):
         return ProbeOutcome(True, REWARD_CONFIRMED, f"the payload changed the SQL's syntax: {_error(attack_data)}",

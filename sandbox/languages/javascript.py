@@ -40,12 +40,20 @@ from typing import TYPE_CHECKING, Any, Literal
 from docker.errors import DockerException, ImageNotFound
 
 from checks.languages import javascript as court_js
-from checks.models import MutantResult, SetupReport, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
+from checks.models import (
+    MutantResult,
+    ProbeResult,
+    SetupReport,
+    TestCaseResult,
+    TestRunResult,
+    TestSpec,
+    ToolchainPlan,
+)
 from sandbox.egress import allowed_for
 from sandbox.errors import SandboxError
 from sandbox.languages import js_packages, js_runners, mutants
 from sandbox.limits import SANDBOX_UID, SandboxLimits
-from sandbox.redact import clean_test_output
+from sandbox.redact import clean_output, clean_test_output
 from sandbox.setup_network import setup_network
 from sandbox.tarball import owned_files_tar
 
@@ -57,6 +65,7 @@ NODE_LABEL = "org.logomesh.node"
 REPO = "/sandbox/repo"
 HERE = "/sandbox/logomesh"
 REPORTER = "reporter.mjs"
+PROBE_SCRIPT = "main.cjs"  # a Red Agent's probe program, beside the tree like the reporters
 MARK, MAX_TESTS, MAX_NAME = js_runners.MARK, js_runners.MAX_TESTS, js_runners.MAX_NAME
 MAX_MESSAGE = js_runners.MAX_MESSAGE
 DEPENDENCY_KEYS = ("dependencies", "devDependencies", "optionalDependencies")
@@ -483,16 +492,21 @@ def reporter_tar(extra: dict[str, bytes] | None = None) -> bytes:
                                                     **js_runners.reporter_sources(), **(extra or {})})
 
 
+def link_packages(plan: JavaScriptPlan) -> str:
+    """The shell step that gives the tree its installed packages: read-only in the image, linked one by one into the
+    tree's own node_modules (unless the tree has one): a writable folder, where runners keep what they write (Vite's
+    bundled configuration). Empty when nothing was installed."""
+    installed = f"{NPM_DIR}/node_modules"
+    return (f"[ -e node_modules ] || {{ mkdir node_modules && for entry in {installed}/* {installed}/.[!.]*; do "
+            '[ -e "$entry" ] && ln -s "$entry" node_modules/; done; }; ' if plan.lock is not None else "")
+
+
 def runner_argv(plan: JavaScriptPlan, files: tuple[str, ...], rerun: bool) -> list[str]:
     """The run's command: node's runner on LogoMesh's choice of files with its reporter on standard output; or the
     project's Jest / Vitest (its own choice of test files, ``files`` only for a re-run) with LogoMesh's reporter on
     file descriptor 3 and the runner's standard output moved to standard error (:mod:`sandbox.languages.js_runners`).
     """
-    # the installed packages, read-only in the image, are linked one by one into the tree's own node_modules (unless
-    # the tree has one): a writable folder, where runners keep what they write (Vite's bundled configuration)
-    installed = f"{NPM_DIR}/node_modules"
-    link = (f"[ -e node_modules ] || {{ mkdir node_modules && for entry in {installed}/* {installed}/.[!.]*; do "
-            '[ -e "$entry" ] && ln -s "$entry" node_modules/; done; }; ' if plan.lock is not None else "")
+    link = link_packages(plan)
     version = plan.toolchain.version
     node = f"{node_home(version)}/bin/node" if version else "node"
     runner = js_runners.RUNNERS.get(plan.runner)
@@ -583,3 +597,30 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
         passed=sum(t.outcome == "passed" for t in tests), failed=sum(t.outcome == "failed" for t in tests),
         errored=len(errors), skipped=sum(t.outcome == "skipped" for t in tests), tests=tuple(tests),
         past_cap=past_cap, output=output, mutants=mutated, **base)
+
+
+# --- a probe of the Red Agent ---------------------------------------------------------------------------------
+
+
+async def run_probe(sandbox: DockerSandbox, tree: Tree, code: str, limits: SandboxLimits, run: Any) -> ProbeResult:
+    """Run the node program ``code`` as the head's tests run: the same image (its installed packages linked into the
+    tree), Node.js line, variables and working directory; the newest line the image offers when the project names
+    none its plan accepts. ``run`` holds the Docker objects the caller removes."""
+    paths = await asyncio.to_thread(tree.paths)
+    offered = await asyncio.to_thread(image_node_version, sandbox)
+    plan = await asyncio.to_thread(plan_javascript, tree.read, paths, offered)
+    lines = offered_lines(offered)
+    version = plan.toolchain.version or (lines[-1] if lines else None)
+    image = sandbox.image
+    if plan.lock is not None:
+        installed, _report = await sandbox._thread(run, prepare_npm, sandbox, run, tree, plan.lock, plan.manager)
+        image = installed or image  # not installed: the module's own imports say so in the probe's output
+    files = owned_files_tar(HERE.rsplit("/", 1)[1], {PROBE_SCRIPT: code.encode("utf-8", "surrogatepass")})
+    await sandbox._thread(run, sandbox._start, run, image, files, tree, None)
+    node = f"{node_home(version)}/bin/node" if version else "node"
+    argv = ["sh", "-c", link_packages(plan) + 'exec "$@"', "node", node, f"{HERE}/{PROBE_SCRIPT}"]
+    done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=node_env(version), run=run, workdir=REPO)
+    return ProbeResult(exit_code=None if done.timed_out else done.exit_code,
+                       stdout=clean_output(bytes(done.stdout), limits.output_bytes),
+                       stderr=clean_output(bytes(done.stderr), limits.output_bytes),
+                       timed_out=done.timed_out, oom_killed=done.oom_killed, duration=round(done.duration, 3))

@@ -37,29 +37,31 @@ def _scratch() -> Iterator[Path]:
 
 
 class LocalProbeSandbox:
-    def __init__(self, repo: Path, python: str = sys.executable) -> None:
+    def __init__(self, repo: Path, python: str = sys.executable, node: str | None = None) -> None:
         self.repo = repo
         self.python = python  # the interpreter of the repository's environment (its dependencies installed)
+        self.node = node or shutil.which("node") or "node"  # runs the probes of JavaScript/TypeScript sinks
         self.probes: list[str] = []  # attack probes
         self.imports: list[str] = []  # import probes
 
     async def run_tests(self, spec: TestSpec) -> TestRunResult:
         return TestRunResult(status="not_measured", reason="the local probe sandbox does not run tests")
 
-    async def run_probe(self, code: str, timeout_seconds: float) -> ProbeResult:
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
         (self.imports if IMPORTS in code else self.probes).append(code)
         with _scratch() as scratch:
             work = Path(scratch) / "repo"
             shutil.copytree(self.repo, work)
             tmp = Path(scratch) / "tmp"
             tmp.mkdir()
-            probe = Path(scratch) / "probe.py"
+            probe = Path(scratch) / ("probe.cjs" if runtime == "node" else "probe.py")
             probe.write_text(code, encoding="utf-8")
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1",
                    "HOME": str(tmp)}
             started = time.monotonic()
+            argv = [self.node, str(probe)] if runtime == "node" else [self.python, "-I", str(probe)]
             proc = await asyncio.create_subprocess_exec(
-                self.python, "-I", str(probe), cwd=work, env=env,
+                *argv, cwd=work, env=env,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             try:
                 out, err = await asyncio.wait_for(proc.communicate(), timeout_seconds)

@@ -333,5 +333,5 @@ async def test_a_go_change_that_runs_a_shell_with_its_input_is_named_on_the_line
     assert [(str(e.location), e.cwe, e.severity) for e in violations] == [("calc/run.go:7", "CWE-78", "high")]
     assert evaluation.measured["architecture"] is True
     assert evaluation.verdict != "pass", reasons(evaluation)
-    assert "1 serious sink(s) in Go that the Red Agent cannot probe (first: calc/run.go:7: CWE-78)" \
+    assert "1 serious sink(s) in Go that the Red Agent did not probe (first: calc/run.go:7: CWE-78)" \
         in reasons(evaluation)

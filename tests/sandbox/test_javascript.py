@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Literal
 
 import docker
 import pytest
@@ -43,6 +44,16 @@ CALC = dedent("""
     }
 
     module.exports = { add };
+    """)
+SHOUT_TEST = dedent("""
+    'use strict';
+    const test = require('node:test');
+    const assert = require('node:assert');
+    const { shout } = require('../src/echo.js');
+
+    test('shout returns the line in capitals', () => {
+      assert.strictEqual(shout('hello world'), 'HELLO WORLD\\n');
+    });
     """)
 CALC_TEST = dedent("""
     'use strict';
@@ -134,17 +145,28 @@ CASES: dict[str, dict[str, str | None]] = {
                                                    "setImmediate(() => process.exit(0));\n")},
     "forged-output": {"src/calc.js": BROKEN, "test/calc.test.js": CALC_TEST + FORGED_OUTPUT},
     "deleted-test": {"src/calc.js": BROKEN, "test/calc.test.js": None},
-    "shell": {"src/run.js": dedent("""
+    "shell": {"src/echo.js": dedent("""
         'use strict';
         const { execSync } = require('node:child_process');
 
-        // run runs a calculator command line and returns its output.
-        function run(line) {
-          return execSync('echo ' + line + ' | bc').toString();
+        // shout returns a line of text in capitals, as the shell echoes it.
+        function shout(line) {
+          return execSync('echo ' + line).toString().toUpperCase();
         }
 
-        module.exports = { run };
-        """)},
+        module.exports = { shout };
+        """), "test/echo.test.js": SHOUT_TEST},
+    "quoted-shell": {"src/echo.js": dedent("""
+        'use strict';
+        const { execSync } = require('node:child_process');
+
+        // shout returns a line of text in capitals, as the shell echoes it.
+        function shout(line) {
+          return execSync("echo '" + String(line).replace(/'/g, "'\\\\''") + "'").toString().toUpperCase();
+        }
+
+        module.exports = { shout };
+        """), "test/echo.test.js": SHOUT_TEST},
     "newer-node": {"package.json": PACKAGE.replace('"version": "1.0.0",', '"version": "1.0.0",\n  "engines": '
                                                    '{"node": ">=99"},')},
     "jest": {"package.json": PACKAGE.replace("node --test", "jest")},
@@ -168,11 +190,13 @@ def tally(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
 
 # for a review whose test is about another mechanism than mutation: no mutants, a shorter suite (mutation has tests of
 # its own, and the honest reviews run it)
+SHOUT_BODY = "shout returns a line of text in capitals, as the shell echoes it; its test checks a line."
 NO_MUTANTS = "rubric:\n  testing:\n    mutation:\n      max_mutants: 0\n"
 
 
-async def review(root: Path, head: str, title: str, body: str, config: str | None = None) -> Evaluation:
-    settings = load_settings(sandbox="docker", home=root / ".lm", embedding="auto", red_team="off")
+async def review(root: Path, head: str, title: str, body: str, config: str | None = None,
+                 red_team: Literal["on", "off"] = "off") -> Evaluation:
+    settings = load_settings(sandbox="docker", home=root / ".lm", embedding="auto", red_team=red_team)
     evaluation, _ = await review_repository(root, "main", head, settings=settings, title=title, body=body,
                                             config_text=config)
     return evaluation
@@ -294,17 +318,32 @@ async def test_a_javascript_change_that_silences_the_test_it_breaks_does_not_pas
         assert any(mechanism in s for s in kinds(evaluation, "harness-change")), kinds(evaluation, "harness-change")
 
 
-async def test_a_javascript_change_that_runs_a_shell_with_its_input_is_named_on_the_line_and_does_not_pass(
+async def test_a_javascript_change_that_runs_a_shell_with_its_input_is_confirmed_by_a_probe_and_fails(
         tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
     root, heads = tally
-    evaluation = await review(root, heads["shell"], "Add run to calc", "run runs a calculator command line and "
-                              "returns its output.")
+    evaluation = await review(root, heads["shell"], "Add shout", SHOUT_BODY, red_team="on")
     violations = [e for e in evaluation.evidence if e.kind == "constraint-violation"]
-    assert [(str(e.location), e.cwe, e.severity) for e in violations] == [("src/run.js:6", "CWE-78", "high")]
-    assert evaluation.measured["architecture"] is True
-    assert evaluation.verdict != "pass", reasons(evaluation)
-    assert "1 serious sink(s) in JavaScript that the Red Agent cannot probe (first: src/run.js:6: CWE-78)" \
-        in reasons(evaluation)
+    assert [(str(e.location), e.cwe, e.severity) for e in violations] == [("src/echo.js:6", "CWE-78", "high")]
+    assert evaluation.measured["architecture"] is True and evaluation.measured["testing"] is True
+    findings = evaluation.red_analysis.findings
+    assert [(f.severity, f.confirmed, str(f.location)) for f in findings] == [("critical", True, "src/echo.js:6")]
+    assert findings[0].payload and "argument 'line'" in findings[0].payload, findings[0]
+    assert evaluation.verdict == "fail", reasons(evaluation)
+    assert "on security" in reasons(evaluation)  # the judges read the confirmed finding
+    assert "the Red Agent did not probe" not in reasons(evaluation)
+
+
+async def test_the_same_shell_with_its_input_quoted_is_probed_and_not_confirmed(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    root, heads = tally
+    evaluation = await review(root, heads["quoted-shell"], "Add shout", SHOUT_BODY, red_team="on")
+    assert evaluation.measured["testing"] is True, reasons(evaluation)
+    findings = evaluation.red_analysis.findings
+    assert [(f.severity, f.confirmed, str(f.location)) for f in findings] == [("high", False, "src/echo.js:6")]
+    assert "not confirmed by" in (findings[0].effect or ""), findings[0]
+    assert evaluation.verdict != "fail", reasons(evaluation)
+    assert "on security" not in reasons(evaluation)
+    assert "the Red Agent did not probe" not in reasons(evaluation)
 
 
 @pytest.mark.parametrize(("name", "said"), [
