@@ -201,9 +201,11 @@ class TimedSandbox:
         with self._span.call():
             return await self._inner.run_tests(spec)  # type: ignore[no-any-return]
 
-    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python",
+                        beside: str | None = None) -> ProbeResult:
         with self._span.call():
-            return await self._inner.run_probe(code, timeout_seconds, runtime)  # type: ignore[no-any-return]
+            return await self._inner.run_probe(code, timeout_seconds, runtime,  # type: ignore[no-any-return]
+                                                 beside)
 
 
 class TimedRedTeam:

@@ -30,9 +30,11 @@ class Sandbox(Protocol):
 
     async def run_tests(self, spec: TestSpec) -> TestRunResult: ...
 
-    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
-        """Run ``code`` (a Python program, or with ``runtime="node"`` a node program) with the repository at head as
-        the working directory, in the head's test environment, network off."""
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python",
+                        beside: str | None = None) -> ProbeResult:
+        """Run ``code`` (a Python program; with ``runtime="node"`` a node program; with ``runtime="go"`` a test file
+        of the package of the Go file ``beside``) with the repository at head as the working directory, in the head's
+        test environment, network off."""
         ...
 
 

@@ -45,6 +45,7 @@ from sandbox.environment import lift_pins, plan_environment, plan_key
 from sandbox.errors import RepositoryTooLarge, SandboxError, SandboxUnavailable
 from sandbox.languages import javascript
 from sandbox.languages.go import run_go
+from sandbox.languages.go import run_probe as run_go_probe
 from sandbox.languages.javascript import run_javascript
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output, clean_test_output
@@ -554,7 +555,8 @@ class DockerSandbox:
                     "HATCH_BUILD_HOOK_VCS_VERSION": PRETEND_VERSION},
         }
 
-    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python",
+                        beside: str | None = None) -> ProbeResult:
         """Run one probe in the head's test environment, started exactly as the project's tests are.
 
         The same image (the project's environment), interpreter, variables, working directory, editable install
@@ -562,13 +564,17 @@ class DockerSandbox:
         probed behaves differently in production too. The runner gives the probe ``timeout_seconds`` after the
         install and reports an overrun as exit code 124. ``runtime="node"``: a node program, in the environment of
         the head's JavaScript tests (:func:`sandbox.languages.javascript.run_probe`), killed after
-        ``timeout_seconds``.
+        ``timeout_seconds``; ``runtime="go"``: a test file put in the package of ``beside`` and run there with the
+        head's Go toolchain (:func:`sandbox.languages.go.run_probe`), its test given ``timeout_seconds`` after the
+        build.
         """
         run = _Run()
         try:
             tree = await asyncio.to_thread(self._probe_tree)
             if runtime == "node":
                 return await javascript.run_probe(self, tree, code, self.limits.with_timeout(timeout_seconds), run)
+            if runtime == "go":
+                return await run_go_probe(self, tree, code, beside or "", timeout_seconds, run)
             prepared, config = await self._probe_environment(tree)
             config = {**config, "probe": f"{HERE}/{PROBE_FILE}", "probe_timeout": timeout_seconds}
             files = self._logomesh_files(TestSpec(), config, {PROBE_FILE: code.encode("utf-8", "surrogatepass")})

@@ -50,11 +50,12 @@ class _ProgressSandbox:
                                                               f" ({result.reason})" if result.reason else ""))
         return result
 
-    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python",
+                        beside: str | None = None) -> ProbeResult:
         if not self._probing:
             self._probing = True
             self._say("red agent: running the changed code in the sandbox…")
-        result: ProbeResult = await self._inner.run_probe(code, timeout_seconds, runtime)
+        result: ProbeResult = await self._inner.run_probe(code, timeout_seconds, runtime, beside)
         return result
 
 

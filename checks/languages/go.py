@@ -37,6 +37,11 @@ def _skipped_dir(parts: tuple[str, ...]) -> bool:
     return any(part in ("vendor", "testdata") or part.startswith((".", "_")) for part in parts)
 
 
+def is_product_path(path: str) -> bool:
+    """A Go file of the module's own code: built by ``./...`` (not vendored, test data or hidden) and not a test."""
+    return owns(path) and not _skipped_dir(PurePosixPath(path).parts[:-1]) and not path.endswith(TEST_SUFFIX)
+
+
 def is_test_path(path: str) -> bool:
     """A Go test file or a file under a ``testdata`` directory."""
     parts = PurePosixPath(path).parts

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from checks.detectives.doc_analyst import is_test_path
-from checks.languages import javascript
+from checks.languages import go, javascript
 from checks.models import SEVERITY_ORDER, Case, RedAnalysis, RedFinding
 from checks.protocols import Sandbox
-from checks.red import js_targets
+from checks.red import go_targets, js_targets
 from checks.red.assumptions import stated_concurrency
 from checks.red.hypotheses import RACE_KIND, Attack, Hypothesis, merge
 from checks.red.mcts import MCTSPlanner, Rollout, SearchResult, State
@@ -67,7 +67,7 @@ def case_seed(case: Case, rubric: Rubric) -> int:
 
 
 def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSource] = ()) -> list[Hypothesis]:
-    """Every hypothesis on the lines the change adds to its (non-test) Python, JavaScript and TypeScript files."""
+    """Every hypothesis on the lines the change adds to its (non-test) Python, JavaScript, TypeScript and Go files."""
     network = rubric.constraints.network.modules if rubric.constraints.network.prohibited else ()
     concurrent = stated_concurrency(case.intent_text) is not None
     found: list[Hypothesis] = []
@@ -76,6 +76,10 @@ def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSo
                 or len(changed.content) > MAX_SOURCE_CHARS):
             continue
         added = None if changed.status == "added" else set(changed.added_lines)
+        if go.owns(changed.path):
+            if go.is_product_path(changed.path):
+                found += go_targets.hypotheses(changed.path, changed.content, added)
+            continue
         if javascript.owns(changed.path):  # its product code: neither a test nor a runner's configuration
             if not javascript.is_test_path(changed.path) and not javascript.is_harness_path(changed.path):
                 found += js_targets.hypotheses(changed.path, changed.content, added)
@@ -233,8 +237,10 @@ class RedSearchSpace:
     async def _probe(self, attack: Attack, timeout: float) -> ProbeOutcome:
         nonce = probe_nonce(self.seed, attack)
         try:
+            target = attack.hypothesis.target
             result = await self.sandbox.run_probe(build_probe(attack, nonce, self.seed), timeout,
-                                                  runtime=runtime(attack))
+                                                  runtime=runtime(attack),
+                                                  beside=target.path if runtime(attack) == "go" and target else None)
         except Exception as exc:  # a sandbox failure is recorded with its cause and costs this probe only
             message = f"sandbox error: {type(exc).__name__}: {exc}"
             self.errors.append(message)

@@ -19,6 +19,7 @@ from typing import Any
 from checks.constraints import Violation
 from checks.languages import javascript_syntax as syntax
 from checks.languages.tree import text, walk
+from checks.red.flow import reaching
 from checks.red.hypotheses import Hypothesis, Target
 
 # the sink rules a probe can confirm, and the attack class each one is
@@ -172,7 +173,6 @@ def _identifiers(node: Any) -> set[str]:
 def tainted(function: Any, sink: Any, params: tuple[str, ...]) -> tuple[str, ...]:
     """The parameters whose value reaches ``sink``'s arguments: directly, or through a local variable assigned from
     them inside ``function`` (to a fixpoint)."""
-    reaching = {name: {name} for name in params}
     assignments: list[tuple[str, set[str]]] = []
     for node in walk(function):
         if node.type == "variable_declarator":
@@ -184,19 +184,11 @@ def tainted(function: Any, sink: Any, params: tuple[str, ...]) -> tuple[str, ...
             if left is not None and right is not None and left.type == "identifier":
                 assignments.append((text(left), _identifiers(right) | ({text(left)} if node.type.startswith(
                     "augmented") else set())))
-    changed = True
-    while changed:
-        changed = False
-        for target, sources in assignments:
-            for names in reaching.values():
-                if target not in names and names & sources:
-                    names.add(target)
-                    changed = True
     arguments = sink.child_by_field_name("arguments")
     # a callback among the arguments receives the sink's results; the names it uses are not what the sink reads
     used = {name for argument in (arguments.named_children if arguments is not None else ())
             if syntax._unwrap(argument).type not in FUNCTIONS for name in _identifiers(argument)}
-    return tuple(param for param in params if reaching[param] & used)
+    return reaching(params, assignments, used)
 
 
 def _sink_node(root: Any, line: int, symbol: str | None) -> Any:

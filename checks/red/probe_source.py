@@ -58,3 +58,6 @@ def node_program_text(name: str) -> str:
 
 
 NODE_ATTACK_TEMPLATE = node_program_text("attack")
+# Go's: a test file of the changed package (``__PACKAGE__``, ``__TARGET__``, ``__TEST__``, ``__CONFIG__`` filled in)
+GO_ATTACK_TEMPLATE = resources.files("checks.red").joinpath("probe_program", "attack_go.txt").read_text(
+    encoding="utf-8").partition(PROGRAM_LINE.replace("#", "//"))[2]

@@ -21,7 +21,13 @@ from typing import Any
 from checks.models import ProbeResult
 from checks.red.hypotheses import RACE_KIND, Attack
 from checks.red.payloads import javascript_sink
-from checks.red.probe_source import IMPORT_TEMPLATE, NODE_ATTACK_TEMPLATE, PROBE_TEMPLATE, RACE_TEMPLATE
+from checks.red.probe_source import (
+    GO_ATTACK_TEMPLATE,
+    IMPORT_TEMPLATE,
+    NODE_ATTACK_TEMPLATE,
+    PROBE_TEMPLATE,
+    RACE_TEMPLATE,
+)
 from checks.red.race import judge_race, race_config, reproducer
 
 REWARD_CONFIRMED = 1.0
@@ -58,8 +64,15 @@ def _program(template: str, config: dict[str, Any]) -> str:
 
 
 def runtime(attack: Attack) -> str:
-    """What runs the attack's probe: ``node`` for a JavaScript/TypeScript sink, else ``python``."""
-    return "node" if javascript_sink(attack.hypothesis.sink) else "python"
+    """What runs the attack's probe: ``node`` for a JavaScript/TypeScript sink, ``go`` for a Go sink (a test file of
+    its package), else ``python``."""
+    sink = attack.hypothesis.sink
+    return "node" if javascript_sink(sink) else "go" if sink.startswith("go-") else "python"
+
+
+def go_probe_file(nonce: str) -> str:
+    """The name of a Go probe's test file in the target's package."""
+    return f"zz_{nonce[:8]}_test.go"
 
 
 def build_import_probe(paths: list[str], nonce: str) -> str:
@@ -78,8 +91,13 @@ def build_probe(attack: Attack, nonce: str, seed: int = 0) -> str:
         "qualname": target.qualname, "params": list(target.params), "is_method": target.is_method,
         "argument": attack.argument,
     }
-    if runtime(attack) == "node":  # a JSON string literal is a JavaScript string literal
-        return NODE_ATTACK_TEMPLATE.replace("__CONFIG__", json.dumps(json.dumps(config, sort_keys=True)), 1)
+    literal = json.dumps(json.dumps(config, sort_keys=True))  # a JSON string literal is a JavaScript or Go one
+    if runtime(attack) == "node":
+        return NODE_ATTACK_TEMPLATE.replace("__CONFIG__", literal, 1)
+    if runtime(attack) == "go":  # qualname: package.Function (checks.red.go_targets)
+        package, _, function = target.qualname.partition(".")
+        return (GO_ATTACK_TEMPLATE.replace("__PACKAGE__", package, 1).replace("__TARGET__", function)
+                .replace("__TEST__", f"TestZz{nonce[:10]}", 1).replace("__CONFIG__", literal, 1))
     return _program(PROBE_TEMPLATE, config)
 
 

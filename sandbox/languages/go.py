@@ -29,10 +29,10 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from checks.languages import go as court_go
-from checks.models import MutantResult, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
+from checks.models import MutantResult, ProbeResult, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
 from sandbox.languages import mutants
 from sandbox.limits import SandboxLimits
-from sandbox.redact import clean_test_output, redact, stable_text
+from sandbox.redact import clean_output, clean_test_output, redact, stable_text
 from sandbox.tarball import owned_files_tar
 
 if TYPE_CHECKING:
@@ -53,6 +53,8 @@ MAX_MESSAGE = 2000
 MAX_EVENTS_LINE = 1 << 20
 WORK = "/sandbox"
 REPO = "/sandbox/repo"
+GO_BUILD_SECONDS = 90  # a Go probe's build (the package and its tests) before its test's own clock
+PROBE_TEST = re.compile(r"^func TestZz(\w{10})\(", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -284,7 +286,6 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
     import asyncio
 
     from sandbox.docker_sandbox import MAX_CHANNEL_BYTES
-    from sandbox.image import go_cache
 
     paths = await asyncio.to_thread(tree.paths)
     offered = await asyncio.to_thread(image_go_versions, sandbox)
@@ -298,10 +299,7 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
     extra = (owned_files_tar(mutants.HERE.rsplit("/", 1)[1], mutants.files(spec.mutants, tree.read)) if mutating
              else None)
     await sandbox._thread(run, sandbox._start, run, sandbox.image, extra, tree, None)
-    prepared = await sandbox._exec(run, ["sh", "-c", f"cp -r {go_cache(version)} {WORK}/gocache 2>/dev/null "
-                                         f"|| mkdir -p {WORK}/gocache; mkdir -p {WORK}/gotmp {WORK}/gopath"],
-                                   limits.with_timeout(60))
-    if prepared.exit_code != 0:
+    if not await _prepare_cache(sandbox, run, version, limits):
         return TestRunResult(status="not_measured", reason="the Go build cache could not be prepared in the sandbox",
                              **base)
     selected: tuple[list[str], str] | None = _rerun_selection(spec.rerun) if spec.rerun else None
@@ -367,6 +365,57 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
         errored=len(errors), skipped=sum(t.outcome == "skipped" for t in tests), tests=tuple(tests),
         past_cap=past_cap, output="\n".join(o for o in outputs if o)[-limits.output_bytes:],
         mutants=tuple(mutated), **base)
+
+
+async def _prepare_cache(sandbox: DockerSandbox, run: Any, version: str, limits: SandboxLimits) -> bool:
+    """The image's build cache of the standard library copied where the run builds (a writable tmpfs)."""
+    from sandbox.image import go_cache
+
+    prepared = await sandbox._exec(run, ["sh", "-c", f"cp -r {go_cache(version)} {WORK}/gocache 2>/dev/null "
+                                         f"|| mkdir -p {WORK}/gocache; mkdir -p {WORK}/gotmp {WORK}/gopath"],
+                                   limits.with_timeout(60))
+    return bool(prepared.exit_code == 0)
+
+
+async def run_probe(sandbox: DockerSandbox, tree: Tree, code: str, beside: str, timeout_seconds: float,
+                    run: Any) -> ProbeResult:
+    """Run the Red Agent's Go probe ``code``, a test file of the package of the Go file ``beside``: put in that
+    package's folder and run alone there (``go test -v -run``) with the toolchain, modules and settings of the
+    head's Go tests; the build gets its own time, the test ``timeout_seconds``. ``run`` holds the Docker objects the
+    caller removes."""
+    import asyncio
+
+    from checks.red.probes import go_probe_file
+
+    paths = await asyncio.to_thread(tree.paths)
+    offered = await asyncio.to_thread(image_go_versions, sandbox)
+    plan, modules = await asyncio.to_thread(plan_go, tree.read, paths, offered)
+    module = module_of(beside, modules)
+    if plan.version is None or module is None:
+        why = plan.error or f"{beside} is in no Go module"
+        return ProbeResult(exit_code=None, stderr=f"the Go probe could not run: {why}")
+    name = PROBE_TEST.search(code)
+    if name is None:
+        return ProbeResult(exit_code=None, stderr="the Go probe names no test function")
+    nonce = name.group(1)
+    file = go_probe_file(nonce)
+    folder = str(PurePosixPath(beside).parent)
+    package = "./" + (folder[len(module.dir) + 1:] if module.dir else folder) if folder not in ("", ".", module.dir) \
+        else "."
+    files = owned_files_tar(mutants.HERE.rsplit("/", 1)[1], {file: code.encode("utf-8", "surrogatepass")})
+    await sandbox._thread(run, sandbox._start, run, sandbox.image, files, tree, None)
+    if not await _prepare_cache(sandbox, run, plan.version, sandbox.limits):
+        return ProbeResult(exit_code=None, stderr="the Go build cache could not be prepared in the sandbox")
+    destination = f"{REPO}/{folder}/{file}" if folder not in ("", ".") else f"{REPO}/{file}"
+    argv = ["sh", "-c", f'cp {mutants.HERE}/{file} {destination} && exec "$@"', "go", "go", "test", "-v", "-count=1",
+            "-vet=off", "-run", f"^TestZz{nonce}$", f"-timeout={max(1, int(timeout_seconds))}s", package]
+    limits = sandbox.limits.with_timeout(timeout_seconds + GO_BUILD_SECONDS)
+    done: _Exec = await sandbox._exec_in(run.container, argv, limits, env=go_env(plan.version, plan.vendored),
+                                         run=run, workdir=f"{REPO}/{module.dir}" if module.dir else REPO)
+    return ProbeResult(exit_code=None if done.timed_out else done.exit_code,
+                       stdout=clean_output(bytes(done.stdout), limits.output_bytes),
+                       stderr=clean_output(bytes(done.stderr), limits.output_bytes),
+                       timed_out=done.timed_out, oom_killed=done.oom_killed, duration=round(done.duration, 3))
 
 
 def module_of(path: str, modules: Sequence[GoModule]) -> GoModule | None:

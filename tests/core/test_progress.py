@@ -21,7 +21,8 @@ class FakeSandbox:
     async def run_tests(self, spec: TestSpec) -> TestRunResult:
         return TestRunResult(status="ran", tree=spec.tree, collected=2, passed=1, failed=1)
 
-    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python",
+                        beside: str | None = None) -> ProbeResult:
         raise AssertionError("no probe in this test")
 
 

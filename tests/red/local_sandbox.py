@@ -47,7 +47,8 @@ class LocalProbeSandbox:
     async def run_tests(self, spec: TestSpec) -> TestRunResult:
         return TestRunResult(status="not_measured", reason="the local probe sandbox does not run tests")
 
-    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python",
+                        beside: str | None = None) -> ProbeResult:
         (self.imports if IMPORTS in code else self.probes).append(code)
         with _scratch() as scratch:
             work = Path(scratch) / "repo"

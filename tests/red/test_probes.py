@@ -70,7 +70,8 @@ class FailingSandbox:
     async def run_tests(self, spec: TestSpec) -> TestRunResult:  # pragma: no cover - not used by the red agent
         raise NotImplementedError
 
-    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python") -> ProbeResult:
+    async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python",
+                        beside: str | None = None) -> ProbeResult:
         raise RuntimeError("docker daemon went away")
 
 

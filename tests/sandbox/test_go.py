@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Literal
 
 import docker
 import pytest
@@ -39,6 +40,34 @@ CALC = dedent("""
     \treturn a + b
     }
     """)
+SHOUT = dedent("""
+    package calc
+
+    import (
+    \t"os/exec"
+    \t"strings"
+    )
+
+    // Shout returns a line of text in capitals, as the shell echoes it.
+    func {receiver}Shout(line string) (string, error) {{
+    \tout, err := exec.Command("sh", "-c", {command}).Output()
+    \treturn strings.ToUpper(string(out)), err
+    }}
+    """)
+QUOTED = r'''"echo '"+strings.ReplaceAll(line, "'", `'\''`)+"'"'''
+SHOUT_TEST = dedent("""
+    package calc
+
+    import "testing"
+
+    func TestShout(t *testing.T) {
+    \tgot, err := Shout("hello world")
+    \tif err != nil || got != "HELLO WORLD\\n" {
+    \t\tt.Fatalf("Shout = %q, %v", got, err)
+    \t}
+    }
+    """)
+SHOUT_BODY = "Shout returns a line of text in capitals, as the shell echoes it; its test checks a line."
 CALC_TEST = dedent("""
     package calc
 
@@ -108,16 +137,11 @@ CASES: dict[str, dict[str, str | None]] = {
     "adds-module": {"go.mod": GO_MOD + "\nrequire example.com/greeting v1.0.0\n",
                     "calc/greet.go": "package calc\n\nimport \"example.com/greeting\"\n\n// Greet greets name.\n"
                                      "func Greet(name string) string {\n\treturn greeting.Hello(name)\n}\n"},
-    "shell": {"calc/run.go": dedent("""
-        package calc
-
-        import "os/exec"
-
-        // Run runs a calculator command line and returns its output.
-        func Run(line string) ([]byte, error) {
-        \treturn exec.Command("sh", "-c", "bc <<< "+line).Output()
-        }
-        """)},
+    "shell": {"calc/shout.go": SHOUT.format(receiver="", command='"echo "+line'), "calc/shout_test.go": SHOUT_TEST},
+    "quoted-shell": {"calc/shout.go": SHOUT.format(receiver="", command=QUOTED), "calc/shout_test.go": SHOUT_TEST},
+    "method-shell": {"calc/shout.go": SHOUT.format(receiver="(Shell) ", command='"echo "+line')
+                     + "\n// Shell runs lines through the shell.\ntype Shell struct{}\n",
+                     "calc/shout_test.go": SHOUT_TEST.replace(":= Shout(", ":= Shell{}.Shout(")},
     "testmain-forged": {"calc/calc.go": BROKEN, "calc/main_test.go": dedent("""
         package calc
 
@@ -203,8 +227,8 @@ def modules_repo(tmp_path_factory: pytest.TempPathFactory, name: str, start: dic
     return root, repo.branches(MODULE_CASES)
 
 
-async def review(root: Path, head: str, title: str, body: str) -> Evaluation:
-    settings = load_settings(sandbox="docker", home=root / ".lm", embedding="auto", red_team="off")
+async def review(root: Path, head: str, title: str, body: str, red_team: Literal["on", "off"] = "off") -> Evaluation:
+    settings = load_settings(sandbox="docker", home=root / ".lm", embedding="auto", red_team=red_team)
     evaluation, _ = await review_repository(root, "main", head, settings=settings, title=title, body=body)
     return evaluation
 
@@ -324,14 +348,37 @@ async def test_a_go_project_with_vendored_modules_is_measured(
     assert any(", vendored" in s for s in kinds(evaluation, "test-environment"))
 
 
-async def test_a_go_change_that_runs_a_shell_with_its_input_is_named_on_the_line_and_does_not_pass(
+async def test_a_go_change_that_runs_a_shell_with_its_input_is_confirmed_by_a_probe_and_fails(
         tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
     root, heads = tally
-    evaluation = await review(root, heads["shell"], "Add Run to calc", "Run runs a calculator command line and "
-                              "returns its output.")
+    evaluation = await review(root, heads["shell"], "Add Shout to calc", SHOUT_BODY, red_team="on")
     violations = [e for e in evaluation.evidence if e.kind == "constraint-violation"]
-    assert [(str(e.location), e.cwe, e.severity) for e in violations] == [("calc/run.go:7", "CWE-78", "high")]
-    assert evaluation.measured["architecture"] is True
+    assert [(str(e.location), e.cwe, e.severity) for e in violations] == [("calc/shout.go:10", "CWE-78", "high")]
+    assert evaluation.measured["architecture"] is True and evaluation.measured["testing"] is True
+    findings = evaluation.red_analysis.findings
+    assert [(f.severity, f.confirmed, str(f.location)) for f in findings] == [("critical", True, "calc/shout.go:10")]
+    assert findings[0].payload and "argument 'line'" in findings[0].payload, findings[0]
+    assert evaluation.verdict == "fail", reasons(evaluation)
+    assert "did not probe" not in reasons(evaluation)
+
+
+async def test_the_same_go_shell_with_its_input_quoted_is_probed_and_not_confirmed(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    root, heads = tally
+    evaluation = await review(root, heads["quoted-shell"], "Add Shout to calc", SHOUT_BODY, red_team="on")
+    assert evaluation.measured["testing"] is True, reasons(evaluation)
+    findings = evaluation.red_analysis.findings
+    assert [(f.severity, f.confirmed, str(f.location)) for f in findings] == [("high", False, "calc/shout.go:10")]
+    assert "not confirmed by" in (findings[0].effect or ""), findings[0]
+    assert evaluation.verdict != "fail", reasons(evaluation)
+    assert "did not probe" not in reasons(evaluation)
+
+
+async def test_a_go_sink_in_a_method_is_named_unprobed_and_does_not_pass(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    root, heads = tally
+    evaluation = await review(root, heads["method-shell"], "Add Shout to calc", SHOUT_BODY, red_team="on")
+    assert [f.confirmed for f in evaluation.red_analysis.findings] == [False]
     assert evaluation.verdict != "pass", reasons(evaluation)
-    assert "1 serious sink(s) in Go that the Red Agent did not probe (first: calc/run.go:7: CWE-78)" \
+    assert "1 serious sink(s) in Go that the Red Agent did not probe (first: calc/shout.go:10: CWE-78)" \
         in reasons(evaluation)

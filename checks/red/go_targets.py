@@ -1,0 +1,112 @@
+"""The Red Agent's hypotheses on Go: the shell and SQL sinks of :mod:`checks.languages.go_syntax` on the lines a change
+adds, each with the package-level function that holds it and the parameters that reach it.
+
+A Go probe is a test file of the sink's own package, so any package-level function is a target (exported or not),
+named ``package.Function``; its arguments are built by type when the probe runs (``reflect``), so only the names and
+their order are read here.
+Methods, generic functions and sinks outside a function have no target: they stay static, unconfirmed findings.
+
+Pure; without the tree-sitter Go wheel no hypothesis is made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checks.languages import go_syntax as syntax
+from checks.languages.tree import text, walk
+from checks.red.flow import reaching
+from checks.red.hypotheses import Hypothesis, Target
+
+KINDS = {"go-exec-shell": "command-injection", "go-sql-string": "sql-injection"}
+
+
+def package_name(root: Any) -> str | None:
+    """The file's ``package`` name."""
+    for node in root.named_children:
+        if node.type == "package_clause":
+            return next((text(c) for c in node.named_children if c.type == "package_identifier"), None)
+    return None
+
+
+def parameters(function: Any) -> tuple[str, ...]:
+    """The function's parameter names in order, one per value (``a, b string`` is two); an unnamed or blank one is
+    ``argN`` (its position)."""
+    names: list[str] = []
+    formal = function.child_by_field_name("parameters")
+    for declaration in formal.named_children if formal is not None else ():
+        if declaration.type not in ("parameter_declaration", "variadic_parameter_declaration"):
+            continue
+        idents = [text(c) for c in declaration.children_by_field_name("name")]
+        for ident in idents or ["_"]:
+            names.append(ident if ident != "_" else f"arg{len(names)}")
+    return tuple(names)
+
+
+def _identifiers(node: Any) -> set[str]:
+    return {text(n) for n in walk(node) if n.type == "identifier"}
+
+
+def tainted(function: Any, sink: Any, params: tuple[str, ...]) -> tuple[str, ...]:
+    """The parameters whose value reaches ``sink``'s arguments, directly or through locals assigned from them."""
+    assignments: list[tuple[str, set[str]]] = []
+    for node in walk(function):
+        if node.type in ("short_var_declaration", "assignment_statement"):
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if left is not None and right is not None:
+                sources = _identifiers(right) | (_identifiers(left) if node.type == "assignment_statement"
+                                                 and text(node.child_by_field_name("operator") or left) != "="
+                                                 else set())
+                assignments += [(name, sources) for name in _identifiers(left)]
+        elif node.type == "var_spec":
+            value = node.child_by_field_name("value")
+            if value is not None:
+                assignments += [(text(name), _identifiers(value)) for name in node.children_by_field_name("name")]
+    arguments = sink.child_by_field_name("arguments")
+    used = {name for argument in (arguments.named_children if arguments is not None else ())
+            if argument.type != "func_literal" for name in _identifiers(argument)}
+    return reaching(params, assignments, used)
+
+
+def _sink(root: Any, line: int, symbol: str | None) -> Any:
+    """The call on ``line`` that the rule reported: the first there whose callee is the rule's symbol (``exec.Command``
+    → ``….Command``), else the first that starts there."""
+    calls = [node for node in walk(root) if node.type == "call_expression" and node.start_point[0] + 1 == line]
+    name = (symbol or "").rsplit(".", 1)[-1]
+    for node in calls:
+        function = node.child_by_field_name("function")
+        if function is not None and name and text(function).rsplit(".", 1)[-1] == name:
+            return node
+    return calls[0] if calls else None
+
+
+def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesis]:
+    """The probeable sinks on ``added`` lines (None: every line) of one Go file."""
+    violations = syntax.check_go(source)
+    parser = syntax._parser()
+    if not violations or parser is None:
+        return []
+    root = parser.parse(source.encode("utf-8", "surrogatepass")).root_node
+    package = package_name(root) or "main"
+    found: list[Hypothesis] = []
+    for violation in violations:
+        kind = KINDS.get(violation.rule)
+        if kind is None or violation.severity not in ("high", "critical") or violation.line is None \
+                or (added is not None and violation.line not in added):
+            continue
+        sink = _sink(root, violation.line, violation.symbol)
+        target: Target | None = None
+        reach: tuple[str, ...] = ()
+        function = sink.parent if sink is not None else None
+        while function is not None and function.type not in ("function_declaration", "method_declaration"):
+            function = function.parent
+        if function is not None and function.type == "function_declaration" \
+                and function.child_by_field_name("type_parameters") is None:
+            name = function.child_by_field_name("name")
+            params = parameters(function)
+            if name is not None:
+                target = Target(path=path, qualname=f"{package}.{text(name)}", params=params)
+                reach = tainted(function, sink, params)
+        found.append(Hypothesis(kind=kind, path=path, line=violation.line, sink=violation.rule,
+                                detail=violation.message, target=target, tainted=reach, origins=("syntax",)))
+    return found
