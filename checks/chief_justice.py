@@ -59,9 +59,9 @@ The verdict then follows the test facts (``rules_of_tests``), whatever the CIS:
                             test ran (T is then not measured, never "no tests"). Code in a language whose tests a
                             plug-in runs (Go, JavaScript, TypeScript) is judged on those tests when they ran at base
                             and head, and on the sinks its syntax tree shows; a serious sink there that no probe of
-                            the Red Agent ran on (every Go sink; a JavaScript sink outside any export) is not
-                            ``pass``, and without R as well it cannot ``pass``; when its tests could not run, the
-                            reason is named.
+                            the Red Agent ran on (a JavaScript sink outside any export, a Go sink in a method) is
+                            not ``pass``, and without R as well it cannot ``pass``; when its tests could not run,
+                            the reason is named.
 """
 
 from __future__ import annotations
@@ -78,9 +78,6 @@ from checks.languages.python_dialect import unread_dialects
 from checks.linguist import language, named_languages, runtime, unanalysed_code, unrun_tests
 from checks.models import SEVERITY_ORDER, Brief, CriterionRuling, JudicialOpinion, RedAnalysis, TestDiff, round_score
 from rubric import Criterion, Rubric
-
-# the languages besides Python whose sinks the Red Agent probes (checks.red.js_targets)
-PROBED_LANGUAGES = frozenset({"JavaScript", "TypeScript"})
 
 
 @dataclass(frozen=True)
@@ -352,17 +349,13 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
         reasons.append("Rule of Measurement: " + named_languages(by_tests) + " judged on its tests ("
                        + ", ".join(dict.fromkeys(f"{runtime(name)} {version}"
                                                  for name, version in sorted(tested.items()) if name in by_tests))
-                       + (") and its syntax tree's sinks" + ("" if by_tests.keys() <= PROBED_LANGUAGES else
-                                                             "; the Red Agent does not probe " + named_languages(
-                                                                 {k: v for k, v in by_tests.items()
-                                                                  if k not in PROBED_LANGUAGES}))
-                          if parsed else
+                       + (") and its syntax tree's sinks" if parsed else
                           "); its architecture rules and attack surface are not analysed"))
         unprobed = [e for e in brief.evidence if e.kind == "constraint-violation" and e.cwe and e.location
                     and SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER["high"]
                     and language(e.location.path) in by_tests
                     and not probed(brief.red, e.location.path, e.location.line)]
-        if unprobed:  # no probe ran on it (Go's sinks; a sink outside any export): neither confirmed nor cleared
+        if unprobed:  # no probe ran on it (outside any export, in a method): neither confirmed nor cleared
             first = unprobed[0]
             verdict = _not_pass(verdict, reasons, f"Rule of Measurement: {len(unprobed)} serious sink(s) in "
                                 f"{language(first.location.path) if first.location else 'code'} that the Red Agent "
