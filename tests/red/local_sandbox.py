@@ -50,6 +50,8 @@ class LocalProbeSandbox:
     async def run_probe(self, code: str, timeout_seconds: float, runtime: str = "python",
                         beside: str | None = None) -> ProbeResult:
         (self.imports if IMPORTS in code else self.probes).append(code)
+        if runtime == "go":  # a Go probe builds in its package with a Go toolchain: the Docker sandbox's
+            return ProbeResult(exit_code=None, stderr="the local probe sandbox runs no Go probe")
         with _scratch() as scratch:
             work = Path(scratch) / "repo"
             shutil.copytree(self.repo, work)
