@@ -3,7 +3,8 @@ on the lines a change adds, each with the exported function a probe can call and
 
 A sink is probed through the module's exports, as its users reach it: ``export function f``, ``export const f =
 (…) =>``, ``export { f as g }``, ``export default function``, ``module.exports = { f, g: h }``, ``module.exports =
-function``, ``module.exports.f = …`` and ``exports.f = …``. The function that holds the sink (or an exported function
+function``, ``module.exports.f = …`` and ``exports.f = …``; a method of a class exported in any of these ways is
+``Class.method``, called on an instance built with no arguments (a static method on the class). The function that holds the sink (or an exported function
 around the callback that does) is the target; a parameter reaches the sink when its name, or a local variable built
 from it, occurs in the sink's arguments. A sink outside any exported function has no target: it stays a static,
 unconfirmed finding.
@@ -28,6 +29,7 @@ KINDS = {"js-child-process-shell": "command-injection", "js-eval": "code-injecti
          "js-path-traversal": "path-traversal"}
 FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
                        "generator_function_declaration", "generator_function"})
+CLASSES = frozenset({"class_declaration", "class", "abstract_class_declaration"})
 WHOLE_MODULE = "module.exports"  # the target is what ``module.exports = …`` assigns, not one of its properties
 
 
@@ -52,11 +54,11 @@ def _exported_member(node: Any) -> str | None:
 
 
 class _Exports:
-    """Which function nodes of a module its exports reach, by the name a user calls them by."""
+    """Which function and class nodes of a module its exports reach, by the name a user calls them by."""
 
     def __init__(self, root: Any) -> None:
-        self.local: dict[str, Any] = {}  # top-level name → its function node
-        self.names: dict[tuple[int, int], str] = {}  # function node's span → exported name
+        self.local: dict[str, Any] = {}  # top-level name → its function or class node
+        self.names: dict[tuple[int, int], str] = {}  # function or class node's span → exported name
         pending: list[tuple[str, Any]] = []  # (exported name, value node) resolved once every local is known
         for statement in root.named_children:
             node = statement.child_by_field_name("declaration") if statement.type == "export_statement" else statement
@@ -73,7 +75,7 @@ class _Exports:
     def _declare(self, node: Any) -> None:
         if node is None:
             return
-        if node.type in ("function_declaration", "generator_function_declaration"):
+        if node.type in ("function_declaration", "generator_function_declaration", *CLASSES):
             name = node.child_by_field_name("name")
             if name is not None:
                 self.local[text(name)] = node
@@ -81,12 +83,12 @@ class _Exports:
             for declarator in node.named_children:
                 name, value = declarator.child_by_field_name("name"), declarator.child_by_field_name("value")
                 if declarator.type == "variable_declarator" and name is not None and value is not None \
-                        and syntax._unwrap(value).type in FUNCTIONS:
+                        and syntax._unwrap(value).type in FUNCTIONS | CLASSES:
                     self.local[text(name)] = syntax._unwrap(value)
 
     def _function(self, value: Any) -> Any:
         value = syntax._unwrap(value)
-        if value.type in FUNCTIONS:
+        if value.type in FUNCTIONS | CLASSES:
             return value
         if value.type in ("identifier", "shorthand_property_identifier"):
             return self.local.get(text(value))
@@ -97,7 +99,7 @@ class _Exports:
         declaration = statement.child_by_field_name("declaration")
         value = statement.child_by_field_name("value")
         if declaration is not None:
-            if declaration.type in ("function_declaration", "generator_function_declaration"):
+            if declaration.type in ("function_declaration", "generator_function_declaration", *CLASSES):
                 name = declaration.child_by_field_name("name")
                 pending.append(("default" if default or name is None else text(name), declaration))
             elif declaration.type in ("lexical_declaration", "variable_declaration"):
@@ -141,8 +143,20 @@ class _Exports:
             else:
                 pending.append((WHOLE_MODULE, right))
 
-    def name_of(self, function: Any) -> str | None:
-        return self.names.get(_span(function))
+    def target_of(self, node: Any) -> tuple[str, bool] | None:
+        """``(the name users call node by, whether it is a method)`` when ``node`` is an exported function, a method
+        of an exported object literal, or a method of an exported class (``Class.method``), else None."""
+        if node.type not in FUNCTIONS and node.type != "method_definition":
+            return None
+        name = self.names.get(_span(node))
+        if name is not None:
+            return name, False
+        holder = node.parent.parent if node.type == "method_definition" and node.parent is not None else None
+        owner = self.names.get(_span(holder)) if holder is not None and holder.type in CLASSES else None
+        method = node.child_by_field_name("name")
+        if owner is None or method is None or text(method) == "constructor":
+            return None
+        return f"{owner}.{text(method)}", True
 
 
 def parameters(function: Any) -> tuple[str, ...]:
@@ -240,10 +254,10 @@ def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesi
         reach: tuple[str, ...] = ()
         ancestor = sink.parent if sink is not None else None
         while ancestor is not None:
-            name = exports.name_of(ancestor) if ancestor.type in FUNCTIONS | {"method_definition"} else None
-            if name is not None:
+            found_target = exports.target_of(ancestor)
+            if found_target is not None:
                 params = parameters(ancestor)
-                target = Target(path=path, qualname=name, params=params)
+                target = Target(path=path, qualname=found_target[0], params=params, is_method=found_target[1])
                 reach = tainted(ancestor, sink, params) if sink is not None else ()
                 break
             ancestor = ancestor.parent

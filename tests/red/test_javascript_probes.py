@@ -47,6 +47,28 @@ export function count(pattern) {
   return execSync(`ls ${pattern} | wc -l`).toString();
 }
 """, ("command-injection", "critical", True)),
+    "class-method": ("lib/runner.js", """const { exec } = require('child_process');
+
+class Runner {
+  constructor(program) {
+    this.program = program || 'ls';
+  }
+
+  run(dir) {
+    return exec(this.program + ' ' + dir);
+  }
+}
+
+module.exports = { Runner };
+""", ("command-injection", "critical", True)),
+    "class-static-esm": ("lib/shell.mjs", """import { execSync } from 'node:child_process';
+
+export default class Shell {
+  static echo(line) {
+    return execSync('echo ' + line).toString();
+  }
+}
+""", ("command-injection", "critical", True)),
     "eval": ("lib/discount.js", """exports.apply = function (price, rule) {
   return price * eval(rule);
 };
@@ -181,6 +203,11 @@ module.exports = { run, handler: read };
     found = {(h.kind, h.target.qualname if h.target else None, h.tainted) for h in hypotheses("a.js", source, None)}
     assert found == {("command-injection", "run", ("dir",)), ("path-traversal", "handler", ("req",)),
                      ("code-injection", "default", ("code",))}
+    methods = "const vm = require('vm');\nclass Box {\n  constructor(code) {\n    vm.runInNewContext(code);\n  }\n"
+    methods += "  open(code) {\n    return vm.runInNewContext(code);\n  }\n}\nmodule.exports = Box;\n"
+    # a constructor is never a target; a method of the class the module exports is ``module.exports.open``
+    assert [(h.line, h.target.qualname if h.target else None, h.target.is_method if h.target else None)
+            for h in hypotheses("box.js", methods, None)] == [(4, None, None), (7, "module.exports.open", True)]
     # only the lines the change adds
     assert [h.line for h in hypotheses("a.js", source, {7})] == [7]
 

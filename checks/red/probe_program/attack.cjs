@@ -166,9 +166,19 @@ async function load() {
     if (!error || !['ERR_REQUIRE_ESM', 'ERR_REQUIRE_ASYNC_MODULE'].includes(error.code)) throw error;
     module = await import(pathToFileURL(file).href);
   }
-  if (CONFIG.qualname === 'module.exports') return typeof module === 'function' ? module : module.default;
-  const found = module[CONFIG.qualname] !== undefined ? module[CONFIG.qualname]
-    : module.default && module.default[CONFIG.qualname];
+  const exported = (name) => (name === 'module.exports' ? (typeof module === 'function' ? module : module.default)
+    : module[name] !== undefined ? module[name] : module.default && module.default[name]);
+  if (CONFIG.is_method) {
+    const split = CONFIG.qualname.lastIndexOf('.');
+    const owner = exported(CONFIG.qualname.slice(0, split));
+    const method = CONFIG.qualname.slice(split + 1);
+    if (typeof owner !== 'function') throw new TypeError(CONFIG.qualname + ': its class is not exported');
+    if (typeof owner[method] === 'function') return owner[method].bind(owner);
+    const instance = new owner();
+    if (typeof instance[method] !== 'function') throw new TypeError(CONFIG.qualname + ' is not a method');
+    return instance[method].bind(instance);
+  }
+  const found = exported(CONFIG.qualname);
   if (typeof found !== 'function') throw new TypeError(CONFIG.qualname + ' is not an exported function');
   return found;
 }
