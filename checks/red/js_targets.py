@@ -4,10 +4,10 @@ on the lines a change adds, each with the exported function a probe can call and
 A sink is probed through the module's exports, as its users reach it: ``export function f``, ``export const f =
 (…) =>``, ``export { f as g }``, ``export default function``, ``module.exports = { f, g: h }``, ``module.exports =
 function``, ``module.exports.f = …`` and ``exports.f = …``; a method of a class exported in any of these ways is
-``Class.method``, called on an instance built with no arguments (a static method on the class). The function that holds the sink (or an exported function
-around the callback that does) is the target; a parameter reaches the sink when its name, or a local variable built
-from it, occurs in the sink's arguments. A sink outside any exported function has no target: it stays a static,
-unconfirmed finding.
+``Class.method``, called on an instance built with no arguments (a static method on the class). The function that
+holds the sink (or an exported function around the callback that does) is the target; a parameter reaches the sink
+when its name, or a local variable built from it, occurs in the sink's arguments. A sink outside any exported
+function has no target: it stays a static, unconfirmed finding.
 
 Pure; without the tree-sitter wheels no hypothesis is made (the syntax rules say the file is not analysed).
 """
