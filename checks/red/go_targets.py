@@ -11,6 +11,7 @@ Pure; without the tree-sitter Go wheel no hypothesis is made.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from checks.languages import go_syntax as syntax
@@ -19,6 +20,8 @@ from checks.red.flow import reaching
 from checks.red.hypotheses import Hypothesis, Target
 
 KINDS = {"go-exec-shell": "command-injection", "go-sql-string": "sql-injection"}
+KEY = re.compile(r"[A-Za-z_][\w.-]{0,63}")
+MAX_KEYS = 30
 
 
 def package_name(root: Any) -> str | None:
@@ -68,6 +71,18 @@ def tainted(function: Any, sink: Any, params: tuple[str, ...]) -> tuple[str, ...
     return reaching(params, assignments, used)
 
 
+def keys(function: Any) -> tuple[str, ...]:
+    """The short word-like string literals ``function`` uses, in order, at most :data:`MAX_KEYS`: the names a
+    handler reads a request's values by (``r.URL.Query().Get("dir")``, ``r.FormValue("name")``), which the probe's
+    request carries the payload under."""
+    found: dict[str, None] = {}
+    for node in walk(function):
+        value = syntax._string(node) if node.type in ("interpreted_string_literal", "raw_string_literal") else None
+        if value is not None and KEY.fullmatch(value):
+            found.setdefault(value)
+    return tuple(found)[:MAX_KEYS]
+
+
 def _sink(root: Any, line: int, symbol: str | None) -> Any:
     """The call on ``line`` that the rule reported: the first there whose callee is the rule's symbol (``exec.Command``
     → ``….Command``), else the first that starts there."""
@@ -105,7 +120,7 @@ def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesi
             name = function.child_by_field_name("name")
             params = parameters(function)
             if name is not None:
-                target = Target(path=path, qualname=f"{package}.{text(name)}", params=params)
+                target = Target(path=path, qualname=f"{package}.{text(name)}", params=params, keys=keys(function))
                 reach = tainted(function, sink, params)
         found.append(Hypothesis(kind=kind, path=path, line=violation.line, sink=violation.rule,
                                 detail=violation.message, target=target, tainted=reach, origins=("syntax",)))

@@ -26,6 +26,8 @@ class Target:
     qualname: str
     params: tuple[str, ...]
     is_method: bool = False
+    # the short string literals the callable uses (Go: the names it reads a request's values by)
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

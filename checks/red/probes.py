@@ -95,6 +95,7 @@ def build_probe(attack: Attack, nonce: str, seed: int = 0) -> str:
     if runtime(attack) == "node":
         return NODE_ATTACK_TEMPLATE.replace("__CONFIG__", literal, 1)
     if runtime(attack) == "go":  # qualname: package.Function (checks.red.go_targets)
+        literal = json.dumps(json.dumps({**config, "keys": list(target.keys)}, sort_keys=True))
         package, _, function = target.qualname.partition(".")
         return (GO_ATTACK_TEMPLATE.replace("__PACKAGE__", package, 1).replace("__TARGET__", function)
                 .replace("__TEST__", f"TestZz{nonce[:10]}", 1).replace("__CONFIG__", literal, 1))

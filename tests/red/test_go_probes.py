@@ -76,6 +76,7 @@ def test_the_probe_is_a_test_file_of_the_package_that_calls_the_function_by_refl
     assert literal is not None
     config = json.loads(json.loads(literal.group(1)))
     assert config == {"argument": "line", "family": "semicolon", "is_method": False, "kind": "command-injection",
-                      "nonce": nonce, "params": ["line", "n"], "path": "calc/run.go", "qualname": "calc.Run"}
+                      "nonce": nonce, "params": ["line", "n"], "path": "calc/run.go", "qualname": "calc.Run",
+                      "keys": ["sh"]}
     # nothing in what the target can see says what runs it
     assert "probe" not in code.split("// --- program ---")[-1].lower().replace("logomesh-probe-", "")
