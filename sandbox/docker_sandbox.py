@@ -464,13 +464,14 @@ class DockerSandbox:
         return True
 
     def _probe_tree(self) -> Tree:
-        """The head for probes: when the whole tree is too large, its Python, JavaScript and TypeScript code and small
-        files are enough."""
+        """The head for probes: when the whole tree is too large, its code (Python, JavaScript, TypeScript, Go) and
+        small files are enough."""
         if self._fits(self.head) or not isinstance(self.head, GitTree):
             return self.head
         head = self.head
         entries = {p: e for p, e in head.entries().items()
-                   if p.endswith((".py", ".toml", ".cfg", ".ini", ".txt", ".json", ".yaml", ".lock", *JS_SUFFIXES))}
+                   if p.endswith((".py", ".toml", ".cfg", ".ini", ".txt", ".json", ".yaml", ".lock", ".go", ".mod",
+                                  ".sum", *JS_SUFFIXES))}
         return GitTree(head.git_bytes, head.sha, name="probe", entries=entries, mtime=head.mtime)
 
     def _plan(self, tree: Tree, spec: TestSpec) -> EnvironmentPlan:
