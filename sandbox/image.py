@@ -84,7 +84,7 @@ NPM_REGISTRY = "https://registry.npmjs.org/"  # where a host without npm fetches
 NODE_HOME = "/opt/logomesh/node-{major}"  # each line's node is <NODE_HOME>/bin/node
 IMAGE_LABEL = "org.logomesh.image"
 # bump when the layout above changes: an image with another version is rebuilt, never run
-IMAGE_VERSION = "7"
+IMAGE_VERSION = "8"
 VERSION_LABEL = "org.logomesh.image-version"
 PYTHON_LABEL = "org.logomesh.python"
 GO_LABEL = "org.logomesh.go"
@@ -290,11 +290,13 @@ def _apt_install(root: Path, packages: Sequence[str], what: str, *, release: str
                                f"{(proc.stdout + proc.stderr)[-2000:]}")
 
 
-# what a Go test binary and most small suites import: compiled once into each toolchain's warm build cache, which a
-# run copies into its work dir (Go 1.20 and later ship no compiled standard library, and compiling it for a test run
-# costs half a minute at half a CPU)
-GO_WARM_IMPORTS = ("bytes", "context", "encoding/json", "errors", "fmt", "io", "math", "os", "path/filepath",
-                   "reflect", "regexp", "sort", "strconv", "strings", "sync", "testing", "time")
+# what a Go test binary, most small suites and the Red Agent's Go probe (checks/red/probe_program/attack_go.txt)
+# import: compiled once into each toolchain's warm build cache, which a run copies into its work dir (Go 1.20 and
+# later ship no compiled standard library, and compiling it for a test run or a probe costs half a minute at half a
+# CPU)
+GO_WARM_IMPORTS = ("bytes", "context", "database/sql", "database/sql/driver", "encoding/json", "errors", "fmt", "io",
+                   "math", "net/http", "net/http/httptest", "net/url", "os", "os/exec", "path/filepath", "reflect",
+                   "regexp", "sort", "strconv", "strings", "sync", "testing", "time")
 
 
 def _warm_go_caches(root: Path, say: Say) -> None:
