@@ -50,3 +50,26 @@ def test_fork_bomb_hits_the_pid_limit():
             os.waitpid(pid, 0)
     assert 0 < len(children) < 256
 '''
+
+
+def assert_shell_sink_probed(evaluation: Evaluation, where: str, *, confirmed: bool) -> None:
+    """A change whose function runs a shell with its input (``where``: the sink's ``path:line``), reviewed with the Red
+    Agent on: the syntax tree names the sink, a probe ran on it, and either its payload got through (critical,
+    the argument named, ``fail``) or, the input quoted, nothing did (high, unconfirmed, tests measured, not ``fail``)
+    (any language the Red Agent probes)."""
+    said = " | ".join(evaluation.verdict_reasons)
+    violations = [e for e in evaluation.evidence if e.kind == "constraint-violation"]
+    assert [(str(e.location), e.cwe, e.severity) for e in violations] == [(where, "CWE-78", "high")]
+    assert evaluation.measured["architecture"] is True and evaluation.measured["testing"] is True, said
+    findings = evaluation.red_analysis.findings
+    assert [(f.severity, f.confirmed, str(f.location)) for f in findings] == \
+        [("critical" if confirmed else "high", confirmed, where)], findings
+    assert "did not probe" not in said
+    if confirmed:
+        assert findings[0].payload and "argument 'line'" in findings[0].payload, findings[0]
+        assert evaluation.verdict == "fail", said
+        assert "on security" in said  # the judges read the confirmed finding
+    else:
+        assert "not confirmed by" in (findings[0].effect or ""), findings[0]
+        assert evaluation.verdict != "fail", said
+        assert "on security" not in said

@@ -22,7 +22,11 @@ from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
-from tests.sandbox.attacks import assert_hollow_test_does_not_pass, assert_padding_is_bounded
+from tests.sandbox.attacks import (
+    assert_hollow_test_does_not_pass,
+    assert_padding_is_bounded,
+    assert_shell_sink_probed,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -348,30 +352,12 @@ async def test_a_go_project_with_vendored_modules_is_measured(
     assert any(", vendored" in s for s in kinds(evaluation, "test-environment"))
 
 
-async def test_a_go_change_that_runs_a_shell_with_its_input_is_confirmed_by_a_probe_and_fails(
-        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+@pytest.mark.parametrize(("name", "confirmed"), [("shell", True), ("quoted-shell", False)])
+async def test_a_go_shell_sink_is_probed_and_fails_only_when_its_input_gets_through(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str, confirmed: bool) -> None:
     root, heads = tally
-    evaluation = await review(root, heads["shell"], "Add Shout to calc", SHOUT_BODY, red_team="on")
-    violations = [e for e in evaluation.evidence if e.kind == "constraint-violation"]
-    assert [(str(e.location), e.cwe, e.severity) for e in violations] == [("calc/shout.go:10", "CWE-78", "high")]
-    assert evaluation.measured["architecture"] is True and evaluation.measured["testing"] is True
-    findings = evaluation.red_analysis.findings
-    assert [(f.severity, f.confirmed, str(f.location)) for f in findings] == [("critical", True, "calc/shout.go:10")]
-    assert findings[0].payload and "argument 'line'" in findings[0].payload, findings[0]
-    assert evaluation.verdict == "fail", reasons(evaluation)
-    assert "did not probe" not in reasons(evaluation)
-
-
-async def test_the_same_go_shell_with_its_input_quoted_is_probed_and_not_confirmed(
-        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
-    root, heads = tally
-    evaluation = await review(root, heads["quoted-shell"], "Add Shout to calc", SHOUT_BODY, red_team="on")
-    assert evaluation.measured["testing"] is True, reasons(evaluation)
-    findings = evaluation.red_analysis.findings
-    assert [(f.severity, f.confirmed, str(f.location)) for f in findings] == [("high", False, "calc/shout.go:10")]
-    assert "not confirmed by" in (findings[0].effect or ""), findings[0]
-    assert evaluation.verdict != "fail", reasons(evaluation)
-    assert "did not probe" not in reasons(evaluation)
+    evaluation = await review(root, heads[name], "Add Shout to calc", SHOUT_BODY, red_team="on")
+    assert_shell_sink_probed(evaluation, "calc/shout.go:10", confirmed=confirmed)
 
 
 async def test_a_go_sink_in_a_method_is_named_unprobed_and_does_not_pass(

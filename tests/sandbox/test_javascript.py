@@ -24,7 +24,11 @@ from app.review.assembly import review_repository
 from app.settings import load_settings
 from checks.models import Evaluation
 from tests.gitfixture import RepoBuilder
-from tests.sandbox.attacks import assert_hollow_test_does_not_pass, assert_padding_is_bounded
+from tests.sandbox.attacks import (
+    assert_hollow_test_does_not_pass,
+    assert_padding_is_bounded,
+    assert_shell_sink_probed,
+)
 from tests.sandbox.registries import unreachable
 
 pytestmark = pytest.mark.docker
@@ -318,32 +322,12 @@ async def test_a_javascript_change_that_silences_the_test_it_breaks_does_not_pas
         assert any(mechanism in s for s in kinds(evaluation, "harness-change")), kinds(evaluation, "harness-change")
 
 
-async def test_a_javascript_change_that_runs_a_shell_with_its_input_is_confirmed_by_a_probe_and_fails(
-        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+@pytest.mark.parametrize(("name", "confirmed"), [("shell", True), ("quoted-shell", False)])
+async def test_a_javascript_shell_sink_is_probed_and_fails_only_when_its_input_gets_through(
+        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str, confirmed: bool) -> None:
     root, heads = tally
-    evaluation = await review(root, heads["shell"], "Add shout", SHOUT_BODY, red_team="on")
-    violations = [e for e in evaluation.evidence if e.kind == "constraint-violation"]
-    assert [(str(e.location), e.cwe, e.severity) for e in violations] == [("src/echo.js:6", "CWE-78", "high")]
-    assert evaluation.measured["architecture"] is True and evaluation.measured["testing"] is True
-    findings = evaluation.red_analysis.findings
-    assert [(f.severity, f.confirmed, str(f.location)) for f in findings] == [("critical", True, "src/echo.js:6")]
-    assert findings[0].payload and "argument 'line'" in findings[0].payload, findings[0]
-    assert evaluation.verdict == "fail", reasons(evaluation)
-    assert "on security" in reasons(evaluation)  # the judges read the confirmed finding
-    assert "the Red Agent did not probe" not in reasons(evaluation)
-
-
-async def test_the_same_shell_with_its_input_quoted_is_probed_and_not_confirmed(
-        tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
-    root, heads = tally
-    evaluation = await review(root, heads["quoted-shell"], "Add shout", SHOUT_BODY, red_team="on")
-    assert evaluation.measured["testing"] is True, reasons(evaluation)
-    findings = evaluation.red_analysis.findings
-    assert [(f.severity, f.confirmed, str(f.location)) for f in findings] == [("high", False, "src/echo.js:6")]
-    assert "not confirmed by" in (findings[0].effect or ""), findings[0]
-    assert evaluation.verdict != "fail", reasons(evaluation)
-    assert "on security" not in reasons(evaluation)
-    assert "the Red Agent did not probe" not in reasons(evaluation)
+    evaluation = await review(root, heads[name], "Add shout", SHOUT_BODY, red_team="on")
+    assert_shell_sink_probed(evaluation, "src/echo.js:6", confirmed=confirmed)
 
 
 @pytest.mark.parametrize(("name", "said"), [
