@@ -16,7 +16,7 @@ from typing import Any
 
 from checks.languages import go_syntax as syntax
 from checks.languages.tree import text, walk
-from checks.red.flow import reaching
+from checks.red.flow import call_on_line, reaching
 from checks.red.hypotheses import Hypothesis, Target
 
 KINDS = {"go-exec-shell": "command-injection", "go-sql-string": "sql-injection"}
@@ -83,18 +83,6 @@ def keys(function: Any) -> tuple[str, ...]:
     return tuple(found)[:MAX_KEYS]
 
 
-def _sink(root: Any, line: int, symbol: str | None) -> Any:
-    """The call on ``line`` that the rule reported: the first there whose callee is the rule's symbol (``exec.Command``
-    → ``….Command``), else the first that starts there."""
-    calls = [node for node in walk(root) if node.type == "call_expression" and node.start_point[0] + 1 == line]
-    name = (symbol or "").rsplit(".", 1)[-1]
-    for node in calls:
-        function = node.child_by_field_name("function")
-        if function is not None and name and text(function).rsplit(".", 1)[-1] == name:
-            return node
-    return calls[0] if calls else None
-
-
 def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesis]:
     """The probeable sinks on ``added`` lines (None: every line) of one Go file."""
     violations = syntax.check_go(source)
@@ -109,7 +97,7 @@ def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesi
         if kind is None or violation.severity not in ("high", "critical") or violation.line is None \
                 or (added is not None and violation.line not in added):
             continue
-        sink = _sink(root, violation.line, violation.symbol)
+        sink = call_on_line(root, violation.line, violation.symbol)
         target: Target | None = None
         reach: tuple[str, ...] = ()
         function = sink.parent if sink is not None else None

@@ -20,7 +20,7 @@ from typing import Any
 from checks.constraints import Violation
 from checks.languages import javascript_syntax as syntax
 from checks.languages.tree import text, walk
-from checks.red.flow import reaching
+from checks.red.flow import call_on_line, reaching
 from checks.red.hypotheses import Hypothesis, Target
 
 # the sink rules a probe can confirm, and the attack class each one is
@@ -30,6 +30,7 @@ KINDS = {"js-child-process-shell": "command-injection", "js-eval": "code-injecti
 FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
                        "generator_function_declaration", "generator_function"})
 CLASSES = frozenset({"class_declaration", "class", "abstract_class_declaration"})
+CALLS = ("call_expression", "new_expression")
 WHOLE_MODULE = "module.exports"  # the target is what ``module.exports = …`` assigns, not one of its properties
 
 
@@ -205,27 +206,13 @@ def tainted(function: Any, sink: Any, params: tuple[str, ...]) -> tuple[str, ...
     return reaching(params, assignments, used)
 
 
-def _sink_node(root: Any, line: int, symbol: str | None) -> Any:
-    """The call (or ``new``) on ``line`` that the rule reported: the first one there whose callee is the rule's symbol
-    (``fs.readFile`` → ``…readFile``), else the first call that starts there."""
-    name = (symbol or "").rsplit(".", 1)[-1]
-    calls = [node for node in walk(root) if node.type in ("call_expression", "new_expression")
-             and node.start_point[0] + 1 <= line <= node.end_point[0] + 1]
-    for node in calls:
-        callee = node.child_by_field_name("function") or node.child_by_field_name("constructor")
-        if callee is not None and name and text(callee).rsplit(".", 1)[-1] == name \
-                and node.start_point[0] + 1 == line:
-            return node
-    return next((node for node in calls if node.start_point[0] + 1 == line), None)
-
-
 def _sinks(root: Any, violations: tuple[Violation, ...]) -> list[tuple[Violation, Any]]:
     """Each violation with its call node; the deserialiser rule, reported at the package's import, becomes one
     violation per call of the package's reader (``unserialize(…)``, ``serialize.unserialize(…)``) on its own line."""
     found: list[tuple[Violation, Any]] = []
     for violation in violations:
         if violation.rule != "js-unsafe-deserialize":
-            found.append((violation, _sink_node(root, violation.line, violation.symbol)
+            found.append((violation, call_on_line(root, violation.line, violation.symbol, CALLS)
                            if violation.line is not None else None))
             continue
         reader = syntax.DESERIALIZERS.get(violation.symbol or "")
