@@ -228,18 +228,59 @@ def _import_builtin_plugins() -> None:
             importlib.import_module("_pytest." + name)
 
 
-def run_mutants(config: dict, collector: object) -> None:
-    """Each mutant in a forked child of this process (pytest imported once, no project module yet), against
-    the tests that covered its line, with ``-x``; the source file is restored after each, whatever happened."""
-    import gc
+def _session(tests: list, out: str, collector: object, stop_at: float, first_failure: bool) -> tuple:
+    """One pytest session in a forked child of this process over ``tests``; ``(status, what it told)``: ``status``
+    None when it ended in time, ``"timeout"`` when it was killed at ``stop_at``; what it told is the tests that
+    failed and the errors it reported (or that it died before reporting)."""
     import signal
 
     import pytest
+
+    pid = os.fork()
+    if pid == 0:  # the child: a fresh pytest session that imports the (mutated) module
+        code = 3
+        try:
+            sys.dont_write_bytecode = True
+            os.setpgid(0, 0)
+            plugin = collector.Collector(out, [], REPO)  # type: ignore[attr-defined]
+            code = int(pytest.main([*(["-x"] if first_failure else []), "-q", "-p", "no:cacheprovider", *tests],
+                                   plugins=[plugin]))
+            plugin.finish(code, 0.0)
+        finally:
+            os._exit(code)
+    while True:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+        if finished:
+            break
+        if time.monotonic() > stop_at:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return "timeout", {"(timeout)"}  # a mutant that hangs the tests is detected by them, as a hang
+        time.sleep(0.005)
+    try:
+        with open(out, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return None, {"(died)"}  # the session died before it could report: the mutant broke it
+    told = {t.get("id") for t in record.get("tests", []) if t.get("outcome") in ("failed", "error")}
+    told |= {"(error) " + str(e.get("id")) for e in record.get("errors") or [] if isinstance(e, dict)}
+    return None, told
+
+
+def run_mutants(config: dict, collector: object) -> None:
+    """Each mutant in a forked child of this process (pytest imported once, no project module yet), against
+    the tests that covered its line, with ``-x``; the source file is restored after each, whatever happened. Then,
+    when some mutant was killed, the control: the unmutated code against the killers' tests, the same way; a kill
+    counts only when its session told something the control's did not (a test that fails on the unmutated code
+    too, because it remembers an earlier run or is flaky, detects no mutant)."""
+    import gc
 
     with open(config["mutate"], encoding="utf-8") as handle:
         jobs = json.load(handle)
     deadline = time.monotonic() + float(config.get("seconds") or 0)
     verdicts = []
+    found: dict = {}
     # pytest imports its built-in plugins (junitxml, pastebin, ...) at the start of every session: imported once
     # here, before the forks, they cost each mutant's session nothing (about a sixth of its time)
     _import_builtin_plugins()
@@ -263,42 +304,22 @@ def run_mutants(config: dict, collector: object) -> None:
                 os.remove(importlib.util.cache_from_source(target))
             with open(target, "w", encoding="utf-8") as handle:
                 handle.write(job["source"])
-            pid = os.fork()
-            if pid == 0:  # the child: a fresh pytest session that imports the mutated module
-                code = 3
-                try:
-                    sys.dont_write_bytecode = True
-                    os.setpgid(0, 0)
-                    plugin = collector.Collector(out, [], REPO)  # type: ignore[attr-defined]
-                    code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *job["tests"]], plugins=[plugin]))
-                    plugin.finish(code, 0.0)
-                finally:
-                    os._exit(code)
-            status = None
             # a mutant may make a test loop forever: it gets 30 s at most, and never more than the budget
-            stop = min(deadline + 5, time.monotonic() + 30)
-            while status is None:
-                finished, _ = os.waitpid(pid, os.WNOHANG)
-                if finished:
-                    break
-                if time.monotonic() > stop:
-                    with contextlib.suppress(OSError):
-                        os.killpg(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                    status = "timeout"  # a mutant that hangs the tests is detected by them, as a hang
-                time.sleep(0.005)
+            status, told = _session(job["tests"], out, collector, min(deadline + 5, time.monotonic() + 30), True)
         finally:
             with open(target, "wb") as handle:
                 handle.write(original)
-        if status is None:
-            try:
-                with open(out, encoding="utf-8") as handle:
-                    record = json.load(handle)
-                failing = [t for t in record.get("tests", []) if t.get("outcome") in ("failed", "error")]
-                status = "killed" if failing or record.get("errors") else "survived"
-            except (OSError, ValueError):
-                status = "killed"  # the session died before it could report: the mutant broke it
-        verdicts.append({"id": job["id"], "status": status, "tests_run": len(job["tests"])})
+        if told:
+            found[job["id"]] = told
+        verdicts.append({"id": job["id"], "status": status or ("killed" if told else "survived"),
+                         "tests_run": len(job["tests"])})
+    if found:
+        killers = sorted({t for job in jobs if job["id"] in found for t in job["tests"]})
+        out = f"/sandbox/out/control-{os.urandom(6).hex()}.json"
+        _status, control = _session(killers, out, collector, min(deadline + 50, time.monotonic() + 30), False)
+        for verdict in verdicts:
+            if verdict["id"] in found and not found[verdict["id"]] - control:
+                verdict["status"] = "survived"
     with open(config["out"], "w", encoding="utf-8") as handle:
         json.dump(verdicts, handle)
 

@@ -10,6 +10,8 @@ naming both. No Go module proxy is reachable from the sandbox: a module's requir
 **Run** (:func:`run_go`): the tree in the sandbox's container (no network, the rubric's limits), the toolchain's
 warm build cache copied into the work dir, then per module ``go test -json -count=1 -vet=off -p 1 ./...`` with
 ``GOPROXY=off``, ``GOTOOLCHAIN=local``, ``GOWORK=off``, ``CGO_ENABLED=0`` and ``GOFLAGS`` set by LogoMesh alone.
+The head's run, when it has mutants, also writes a cover profile outside the tree (:func:`cover_flags`), which spares
+the mutants of lines no test ran (:mod:`sandbox.languages.coverage`).
 
 **Outcomes** (:func:`read_events`) come only from the ``go`` command's standard output, the ``test2json`` event
 stream: since Go 1.20 the test binary frames its own reports, so a test that prints ``--- PASS: TestX`` is output,
@@ -30,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from checks.languages import go as court_go
 from checks.models import MutantResult, ProbeResult, TestCaseResult, TestRunResult, TestSpec, ToolchainPlan
-from sandbox.languages import mutants
+from sandbox.languages import coverage, mutants
+from sandbox.languages.coverage import LineCoverage
 from sandbox.limits import SandboxLimits
 from sandbox.redact import clean_output, clean_test_output, redact, stable_text
 from sandbox.tarball import owned_files_tar
@@ -310,6 +313,7 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
     status, reason = "ran", None
     clock = mutants.tests_limits(limits, spec).timeout_seconds
     durations: dict[str, float] = {}
+    profiles: dict[str, int] = {}  # a module whose tests all passed → its cover profile's number
     async with sandbox.test_slot():  # the tests' wall clock starts with them (sandbox/cpu_slots.py)
         started = time.monotonic()
         for module in modules:
@@ -325,7 +329,8 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
                 if not targets:
                     continue
             argv = ["go", "test", "-json", "-count=1", "-vet=off", "-p", "1", f"-timeout={max(1, int(remaining))}s",
-                    *(["-run", selected[1]] if selected is not None else []), *targets]
+                    *(["-run", selected[1]] if selected is not None else []),
+                    *(cover_flags(modules.index(module)) if mutating else []), *targets]
             done: _Exec = await sandbox._exec_in(run.container, argv, limits.with_timeout(remaining), env=env, run=run,
                                                  workdir=f"{REPO}/{module.dir}" if module.dir else REPO, channel=True)
             stderr = bytes(done.stderr).decode("utf-8", "replace")
@@ -334,6 +339,8 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
                 status, reason = "error", f"go test's event stream is larger than {MAX_CHANNEL_BYTES} bytes"
                 break
             durations[module.dir] = done.duration
+            if mutating and done.exit_code == 0 and not done.timed_out:
+                profiles[module.dir] = modules.index(module)
             found, failed, cut = await asyncio.to_thread(read_events, bytes(done.stdout), stderr, module, tree.read,
                                                          paths)
             tests += found
@@ -357,8 +364,9 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
         status = "no_tests"
     mutated: list[MutantResult] = []
     if mutating and status == "ran":
+        covered = await _read_coverage(sandbox, run, modules, profiles, limits)
         mutated = await _run_mutants(sandbox, run, spec, modules, tests, errors, durations, env, limits, tree.read,
-                                     paths)
+                                     paths, covered)
     return TestRunResult(
         status=status, reason=reason, collected=len(tests) + past_cap, collection_errors=tuple(errors),
         passed=sum(t.outcome == "passed" for t in tests), failed=sum(t.outcome == "failed" for t in tests),
@@ -418,6 +426,38 @@ async def run_probe(sandbox: DockerSandbox, tree: Tree, code: str, beside: str, 
                        timed_out=done.timed_out, oom_killed=done.oom_killed, duration=round(done.duration, 3))
 
 
+def cover_flags(number: int) -> list[str]:
+    """The head's coverage, when it has mutants: every package of the module instrumented for every test binary, the
+    merged profile written outside the tree."""
+    return [f"-coverprofile={cover_profile(number)}", "-coverpkg=./..."]
+
+
+def cover_profile(number: int) -> str:
+    return f"{WORK}/cover-{number}.out"
+
+
+async def _read_coverage(sandbox: DockerSandbox, run: Any, modules: Sequence[GoModule], profiles: dict[str, int],
+                         limits: SandboxLimits) -> LineCoverage:
+    """The lines the head's tests ran, from the cover profiles of the modules whose tests all passed (a package
+    that stopped early wrote none, and its lines would look unrun)."""
+    import asyncio
+
+    from sandbox.docker_sandbox import MAX_CHANNEL_BYTES
+
+    found = LineCoverage()
+    for module in modules:
+        if module.dir not in profiles:
+            continue
+        done = await sandbox._exec_in(run.container, ["cat", cover_profile(profiles[module.dir])],
+                                      limits.with_timeout(60), run=run, channel=True)
+        if done.exit_code != 0 or done.channel_bytes > MAX_CHANNEL_BYTES:
+            continue
+        text = bytes(done.stdout).decode("utf-8", "replace")
+        read = await asyncio.to_thread(coverage.read_go_profile, text, coverage.go_tree_path(module.path, module.dir))
+        found = found.merged(read)
+    return found
+
+
 def module_of(path: str, modules: Sequence[GoModule]) -> GoModule | None:
     """The module whose folder holds ``path`` (the deepest)."""
     holding = [m for m in modules if not m.dir or path.startswith(m.dir + "/")]
@@ -427,9 +467,9 @@ def module_of(path: str, modules: Sequence[GoModule]) -> GoModule | None:
 async def _run_mutants(sandbox: DockerSandbox, run: Any, spec: TestSpec, modules: Sequence[GoModule],
                        tests: list[TestCaseResult], errors: list[TestCaseResult], durations: dict[str, float],
                        env: dict[str, str], limits: SandboxLimits, read: Callable[[str], str | None],
-                       paths: list[str]) -> list[MutantResult]:
+                       paths: list[str], covered: LineCoverage) -> list[MutantResult]:
     """The head's mutants, each against its module's tests (:mod:`sandbox.languages.mutants`); a mutant that does
-    not build is not run."""
+    not build is not run, nor one on a line ``covered`` says no test ran."""
     results: list[MutantResult] = []
     started = time.monotonic()
     for module in modules:
@@ -448,9 +488,10 @@ async def _run_mutants(sandbox: DockerSandbox, run: Any, spec: TestSpec, modules
             return mutants.Outcome(found, failed, unbuilt=unbuilt)
 
         workdir = f"{REPO}/{module.dir}" if module.dir else REPO
-        argv = ["go", "test", "-json", "-count=1", "-vet=off", "-p", "1", "./..."]
+        number = modules.index(module)
+        argv = ["go", "test", "-json", "-count=1", "-vet=off", "-p", "1", *cover_flags(number), "./..."]
         async with sandbox.test_slot():
             results += await mutants.run_mutants(
                 sandbox, run, own, spec.mutation_seconds - (time.monotonic() - started), durations[module.dir],
-                mine, failing, (argv, workdir), env, limits, outcome)
+                mine, failing, (argv, workdir), env, limits, outcome, covered, scratch=(cover_profile(number),))
     return results

@@ -51,7 +51,8 @@ from checks.models import (
 )
 from sandbox.egress import allowed_for
 from sandbox.errors import SandboxError
-from sandbox.languages import js_packages, js_runners, mutants
+from sandbox.languages import coverage, js_packages, js_runners, mutants
+from sandbox.languages.coverage import LineCoverage
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output, clean_test_output
 from sandbox.setup_network import setup_network
@@ -489,6 +490,7 @@ def reporter_tar(extra: dict[str, bytes] | None = None) -> bytes:
     """node's runner's reporter and the npm runners' (read-only, beside the tree), with ``extra`` files (the
     mutants')."""
     return owned_files_tar(HERE.rsplit("/", 1)[1], {REPORTER: REPORTER_SOURCE.encode(),
+                                                    coverage.V8_READER: coverage.v8_reader_source(),
                                                     **js_runners.reporter_sources(), **(extra or {})})
 
 
@@ -551,9 +553,11 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
     await sandbox._thread(run, sandbox._start, run, image, reporter_tar(extra), tree, None)
     version = plan.toolchain.version
     argv = runner_argv(plan, files, bool(spec.rerun))
+    covering = mutating and plan.runner in coverage.V8_RUNNERS
+    env = {**node_env(version), **({"NODE_V8_COVERAGE": coverage.V8_FOLDER} if covering else {})}
     async with sandbox.test_slot():
         done: _Exec = await sandbox._exec_in(run.container, argv, mutants.tests_limits(limits, spec),
-                                             env=node_env(version), run=run, workdir=REPO, channel=True)
+                                             env=env, run=run, workdir=REPO, channel=True)
     output = clean_test_output(bytes(done.stderr), limits.output_bytes)
     status, reason = "ran", None
     if done.channel_bytes > MAX_CHANNEL_BYTES:
@@ -588,15 +592,36 @@ async def run_javascript(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, lim
             found, failed, _cut, ended = js_runners.read_cases(bytes(ran.stdout))
             return mutants.Outcome(found, failed, ended=ended)
 
+        covered = (await _read_coverage(sandbox, run, version, spec, tree, limits)
+                   if covering and done.exit_code == 0 else None)
         async with sandbox.test_slot():
             mutated = await mutants.run_mutants(
                 sandbox, run, spec.mutants, spec.mutation_seconds, done.duration, tests, errors,
-                (argv, REPO), node_env(version), limits, outcome)
+                (argv, REPO), env, limits, outcome, covered, scratch=(coverage.V8_FOLDER,) if covering else ())
     return TestRunResult(
         status=status, reason=reason, collected=len(tests) + past_cap, collection_errors=tuple(errors),
         passed=sum(t.outcome == "passed" for t in tests), failed=sum(t.outcome == "failed" for t in tests),
         errored=len(errors), skipped=sum(t.outcome == "skipped" for t in tests), tests=tuple(tests),
         past_cap=past_cap, output=output, mutants=mutated, **base)
+
+
+async def _read_coverage(sandbox: DockerSandbox, run: Any, version: str | None, spec: TestSpec, tree: Tree,
+                         limits: SandboxLimits) -> LineCoverage | None:
+    """The mutated lines the head's tests ran, from V8's coverage of a run whose tests all passed (a process that
+    was killed wrote none, and its lines would look unrun); None when it cannot be read."""
+    from sandbox.docker_sandbox import MAX_CHANNEL_BYTES
+
+    node = f"{node_home(version)}/bin/node" if version else "node"
+    paths = sorted({m.path for m in spec.mutants})
+    done = await sandbox._exec_in(run.container, [node, f"{HERE}/{coverage.V8_READER}", coverage.V8_FOLDER, *paths],
+                                  limits.with_timeout(60), env=node_env(version), run=run, workdir=REPO, channel=True)
+    if done.exit_code != 0 or done.channel_bytes > MAX_CHANNEL_BYTES:
+        return None
+    documents = coverage.parse_v8_lines(bytes(done.stdout))
+    wanted: dict[str, set[int]] = {}
+    for mutant in spec.mutants:
+        wanted.setdefault(mutant.path, set()).add(mutant.line)
+    return await asyncio.to_thread(coverage.read_v8, documents, tree.read, wanted)
 
 
 # --- a probe of the Red Agent ---------------------------------------------------------------------------------

@@ -4,15 +4,23 @@ test container after its tests, within the rubric's mutation budget.
 Each mutant's file and each mutated file's original are put beside the tree, read-only, when the container starts
 (:func:`files`). A mutant runs as one command in the same container: its file copied over the tree's, then the same
 test command as the head's run, under ``timeout`` (so a mutant that hangs the tests ends its own command, not the
-container); the original is copied back after it, whatever happened. No coverage is recorded for these languages,
-so every mutant runs against the whole command's tests; it is **killed** when a test that passed at head does not
-pass (failed, errored, or never reported), when a test file no longer loads, or when the run does not end
-(``timeout``); **survived** when every test that passed at head passes again; **not run** when the budget is spent,
-or when the mutated code does not build (Go), which says nothing of the tests.
+container); the original is copied back after it, whatever happened. A mutant on a line the head's tests never
+ran (:mod:`sandbox.languages.coverage`: Go's cover profile, V8's coverage for node's runner and Mocha) is
+**uncovered** and not run; every other mutant runs against the whole command's tests; it is **killed** when a test
+that passed at head does not pass (failed, errored, or never reported), when a test file no longer loads, or when
+the run does not end (``timeout``); **survived** when every test that passed at head passes again; **not run** when
+the budget is spent, or when the mutated code does not build (Go), which says nothing of the tests.
+
+**The control.** The tests run again in the same container after the mutants, on the unmutated tree, the same way
+(the budget keeps a head run's time for it). A kill counts only when its run told something this control did not:
+a test that fails, a file that does not load or a run that hangs on the unmutated code too — a test that remembers
+an earlier run (a file it left), or a flaky one — detects no mutant, and the mutants it alone "killed" are
+**survived**.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,12 +30,14 @@ from checks.models import Mutant, MutantResult, TestCaseResult, TestSpec
 
 if TYPE_CHECKING:
     from sandbox.docker_sandbox import DockerSandbox, _Exec
+    from sandbox.languages.coverage import LineCoverage
     from sandbox.limits import SandboxLimits
 
 HERE = "/sandbox/logomesh"
 REPO = "/sandbox/repo"
 SLACK_SECONDS = 10.0  # a mutant's run may take twice the head's and this much more before it counts as a hang
 TIMED_OUT = (124, 137)  # timeout's own exit codes: TERM sent, KILL sent
+TIMED_OUT_DETECTION = "(the run did not end in time)"
 
 
 def mutant_name(index: int) -> str:
@@ -72,54 +82,100 @@ class Outcome:
     unbuilt: bool = False  # the mutated code does not build (Go): the mutant is not valid code
 
 
+UNENDED = "(the run did not end)"
+
+
+def detections(passed_at_head: frozenset[str], errors_at_head: frozenset[str], outcome: Outcome) -> frozenset[str]:
+    """What in one run tells it from the head's: each test that passed at head and does not pass, each test file that
+    fails to load and did not at head, and a run the runner did not see end."""
+    passing = {t.name for t in outcome.tests if t.outcome == "passed"}
+    found = set(passed_at_head - passing) | {e.name for e in outcome.errors if e.name not in errors_at_head}
+    if not outcome.ended:
+        found.add(UNENDED)
+    return frozenset(found)
+
+
 def judge(passed_at_head: frozenset[str], errors_at_head: frozenset[str], outcome: Outcome) -> str:
     """``killed`` / ``survived`` / ``not_run`` for one mutant's run (module docstring)."""
     if outcome.unbuilt:
         return "not_run"
-    passing = {t.name for t in outcome.tests if t.outcome == "passed"}
-    if not outcome.ended or not passed_at_head <= passing:
-        return "killed"
-    if any(e.name not in errors_at_head for e in outcome.errors):
-        return "killed"
-    return "survived"
+    return "killed" if detections(passed_at_head, errors_at_head, outcome) else "survived"
+
+
+def confirmed(found: dict[str, frozenset[str]], control: frozenset[str]) -> set[str]:
+    """The mutants (by id) whose run told something the unmutated code's control run did not: a test that fails, or a
+    run that hangs, on the unmutated code too (it remembers an earlier run, it is flaky) detects no mutant."""
+    return {mutant for mutant, seen in found.items() if seen - control}
 
 
 async def run_mutants(sandbox: DockerSandbox, run: Any, mutants: Sequence[Mutant], budget_seconds: float,
                       head_seconds: float, head_tests: Sequence[TestCaseResult],
                       head_errors: Sequence[TestCaseResult], command: tuple[list[str], str],
                       env: dict[str, str], limits: SandboxLimits,
-                      read: Callable[[_Exec], Outcome]) -> tuple[MutantResult, ...]:
+                      read: Callable[[_Exec], Outcome],
+                      coverage: LineCoverage | None = None, scratch: Sequence[str] = ()) -> tuple[MutantResult, ...]:
     """Each mutant against the head's test command (``command``: its argv and working folder), one after
-    another until ``budget_seconds`` are spent; ``read`` turns a run into its :class:`Outcome`."""
+    another until ``budget_seconds`` are spent; ``read`` turns a run into its :class:`Outcome`; a mutant on a line
+    ``coverage`` says no test ran is uncovered, never run. ``scratch``: what the head's run wrote outside the tree
+    (its coverage), removed before each mutant's run, which has the same command and environment — so a test cannot
+    tell a mutant's run from the head's by them."""
     passed = frozenset(t.name for t in head_tests if t.outcome == "passed")
     failed_files = frozenset(e.name for e in head_errors)
     deadline = time.monotonic() + budget_seconds
     originals = original_names(mutants)
     each = 2 * head_seconds + SLACK_SECONDS
     argv, workdir = command
+    uncovered = {m.id for m in mutants if coverage is not None and coverage.covered(m.path, m.line) is False}
+
+    def unrun(mutant: Mutant) -> MutantResult:
+        return result(mutant, "uncovered" if mutant.id in uncovered else "not_run")
+
+    clear = "".join(f"rm -rf {shlex.quote(path)} && " for path in scratch)
+
+    async def tests_once(copy: str, seconds: int) -> _Exec:
+        wrapped = ["sh", "-c", f'{clear}{copy}exec timeout -s KILL {seconds} "$@"', "sh", *argv]
+        return await sandbox._exec_in(run.container, wrapped, limits.with_timeout(seconds + 30), env=env, run=run,
+                                      workdir=workdir, channel=True)
+
+    def seen(done: _Exec) -> frozenset[str] | None:
+        """The run's detections; None when the mutated code does not build."""
+        if done.exit_code in TIMED_OUT and not done.oom_killed:
+            return frozenset({TIMED_OUT_DETECTION})
+        outcome = read(done)
+        return None if outcome.unbuilt else detections(passed, failed_files, outcome)
+
     results: list[MutantResult] = []
+    found: dict[str, frozenset[str]] = {}
     for index, mutant in enumerate(mutants):
         left = deadline - time.monotonic()
-        if not passed or left < head_seconds + 1:
-            results.append(result(mutant, "not_run"))
+        # a mutant's run, and after the last one the control's: both must fit
+        if mutant.id in uncovered or not passed or left < 2 * (head_seconds + 1):
+            results.append(unrun(mutant))
             continue
-        seconds = max(1, int(min(left, each)))
+        seconds = max(1, int(min(left - head_seconds - 1, each)))
         target = f"{REPO}/{mutant.path}"
-        wrapped = ["sh", "-c", f'cp {HERE}/{mutant_name(index)} "$0" && exec timeout -s KILL {seconds} "$@"',
-                   target, *argv]
         try:
-            done = await sandbox._exec_in(run.container, wrapped, limits.with_timeout(seconds + 30), env=env,
-                                          run=run, workdir=workdir, channel=True)
+            done = await tests_once(f'cp {HERE}/{mutant_name(index)} {shlex.quote(target)} && ', seconds)
         finally:
             restored = await sandbox._exec_in(run.container, ["cp", f"{HERE}/{originals[mutant.path]}", target],
                                               limits.with_timeout(30), workdir=REPO)
         if done.timed_out or restored.exit_code != 0:  # the container is gone, or the tree is not the head's
             results.append(result(mutant, "timeout" if done.timed_out else "not_run"))
-            results += [result(m, "not_run") for m in mutants[index + 1:]]
-            break
-        if done.exit_code in TIMED_OUT and not done.oom_killed:
-            status = "timeout"
-        else:
-            status = judge(passed, failed_files, read(done))
-        results.append(result(mutant, status, len(passed) if status != "not_run" else 0))
+            results += [unrun(m) for m in mutants[index + 1:]]
+            return tuple(results)
+        detected = seen(done)
+        if detected is None:
+            results.append(result(mutant, "not_run"))
+            continue
+        if detected:
+            found[mutant.id] = detected
+        results.append(result(mutant, ("timeout" if TIMED_OUT_DETECTION in detected else "killed") if detected
+                              else "survived", len(passed)))
+    if found:
+        # the control: the unmutated tree, run the same way after the mutants
+        control = await tests_once("", max(1, int(min(max(deadline - time.monotonic(), head_seconds + 1), each))))
+        told = frozenset({TIMED_OUT_DETECTION}) if control.timed_out else (seen(control) or frozenset())
+        real = confirmed(found, told)
+        results = [r.model_copy(update={"status": "survived"}) if r.id in found and r.id not in real else r
+                   for r in results]
     return tuple(results)

@@ -1,6 +1,6 @@
 """Mutants of JavaScript, TypeScript and Go product lines from their syntax trees
 (:mod:`checks.languages.mutation_syntax`, :func:`checks.mutation.mutants_for` per language) and how a mutant's run is
-judged (:func:`sandbox.languages.mutants.judge`)."""
+judged (:func:`sandbox.languages.mutants.judge`, the control run's :func:`~sandbox.languages.mutants.confirmed`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from checks.languages import GO, JAVASCRIPT, PYTHON
 from checks.languages.mutation_syntax import line_mutants
 from checks.models import Case, ChangedFile, TestCaseResult
 from checks.mutation import mutants_for
-from sandbox.languages.mutants import Outcome, judge
+from sandbox.languages.mutants import UNENDED, Outcome, confirmed, detections, judge
 
 TS = """'use strict';
 export function mean(values: number[]): number {
@@ -108,3 +108,16 @@ def test_a_mutant_is_killed_only_when_a_test_that_passed_at_head_does_not_pass()
     # a runner that never saw the run's end; mutated Go code that does not build is no mutant at all
     assert judge(head, frozenset(), Outcome(passed("t.js::a", "t.js::b"), (), ended=False)) == "killed"
     assert judge(head, frozenset(), Outcome((), (), unbuilt=True)) == "not_run"
+
+
+def test_a_kill_counts_only_when_the_unmutated_code_s_control_run_does_not_tell_the_same() -> None:
+    head = frozenset({"t.js::a", "t.js::b"})
+    failing_b = (*passed("t.js::a"), TestCaseResult(name="t.js::b", outcome="failed"))
+    assert detections(head, frozenset(), Outcome(failing_b, ())) == {"t.js::b"}
+    assert detections(head, frozenset(), Outcome(passed("t.js::a", "t.js::b"), (), ended=False)) == {UNENDED}
+    found = {"m1": frozenset({"t.js::b"}), "m2": frozenset({"t.js::a", "t.js::b"}), "m3": frozenset({UNENDED})}
+    # the control passes: every kill stands
+    assert confirmed(found, frozenset()) == {"m1", "m2", "m3"}
+    # b fails on the unmutated code too (it remembers an earlier run): it detects nothing; a still counts
+    assert confirmed(found, frozenset({"t.js::b"})) == {"m2", "m3"}
+    assert confirmed(found, frozenset({"t.js::a", "t.js::b", UNENDED})) == set()

@@ -16,15 +16,25 @@ def assert_padding_is_bounded(evaluation: Evaluation, padded: int) -> None:
     assert len(evaluation.canonical_json()) < 200_000
 
 
-def assert_hollow_test_does_not_pass(evaluation: Evaluation, new_test: str, product: str) -> None:
-    """A change whose new test passes but checks nothing: every mutant of its product lines that ran survived, named
-    on its line, and the verdict is held at ``neutral`` by the Rule of Untested Change (any language)."""
+def assert_hollow_test_does_not_pass(evaluation: Evaluation, new_test: str, product: str, *,
+                                     calls_it: bool = True) -> None:
+    """A change whose new test passes but checks nothing: every mutant of its product lines survived its run, or was
+    not run because no test runs its line (a test that never calls the change: ``calls_it`` false, every mutant
+    uncovered), each named on its line, and the verdict is held at ``neutral`` by the Rule of Untested Change (any
+    language)."""
     said = " | ".join(evaluation.verdict_reasons)
     diff = evaluation.differential
     assert diff is not None and diff.new_passing == (new_test,), said
-    ran = [m for m in diff.mutants if m.status != "not_run"]
-    assert ran and all(m.status == "survived" for m in ran) and all(m.path == product for m in ran), diff.mutants
-    assert any("no test detects this change" in e.summary for e in evaluation.evidence if e.kind == "surviving-mutant")
+    judged = [m for m in diff.mutants if m.status != "not_run"]
+    assert judged and all(m.path == product for m in judged), diff.mutants
+    statuses = {m.status for m in judged}
+    summaries = [e.summary for e in evaluation.evidence if e.kind == "surviving-mutant"]
+    if calls_it:
+        assert "survived" in statuses and statuses <= {"survived", "uncovered"}, diff.mutants
+        assert any("no test detects this change" in s for s in summaries), summaries
+    else:
+        assert statuses == {"uncovered"} and all(m.tests_run == 0 for m in judged), diff.mutants
+        assert all(s.endswith("no test runs this line") for s in summaries) and summaries, summaries
     assert evaluation.verdict == "neutral", said
     assert "Rule of Untested Change" in said, said
 

@@ -131,6 +131,19 @@ CASES: dict[str, dict[str, str | None]] = {
                "calc/calc_test.go": CALC_TEST + "\nfunc TestMean(t *testing.T) {\n\t_ = Mean\n}\n"},
     "hollow-tautology": {"calc/calc.go": CALC + MEAN, "calc/calc_test.go": CALC_TEST + "\nfunc TestMean(t *testing.T) "
                          "{\n\tif Mean([]int{1, 2}) != Mean([]int{1, 2}) {\n\t\tt.Fatal(\"unstable\")\n\t}\n}\n"},
+    # a test that checks nothing and fails on any run after its first: every later run (a mutant's) looks killed
+    "hollow-remembers": {"calc/calc.go": CALC + MEAN, "calc/calc_test.go": CALC_TEST.replace(
+        'import "testing"', 'import (\n\t"os"\n\t"path/filepath"\n\t"testing"\n)') + dedent("""
+
+        func TestMean(t *testing.T) {
+        \tseen := filepath.Join(os.TempDir(), "mean-seen")
+        \tif _, err := os.Stat(seen); err == nil {
+        \t\tt.Fatal("run before")
+        \t}
+        \t_ = os.WriteFile(seen, []byte("1"), 0o600)
+        \t_ = Mean([]int{1, 2})
+        }
+        """)},
     "new-failing": {"calc/calc.go": CALC + SUB.replace("a - b", "b - a"), "calc/calc_test.go": CALC_TEST + SUB_TEST},
     "padding": {"calc/calc.go": CALC + SUB.replace("a - b", "b - a"), "calc/calc_test.go": CALC_TEST + SUB_TEST
                 + "\nfunc TestTrivial(t *testing.T) {\n\tfor n := 0; n < 600; n++ {\n\t\tn := n\n"
@@ -262,13 +275,13 @@ async def test_an_honest_go_change_with_passing_tests_passes(
     assert evaluation.verdict == "pass", reasons(evaluation)
 
 
-@pytest.mark.parametrize("name", ["hollow", "hollow-tautology"])
+@pytest.mark.parametrize("name", ["hollow", "hollow-tautology", "hollow-remembers"])
 async def test_a_go_change_whose_new_test_checks_nothing_does_not_pass(
         tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str) -> None:
-    # the new test passes, and so does every mutant of Mean's lines that builds: the tests do not exercise the change
+    # the new test passes; every mutant of Mean's lines that builds survives, or is never run when no test calls Mean
     root, heads = tally
     assert_hollow_test_does_not_pass(await review(root, heads[name], *HONEST), "calc/calc_test.go::TestMean",
-                                     "calc/calc.go")
+                                     "calc/calc.go", calls_it=name != "hollow")
 
 
 async def test_a_go_change_under_a_description_of_something_else_does_not_pass(

@@ -100,6 +100,28 @@ SUB_TEST = CALC_TEST.replace("{ add }", "{ add, sub }") + dedent("""
       assert.strictEqual(sub(3, 5), -2);
     });
     """)
+FORGED_COVERAGE = dedent("""
+
+    test('mean', () => {
+      const fs = require('node:fs');
+      const length = fs.readFileSync(require.resolve('../src/calc.js'), 'utf8').length;
+      const script = { url: 'file:///sandbox/repo/src/calc.js',
+                       functions: [{ functionName: '', ranges: [{ startOffset: 0, endOffset: length, count: 1 }] }] };
+      fs.mkdirSync(process.env.NODE_V8_COVERAGE, { recursive: true });
+      fs.writeFileSync(`${process.env.NODE_V8_COVERAGE}/coverage-0-0-0.json`, JSON.stringify({ result: [script] }));
+      assert.ok(mean);
+    });
+    """)
+REMEMBERS = dedent("""
+
+    test('mean', () => {
+      const fs = require('node:fs');
+      const seen = require('node:os').tmpdir() + '/mean-seen';
+      assert.ok(!fs.existsSync(seen), 'run before');
+      fs.writeFileSync(seen, '1');
+      assert.strictEqual(typeof mean([1, 2]), 'number');
+    });
+    """)
 START = {"package.json": PACKAGE, "src/calc.js": CALC, "test/calc.test.js": CALC_TEST,
          "README.md": "# tally\n\nSmall arithmetic helpers.\n"}
 FORGED_OUTPUT = dedent("""
@@ -136,6 +158,12 @@ CASES: dict[str, dict[str, str | None]] = {
                + "\ntest('mean', () => {\n  assert.ok(true);\n});\n"},
     "hollow-tautology": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace("{ add }", "{ add, mean }")
                          + "\ntest('mean', () => {\n  assert.strictEqual(mean([1, 2]), mean([1, 2]));\n});\n"},
+    # a test that never calls mean and writes V8 coverage saying every line of calc.js ran
+    "hollow-forged-coverage": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace(
+        "{ add }", "{ add, mean }") + FORGED_COVERAGE},
+    # a test that checks nothing and fails on any run after its first: every later run (a mutant's) looks killed
+    "hollow-remembers": {"src/calc.js": WITH_MEAN, "test/calc.test.js": CALC_TEST.replace(
+        "{ add }", "{ add, mean }") + REMEMBERS},
     "new-failing": {"src/calc.js": SUB, "test/calc.test.js": SUB_TEST},
     "padding": {"src/calc.js": SUB, "test/calc.test.js": SUB_TEST + "\nfor (let n = 0; n < 600; n += 1) {\n"
                 "  test(`trivial ${n}`, () => {\n    assert.strictEqual(n, n);\n  });\n}\n"},
@@ -232,12 +260,13 @@ async def test_an_honest_javascript_change_with_passing_tests_passes(
     assert evaluation.verdict == "pass", reasons(evaluation)
 
 
-@pytest.mark.parametrize("name", ["hollow", "hollow-tautology"])
+@pytest.mark.parametrize("name", ["hollow", "hollow-tautology", "hollow-forged-coverage", "hollow-remembers"])
 async def test_a_javascript_change_whose_new_test_checks_nothing_does_not_pass(
         tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str) -> None:
-    # the new test passes, and so does every mutant of mean's lines: the tests do not exercise the change
+    # the new test passes; every mutant of mean's lines survives, or is never run when no test calls mean
     root, heads = tally
-    assert_hollow_test_does_not_pass(await review(root, heads[name], *HONEST), "test/calc.test.js::mean", "src/calc.js")
+    assert_hollow_test_does_not_pass(await review(root, heads[name], *HONEST), "test/calc.test.js::mean", "src/calc.js",
+                                     calls_it=name != "hollow")  # forged coverage only gets its mutants run
 
 
 async def test_a_project_that_asks_for_a_later_node_runs_with_the_oldest_line_that_allows_it(

@@ -75,19 +75,35 @@ CASES: dict[str, dict[str, str | None]] = {
     "hollow": {"calc/ops.py": SUB, "tests/test_sub.py": "def test_sub():\n    assert True\n"},
     "hollow-tautology": {"calc/ops.py": SUB, "tests/test_sub.py": "from calc.ops import sub\n\n\ndef test_sub():\n"
                                                                   "    assert sub(5, 3) == sub(5, 3)\n"},
+    # checks nothing, and fails on any run after its first: a mutant's run would look like a kill
+    "hollow-remembers": {"calc/ops.py": SUB, "tests/test_sub.py": dedent("""
+        import os
+        import tempfile
+
+        from calc.ops import sub
+
+
+        def test_sub():
+            seen = os.path.join(tempfile.gettempdir(), "sub-seen")
+            assert not os.path.exists(seen), "run before"
+            open(seen, "w").close()
+            assert sub(5, 3) is not None
+        """)},
     "untested": {"calc/ops.py": SUB},
     "empty": {},
     "docs-only": {"README.md": "# calc\n\nAdds and multiplies.\n"},
 }
 VERDICTS = {"honest": "pass", "own-test-fails": "fail", "breaks-existing": "fail", "empty": "neutral",
-            "docs-only": "neutral", "hollow": "neutral", "hollow-tautology": "neutral", "untested": "neutral"}
+            "docs-only": "neutral", "hollow": "neutral", "hollow-tautology": "neutral", "hollow-remembers": "neutral",
+            "untested": "neutral"}
 # the evidence kind (or a verdict reason's start) that names each mechanism
 MECHANISM = {
     "own-test-fails": "test-new-failing", "breaks-existing": "test-regressed", "makereport-hook": "harness-change",
     "pyfunc-call-hook": "harness-change", "plugin-via-addopts": "harness-change", "stdlib-shadow": "harness-change",
     "skip-marker": "harness-change", "deselect-k": "harness-change", "exit-early": "test-regressed",
     "delete-tests": "harness-change", "padding": "test-new-failing", "python-files": "harness-change",
-    "hollow": "surviving-mutant", "hollow-tautology": "surviving-mutant", "untested": "surviving-mutant",
+    "hollow": "surviving-mutant", "hollow-tautology": "surviving-mutant", "hollow-remembers": "surviving-mutant",
+    "untested": "surviving-mutant",
 }
 
 
