@@ -81,7 +81,7 @@ SIGKILLED = (137, 247)
 PROBE_FILE = "case.py"  # beside the runner: a probe leaves no file in the repository
 PROBE_TIMED_OUT = 124  # the runner's exit code when the probe overran its time
 PROBE_INSTALL_SECONDS = 120  # the editable install before a probe, on top of the probe's own time
-MUTATION_GRACE_SECONDS = 60  # the mutants' launcher past their budget (its start, the last mutant's kill, the control)
+MUTATION_GRACE_SECONDS = 30  # the mutants' launcher past their budget (its start, the last mutant's kill, the control)
 ENV = {
     "HOME": "/tmp",  # noqa: S108 - the container's own tmpfs
     "PATH": "/usr/local/bin:/usr/bin:/bin",

@@ -316,7 +316,7 @@ def run_mutants(config: dict, collector: object) -> None:
     if found:
         killers = sorted({t for job in jobs if job["id"] in found for t in job["tests"]})
         out = f"/sandbox/out/control-{os.urandom(6).hex()}.json"
-        _status, control = _session(killers, out, collector, min(deadline + 50, time.monotonic() + 30), False)
+        _status, control = _session(killers, out, collector, min(deadline + 25, time.monotonic() + 30), False)
         for verdict in verdicts:
             if verdict["id"] in found and not found[verdict["id"]] - control:
                 verdict["status"] = "survived"
