@@ -28,6 +28,9 @@ class Target:
     is_method: bool = False
     # the short string literals the callable uses (Go: the names it reads a request's values by)
     keys: tuple[str, ...] = ()
+    # an Express route's handler, which no export names: (method, path, its registration among the file's
+    # registrations of that method and path, its place among the registration's handlers)
+    route: tuple[str, str, int, int] | None = None
 
 
 @dataclass(frozen=True)

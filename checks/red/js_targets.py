@@ -6,8 +6,13 @@ A sink is probed through the module's exports, as its users reach it: ``export f
 function``, ``module.exports.f = …`` and ``exports.f = …``; a method of a class exported in any of these ways is
 ``Class.method``, called on an instance built with no arguments (a static method on the class). The function that
 holds the sink (or an exported function around the callback that does) is the target; a parameter reaches the sink
-when its name, or a local variable built from it, occurs in the sink's arguments. A sink outside any exported
-function has no target: it stays a static, unconfirmed finding.
+when its name, or a local variable built from it, occurs in the sink's arguments.
+
+A handler of an Express route in a CommonJS module that loads ``express`` (``app.get('/run', (req, res) => …)``,
+``router.post(path, check, handler)``, ``app.route('/run').get(handler)``) is a target too, named ``GET /run``: the
+probe gives the module an Express that records its routes and runs the route's handlers in order, each one's
+``next()`` leading to the next (:data:`Target.route`). A sink outside any exported function or route handler has no
+target: it stays a static, unconfirmed finding.
 
 Pure; without the tree-sitter wheels no hypothesis is made (the syntax rules say the file is not analysed).
 """
@@ -31,6 +36,8 @@ FUNCTIONS = frozenset({"function_declaration", "function_expression", "function"
                        "generator_function_declaration", "generator_function"})
 CLASSES = frozenset({"class_declaration", "class", "abstract_class_declaration"})
 CALLS = ("call_expression", "new_expression")
+ROUTE_METHODS = frozenset({"get", "post", "put", "delete", "patch", "all", "options", "head"})
+EXPRESS = "express"
 WHOLE_MODULE = "module.exports"  # the target is what ``module.exports = …`` assigns, not one of its properties
 
 
@@ -160,6 +167,60 @@ class _Exports:
         return f"{owner}.{text(method)}", True
 
 
+def _route_call(call: Any) -> tuple[str, str, list[Any]] | None:
+    """``(method, path, handlers)`` of a route registration ``X.get('/p', h…)`` or ``X.route('/p').get(h…)``."""
+    if call.type != "call_expression":
+        return None
+    callee, values = call.child_by_field_name("function"), syntax._arguments(call)
+    if callee is None or callee.type != "member_expression" or not values:
+        return None
+    method, holder = text(callee.child_by_field_name("property")), callee.child_by_field_name("object")
+    if method not in ROUTE_METHODS:
+        return None
+    route = syntax._string(values[0])
+    if route is not None:
+        return method.upper(), route, values[1:]
+    if holder is not None and holder.type == "call_expression":
+        inner, at = holder.child_by_field_name("function"), syntax._arguments(holder)
+        if inner is not None and inner.type == "member_expression" and at \
+                and text(inner.child_by_field_name("property")) == "route":
+            route = syntax._string(at[0])
+            if route is not None:
+                return method.upper(), route, values
+    return None
+
+
+class _Routes:
+    """The Express route registrations of a CommonJS module that loads ``express``, in the order of the source."""
+
+    def __init__(self, root: Any, path: str) -> None:
+        self.calls: list[tuple[tuple[int, int], str, str, list[Any]]] = []
+        loads = any(syntax._module_of(node) == EXPRESS and text(node.child_by_field_name("function")) == "require"
+                    for node in walk(root) if node.type == "call_expression")
+        if not loads or syntax.dialect(path) not in ("javascript",) or path.endswith(".mjs"):
+            return
+        for node in walk(root):
+            found = _route_call(node)
+            if found is not None:
+                self.calls.append((_span(node), *found))
+        self.calls.sort()
+
+    def route_of(self, function: Any) -> tuple[str, str, int, int] | None:
+        """``(method, path, registration, handler)`` when ``function`` is a handler of a registration."""
+        if function.type not in FUNCTIONS or function.parent is None or function.parent.parent is None:
+            return None
+        call = _span(function.parent.parent)
+        seen: dict[tuple[str, str], int] = {}
+        for span, method, route, handlers in self.calls:
+            occurrence = seen.get((method, route), 0)
+            seen[(method, route)] = occurrence + 1
+            if span == call:
+                spans = [_span(syntax._unwrap(h)) for h in handlers]
+                return (method, route, occurrence, spans.index(_span(function))) if _span(function) in spans \
+                    else None
+        return None
+
+
 def parameters(function: Any) -> tuple[str, ...]:
     """The function's parameter names in order; a destructured one is ``argN`` (its position)."""
     single = function.child_by_field_name("parameter")
@@ -231,6 +292,7 @@ def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesi
         return []
     root = parser.parse(source.encode("utf-8", "surrogatepass")).root_node
     exports = _Exports(root)
+    routes = _Routes(root, path)
     found: list[Hypothesis] = []
     for violation, sink in _sinks(root, violations):
         kind = KINDS.get(violation.rule)
@@ -242,9 +304,13 @@ def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesi
         ancestor = sink.parent if sink is not None else None
         while ancestor is not None:
             found_target = exports.target_of(ancestor)
-            if found_target is not None:
+            route = routes.route_of(ancestor) if found_target is None else None
+            if found_target is not None or route is not None:
                 params = parameters(ancestor)
-                target = Target(path=path, qualname=found_target[0], params=params, is_method=found_target[1])
+                if found_target is not None:
+                    target = Target(path=path, qualname=found_target[0], params=params, is_method=found_target[1])
+                elif route is not None:
+                    target = Target(path=path, qualname=f"{route[0]} {route[1]}", params=params, route=route)
                 reach = tainted(ancestor, sink, params) if sink is not None else ()
                 break
             ancestor = ancestor.parent

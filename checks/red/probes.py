@@ -93,6 +93,8 @@ def build_probe(attack: Attack, nonce: str, seed: int = 0) -> str:
     }
     literal = json.dumps(json.dumps(config, sort_keys=True))  # a JSON string literal is a JavaScript or Go one
     if runtime(attack) == "node":
+        literal = json.dumps(json.dumps({**config, "route": list(target.route) if target.route else None},
+                                        sort_keys=True))
         return NODE_ATTACK_TEMPLATE.replace("__CONFIG__", literal, 1)
     if runtime(attack) == "go":  # qualname: package.Function (checks.red.go_targets)
         literal = json.dumps(json.dumps({**config, "keys": list(target.keys)}, sort_keys=True))

@@ -96,10 +96,53 @@ module.exports = function download(req, res) {
   fs.readFile(path.join(__dirname, 'uploads', req.params.name), (error, data) => res.send(data));
 };
 """, ("path-traversal", "high", True)),
+    # an Express route's handler, which no export names: the probe runs the route through a recording Express
+    "express-route": ("app.js", """const express = require('express');
+const { exec } = require('child_process');
+
+const app = express();
+app.use(express.json());
+app.get('/health', (req, res) => res.send('ok'));
+app.get('/files', (req, res) => {
+  exec('ls ' + req.query.dir, (error, out) => res.send(out));
+});
+app.listen(3000);
+""", ("command-injection", "critical", True)),
+    # routes registered on the app the module is given, behind a middleware that lets the request through
+    "express-setup": ("routes/run.js", """const { exec } = require('child_process');
+const express = require('express');
+
+function signedIn(req, res, next) {
+  req.user = 'someone';
+  next();
+}
+
+module.exports = function routes(app) {
+  const router = express.Router();
+  router.route('/run').post(signedIn, (request, response) => {
+    exec('echo ' + request.body.name, () => response.end());
+  });
+  app.use('/api', router);
+};
+""", ("command-injection", "critical", True)),
 }
 
 # the same sinks, written so that no payload gets through: flagged, probed, never confirmed
 GUARDED = {
+    # a middleware before the handler refuses what is not a plain name: the payload never reaches the shell
+    "express-validated": ("routes/files.js", """const express = require('express');
+const { exec } = require('child_process');
+
+const router = express.Router();
+function plainName(req, res, next) {
+  if (!/^[\\w.-]+$/.test(String(req.query.dir))) return res.status(400).send('bad name');
+  return next();
+}
+router.get('/files', plainName, (req, res) => {
+  exec('ls ' + req.query.dir, (error, out) => res.send(out));
+});
+module.exports = router;
+""", ("command-injection", "high", False)),
     "command": ("lib/files.js", """const { exec } = require('child_process');
 
 function quoted(text) {
@@ -210,6 +253,21 @@ module.exports = { run, handler: read };
             for h in hypotheses("box.js", methods, None)] == [(4, None, None), (7, "module.exports.open", True)]
     # only the lines the change adds
     assert [h.line for h in hypotheses("a.js", source, {7})] == [7]
+
+
+def test_an_express_route_handler_is_a_target_named_by_its_method_and_path() -> None:
+    path, source, _ = VULNERABLE["express-route"]
+    [found] = hypotheses(path, source, None)
+    assert found.target is not None and found.target.qualname == "GET /files" and found.tainted == ("req",)
+    assert found.target.route == ("GET", "/files", 0, 0) and found.target.params == ("req", "res")
+    path, source, _ = VULNERABLE["express-setup"]
+    [found] = hypotheses(path, source, None)
+    assert found.target is not None and found.target.route == ("POST", "/run", 0, 1)
+    assert found.tainted == ("request",)
+    # the same handler in a module that does not load Express (another framework, an ES module): no target
+    other = VULNERABLE["express-route"][1].replace("require('express')", "require('fastify')")
+    assert [h.target for h in hypotheses("app.js", other, None)] == [None]
+    assert [h.target for h in hypotheses("app.mjs", VULNERABLE["express-route"][1], None)] == [None]
 
 
 def test_test_files_and_runner_configuration_make_no_hypothesis(rubric: Rubric) -> None:

@@ -156,9 +156,111 @@ function argumentsFor(value, kind, traces) {
   });
 }
 
+// --- an Express route: an Express that records the routes the module registers ----------------------------------
+const ROUTE_METHODS = ['get', 'post', 'put', 'delete', 'patch', 'all', 'options', 'head'];
+const routes = [];
+
+function recorder() {
+  const uses = [];
+  const app = function (req, res, next) {
+    if (typeof next === 'function') next();
+  };
+  const add = (method, route, handlers) => {
+    routes.push({ method, route, handlers: handlers.flat(Infinity), before: uses.slice() });
+  };
+  for (const name of ROUTE_METHODS) {
+    app[name] = (first, ...rest) => {
+      add(name.toUpperCase(), first, rest);
+      return proxy;
+    };
+  }
+  app.use = (first, ...rest) => {
+    if (typeof first === 'function' || Array.isArray(first)) uses.push({ route: '/', handlers: [first, ...rest].flat(Infinity) });
+    else uses.push({ route: first, handlers: rest.flat(Infinity) });
+    return proxy;
+  };
+  app.route = (route) => {
+    const chain = {};
+    for (const name of ROUTE_METHODS) {
+      chain[name] = (...handlers) => {
+        add(name.toUpperCase(), route, handlers);
+        return chain;
+      };
+    }
+    return chain;
+  };
+  app.listen = () => ({ close: () => undefined, address: () => ({ port: 0 }), on: () => undefined });
+  app.locals = {};
+  const proxy = new Proxy(app, { get: (target, key) => (key in target ? target[key]
+    : typeof key === 'string' && key !== 'then' ? () => proxy : undefined) });
+  return proxy;
+}
+
+const passThrough = () => (req, res, next) => {
+  if (typeof next === 'function') next();
+};
+const EXPRESS = new Proxy(Object.assign(function express() { return recorder(); }, { Router: () => recorder() }), {
+  get: (target, key) => (key in target ? target[key] : key === 'then' || key === '__esModule' ? undefined
+    : passThrough),
+});
+if (CONFIG.route) {
+  const originalLoad = builtins._load;
+  builtins._load = function (request, ...rest) {
+    return request === 'express' ? EXPRESS : originalLoad.call(this, request, ...rest);
+  };
+}
+
+function findRoute() {
+  const [method, route, occurrence, position] = CONFIG.route;
+  const found = routes.filter((r) => r.method === method && r.route === route)[occurrence];
+  if (!found || typeof found.handlers[position] !== 'function') return null;
+  const before = found.before.filter((use) => typeof use.route === 'string' && route.startsWith(use.route))
+    .flatMap((use) => use.handlers).filter((handler) => typeof handler === 'function' && handler.length < 4);
+  return { chain: [...before, ...found.handlers.slice(0, position)], handler: found.handlers[position] };
+}
+
+// each middleware before the handler, in order, with the handler's request and response; one that does not call
+// next() (it answered, it refused the request) ends the route there, as Express would
+function routed(chain, handler) {
+  return async (...args) => {
+    const [req, res] = args;
+    for (const middleware of chain) {
+      let proceeded = false;
+      let failure;
+      const returned = middleware(req, res, (error) => {
+        proceeded = true;
+        failure = error;
+      });
+      if (returned && typeof returned.then === 'function') await settle(returned);
+      for (let waited = 0; !proceeded && waited < 1000; waited += 10) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      if (!proceeded) return 'the route ended before the handler: a middleware did not call next()';
+      if (failure !== undefined && failure !== 'route') return 'a middleware passed an error: ' + shown(failure);
+    }
+    return handler(...args);
+  };
+}
+
+async function loadRoute(file) {
+  const module = require(file);
+  let found = findRoute();
+  const setup = typeof module === 'function' ? module : module && typeof module.default === 'function'
+    ? module.default : null;
+  if (!found && setup) {
+    // a module that registers its routes on the app it is given
+    const returned = setup(...Array.from({ length: Math.max(1, setup.length) }, () => recorder()));
+    if (returned && typeof returned.then === 'function') await settle(returned);
+    found = findRoute();
+  }
+  if (!found) throw new TypeError('the route ' + CONFIG.qualname + ' was not registered when the module loaded');
+  return routed(found.chain, found.handler);
+}
+
 // --- the calls -------------------------------------------------------------------------------------------------
 async function load() {
   const file = path.resolve(CONFIG.path);
+  if (CONFIG.route) return loadRoute(file);
   let module;
   try {
     module = require(file);
