@@ -3,8 +3,9 @@ adds, each with the package-level function that holds it and the parameters that
 
 A Go probe is a test file of the sink's own package, so any package-level function is a target (exported or not),
 named ``package.Function``; its arguments are built by type when the probe runs (``reflect``), so only the names and
-their order are read here.
-Methods, generic functions and sinks outside a function have no target: they stay static, unconfirmed findings.
+their order are read here. A method of a named type is a target too, ``package.Type.Method``, called on a new zero
+value of its type (``new(Type).Method``: value and pointer receivers alike). Generic functions, methods of generic
+types and sinks outside a function have no target: they stay static, unconfirmed findings.
 
 Pure; without the tree-sitter Go wheel no hypothesis is made.
 """
@@ -83,6 +84,28 @@ def keys(function: Any) -> tuple[str, ...]:
     return tuple(found)[:MAX_KEYS]
 
 
+def receiver_type(method: Any) -> str | None:
+    """The named type of a method's receiver (``Shell`` of ``(s *Shell)``); None for a generic type's."""
+    receiver = method.child_by_field_name("receiver")
+    declaration = next((c for c in receiver.named_children if c.type == "parameter_declaration"), None) \
+        if receiver is not None else None
+    kind = declaration.child_by_field_name("type") if declaration is not None else None
+    if kind is not None and kind.type == "pointer_type" and kind.named_children:
+        kind = kind.named_children[0]
+    return text(kind) if kind is not None and kind.type == "type_identifier" else None
+
+
+def _qualname(function: Any) -> str | None:
+    """``Function``, or ``Type.Method``, of a declaration a probe can call; None for a generic one."""
+    name = function.child_by_field_name("name")
+    if name is None or function.child_by_field_name("type_parameters") is not None:
+        return None
+    if function.type == "function_declaration":
+        return text(name)
+    owner = receiver_type(function)
+    return f"{owner}.{text(name)}" if owner is not None else None
+
+
 def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesis]:
     """The probeable sinks on ``added`` lines (None: every line) of one Go file."""
     violations = syntax.check_go(source)
@@ -103,13 +126,12 @@ def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesi
         function = sink.parent if sink is not None else None
         while function is not None and function.type not in ("function_declaration", "method_declaration"):
             function = function.parent
-        if function is not None and function.type == "function_declaration" \
-                and function.child_by_field_name("type_parameters") is None:
-            name = function.child_by_field_name("name")
+        qualname = _qualname(function) if function is not None else None
+        if function is not None and qualname is not None:
             params = parameters(function)
-            if name is not None:
-                target = Target(path=path, qualname=f"{package}.{text(name)}", params=params, keys=keys(function))
-                reach = tainted(function, sink, params)
+            target = Target(path=path, qualname=f"{package}.{qualname}", params=params, keys=keys(function),
+                            is_method=function.type == "method_declaration")
+            reach = tainted(function, sink, params)
         found.append(Hypothesis(kind=kind, path=path, line=violation.line, sink=violation.rule,
                                 detail=violation.message, target=target, tainted=reach, origins=("syntax",)))
     return found

@@ -96,9 +96,12 @@ def build_probe(attack: Attack, nonce: str, seed: int = 0) -> str:
         literal = json.dumps(json.dumps({**config, "route": list(target.route) if target.route else None},
                                         sort_keys=True))
         return NODE_ATTACK_TEMPLATE.replace("__CONFIG__", literal, 1)
-    if runtime(attack) == "go":  # qualname: package.Function (checks.red.go_targets)
+    if runtime(attack) == "go":  # qualname: package.Function or package.Type.Method (checks.red.go_targets)
         literal = json.dumps(json.dumps({**config, "keys": list(target.keys)}, sort_keys=True))
         package, _, function = target.qualname.partition(".")
+        if target.is_method:  # a method value of a new zero value of its type
+            owner, _, method = function.rpartition(".")
+            function = f"new({owner}).{method}"
         return (GO_ATTACK_TEMPLATE.replace("__PACKAGE__", package, 1).replace("__TARGET__", function)
                 .replace("__TEST__", f"TestZz{nonce[:10]}", 1).replace("__CONFIG__", literal, 1))
     return _program(PROBE_TEMPLATE, config)

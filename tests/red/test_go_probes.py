@@ -1,5 +1,5 @@
 """The Red Agent on Go: hypotheses from the syntax tree's shell and SQL sinks, and the probe, a test file of the sink's
-own package (run for real by ``tests/sandbox/test_go.py``: confirmed, guarded, and a method's sink left unprobed)."""
+own package (run for real by ``tests/sandbox/test_go.py``: confirmed, guarded, and a method's sink)."""
 
 from __future__ import annotations
 
@@ -35,8 +35,15 @@ func Find(db *sql.DB, name string) error {
 
 type Shell struct{}
 
-// Run is a method: a probe does not build its receiver.
-func (Shell) Run(line string) error {
+// Run is a method: the probe calls it on a new zero Shell.
+func (*Shell) Run(line string) error {
+\treturn exec.Command("sh", "-c", line).Run()
+}
+
+type Box[T any] struct{ items []T }
+
+// Run is a generic type's method: a probe cannot name the type without its type arguments.
+func (b Box[T]) Run(line string) error {
 \treturn exec.Command("sh", "-c", line).Run()
 }
 
@@ -52,8 +59,9 @@ def test_each_sink_names_its_package_function_and_the_parameters_that_reach_it()
              for h in hypotheses("calc/run.go", SOURCE, None)]
     assert found == [("command-injection", 11, "calc.Run", ("line",), True),
                      ("sql-injection", 17, "calc.Find", ("name",), True),
-                     ("command-injection", 25, None, (), False),
-                     ("command-injection", 30, None, (), False)]
+                     ("command-injection", 25, "calc.Shell.Run", ("line",), True),
+                     ("command-injection", 32, None, (), False),
+                     ("command-injection", 37, None, (), False)]
     assert [h.line for h in hypotheses("calc/run.go", SOURCE, {17})] == [17]
 
 
@@ -78,5 +86,9 @@ def test_the_probe_is_a_test_file_of_the_package_that_calls_the_function_by_refl
     assert config == {"argument": "line", "family": "semicolon", "is_method": False, "kind": "command-injection",
                       "nonce": nonce, "params": ["line", "n"], "path": "calc/run.go", "qualname": "calc.Run",
                       "keys": ["sh"]}
+    # a method is called on a new zero value of its type, value and pointer receivers alike
+    method = next(h for h in hypotheses("calc/run.go", SOURCE, None) if h.target and h.target.is_method)
+    assert method.target is not None and method.target.params == ("line",)
+    assert build_probe(Attack(method, "line", "semicolon"), nonce, 7).count("zzCall(new(Shell).Run, settings,") == 2
     # nothing in what the target can see says what runs it
     assert "probe" not in code.split("// --- program ---")[-1].lower().replace("logomesh-probe-", "")

@@ -159,6 +159,9 @@ CASES: dict[str, dict[str, str | None]] = {
     "method-shell": {"calc/shout.go": SHOUT.format(receiver="(Shell) ", command='"echo "+line')
                      + "\n// Shell runs lines through the shell.\ntype Shell struct{}\n",
                      "calc/shout_test.go": SHOUT_TEST.replace(":= Shout(", ":= Shell{}.Shout(")},
+    "generic-shell": {"calc/shout.go": SHOUT.format(receiver="(b Box[T]) ", command='"echo "+line')
+                      + "\n// Box holds items.\ntype Box[T any] struct{ items []T }\n",
+                      "calc/shout_test.go": SHOUT_TEST.replace(":= Shout(", ":= Box[int]{}.Shout(")},
     "testmain-forged": {"calc/calc.go": BROKEN, "calc/main_test.go": dedent("""
         package calc
 
@@ -365,7 +368,7 @@ async def test_a_go_project_with_vendored_modules_is_measured(
     assert any(", vendored" in s for s in kinds(evaluation, "test-environment"))
 
 
-@pytest.mark.parametrize(("name", "confirmed"), [("shell", True), ("quoted-shell", False)])
+@pytest.mark.parametrize(("name", "confirmed"), [("shell", True), ("quoted-shell", False), ("method-shell", True)])
 async def test_a_go_shell_sink_is_probed_and_fails_only_when_its_input_gets_through(
         tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient, name: str, confirmed: bool) -> None:
     root, heads = tally
@@ -373,10 +376,11 @@ async def test_a_go_shell_sink_is_probed_and_fails_only_when_its_input_gets_thro
     assert_shell_sink_probed(evaluation, "calc/shout.go:10", confirmed=confirmed)
 
 
-async def test_a_go_sink_in_a_method_is_named_unprobed_and_does_not_pass(
+async def test_a_go_sink_in_a_generic_type_s_method_is_named_unprobed_and_does_not_pass(
         tally: tuple[Path, dict[str, str]], docker_engine: docker.DockerClient) -> None:
+    # a probe cannot name a generic type without its type arguments
     root, heads = tally
-    evaluation = await review(root, heads["method-shell"], "Add Shout to calc", SHOUT_BODY, red_team="on")
+    evaluation = await review(root, heads["generic-shell"], "Add Shout to calc", SHOUT_BODY, red_team="on")
     assert [f.confirmed for f in evaluation.red_analysis.findings] == [False]
     assert evaluation.verdict != "pass", reasons(evaluation)
     assert "1 serious sink(s) in Go that the Red Agent did not probe (first: calc/shout.go:10: CWE-78)" \
