@@ -8,7 +8,7 @@ function``, ``module.exports.f = …`` and ``exports.f = …``; a method of a cl
 holds the sink (or an exported function around the callback that does) is the target; a parameter reaches the sink
 when its name, or a local variable built from it, occurs in the sink's arguments.
 
-A handler of an Express route in a CommonJS module that loads ``express`` (``app.get('/run', (req, res) => …)``,
+A handler of an Express route in a module that loads ``express`` (``app.get('/run', (req, res) => …)``,
 ``router.post(path, check, handler)``, ``app.route('/run').get(handler)``) is a target too, named ``GET /run``: the
 probe gives the module an Express that records its routes and runs the route's handlers in order, each one's
 ``next()`` leading to the next (:data:`Target.route`). A sink outside any exported function or route handler has no
@@ -191,13 +191,17 @@ def _route_call(call: Any) -> tuple[str, str, list[Any]] | None:
 
 
 class _Routes:
-    """The Express route registrations of a CommonJS module that loads ``express``, in the order of the source."""
+    """The Express route registrations of a module that loads ``express`` (``require`` or ``import``), in the order
+    of the source."""
 
-    def __init__(self, root: Any, path: str) -> None:
+    def __init__(self, root: Any) -> None:
         self.calls: list[tuple[tuple[int, int], str, str, list[Any]]] = []
-        loads = any(syntax._module_of(node) == EXPRESS and text(node.child_by_field_name("function")) == "require"
-                    for node in walk(root) if node.type == "call_expression")
-        if not loads or syntax.dialect(path) not in ("javascript",) or path.endswith(".mjs"):
+        loads = any((node.type == "call_expression" and syntax._module_of(node) == EXPRESS
+                     and text(node.child_by_field_name("function")) == "require")
+                    or (node.type == "import_statement" and node.child_by_field_name("source") is not None
+                        and syntax._string(node.child_by_field_name("source")) == EXPRESS)
+                    for node in walk(root))
+        if not loads:
             return
         for node in walk(root):
             found = _route_call(node)
@@ -292,7 +296,7 @@ def hypotheses(path: str, source: str, added: set[int] | None) -> list[Hypothesi
         return []
     root = parser.parse(source.encode("utf-8", "surrogatepass")).root_node
     exports = _Exports(root)
-    routes = _Routes(root, path)
+    routes = _Routes(root)
     found: list[Hypothesis] = []
     for violation, sink in _sinks(root, violations):
         kind = KINDS.get(violation.rule)

@@ -108,6 +108,17 @@ app.get('/files', (req, res) => {
 });
 app.listen(3000);
 """, ("command-injection", "critical", True)),
+    # the same in an ES module, which imports Express
+    "express-esm": ("server.mjs", """import express, { json } from 'express';
+import { execSync } from 'node:child_process';
+
+const app = express();
+app.use(json());
+app.post('/count', (req, res) => {
+  res.send(execSync(`ls ${req.body.pattern} | wc -l`).toString());
+});
+export default app;
+""", ("command-injection", "critical", True)),
     # routes registered on the app the module is given, behind a middleware that lets the request through
     "express-setup": ("routes/run.js", """const { exec } = require('child_process');
 const express = require('express');
@@ -264,10 +275,12 @@ def test_an_express_route_handler_is_a_target_named_by_its_method_and_path() -> 
     [found] = hypotheses(path, source, None)
     assert found.target is not None and found.target.route == ("POST", "/run", 0, 1)
     assert found.tainted == ("request",)
-    # the same handler in a module that does not load Express (another framework, an ES module): no target
+    path, source, _ = VULNERABLE["express-esm"]
+    [found] = hypotheses(path, source, None)
+    assert found.target is not None and found.target.route == ("POST", "/count", 0, 0)
+    # the same handler in a module that does not load Express (another framework): no target
     other = VULNERABLE["express-route"][1].replace("require('express')", "require('fastify')")
     assert [h.target for h in hypotheses("app.js", other, None)] == [None]
-    assert [h.target for h in hypotheses("app.mjs", VULNERABLE["express-route"][1], None)] == [None]
 
 
 def test_test_files_and_runner_configuration_make_no_hypothesis(rubric: Rubric) -> None:

@@ -203,11 +203,23 @@ const EXPRESS = new Proxy(Object.assign(function express() { return recorder(); 
   get: (target, key) => (key in target ? target[key] : key === 'then' || key === '__esModule' ? undefined
     : passThrough),
 });
+const EXPRESS_KEY = Symbol.for('logomesh.express.' + NONCE);
 if (CONFIG.route) {
   const originalLoad = builtins._load;
   builtins._load = function (request, ...rest) {
     return request === 'express' ? EXPRESS : originalLoad.call(this, request, ...rest);
   };
+  // ES modules: a resolve hook gives `import … from 'express'` a module that exports the same recording Express
+  globalThis[EXPRESS_KEY] = EXPRESS;
+  const key = 'Symbol.for(' + JSON.stringify(EXPRESS_KEY.description) + ')';
+  const names = ['Router', 'json', 'urlencoded', 'raw', 'text', 'query'];
+  const facade = 'const e = globalThis[' + key + ']; export default e; '
+    + names.map((name) => 'export const ' + name + ' = e.' + name + ';').join(' ')
+    + ' const s = e.static; export { s as static };';
+  const url = 'data:text/javascript,' + encodeURIComponent(facade);
+  const hooks = 'export async function resolve(specifier, context, next) { return specifier === "express" ? '
+    + '{ url: ' + JSON.stringify(url) + ', shortCircuit: true } : next(specifier, context); }';
+  if (typeof builtins.register === 'function') builtins.register('data:text/javascript,' + encodeURIComponent(hooks));
 }
 
 function findRoute() {
@@ -243,7 +255,9 @@ function routed(chain, handler) {
 }
 
 async function loadRoute(file) {
-  const module = require(file);
+  // import(), never require(): a require() of an ES module (Node.js 22) would pass the resolve hook by
+  const imported = await import(pathToFileURL(file).href);
+  const module = imported && imported.default !== undefined ? imported.default : imported;
   let found = findRoute();
   const setup = typeof module === 'function' ? module : module && typeof module.default === 'function'
     ? module.default : null;
