@@ -108,6 +108,20 @@ app.get('/files', (req, res) => {
 });
 app.listen(3000);
 """, ("command-injection", "critical", True)),
+    # routes set up by an exported factory that builds its own app
+    "express-factory": ("lib/server.js", """const express = require('express');
+const { exec } = require('child_process');
+
+function createServer(options) {
+  const app = express();
+  app.get('/ping', (req, res) => {
+    exec('ping -c 1 ' + req.query.host, (error, out) => res.send(out));
+  });
+  return app;
+}
+
+module.exports = { createServer, version: '1.0.0' };
+""", ("command-injection", "critical", True)),
     # the same in an ES module, which imports Express
     "express-esm": ("server.mjs", """import express, { json } from 'express';
 import { execSync } from 'node:child_process';

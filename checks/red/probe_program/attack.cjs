@@ -259,12 +259,20 @@ async function loadRoute(file) {
   const imported = await import(pathToFileURL(file).href);
   const module = imported && imported.default !== undefined ? imported.default : imported;
   let found = findRoute();
-  const setup = typeof module === 'function' ? module : module && typeof module.default === 'function'
-    ? module.default : null;
-  if (!found && setup) {
-    // a module that registers its routes on the app it is given
-    const returned = setup(...Array.from({ length: Math.max(1, setup.length) }, () => recorder()));
-    if (returned && typeof returned.then === 'function') await settle(returned);
+  // a module that registers its routes when it is called (on the app it is given, or on one it builds): each
+  // function it exports, with an app for every parameter, until the route is there
+  const exported = typeof module === 'function' ? [module] : [];
+  for (const value of module && typeof module === 'object' ? Object.values(module) : []) {
+    if (typeof value === 'function') exported.push(value);
+  }
+  for (const setup of exported.slice(0, 20)) {
+    if (found) break;
+    try {
+      const returned = setup(...Array.from({ length: Math.max(1, setup.length) }, () => recorder()));
+      if (returned && typeof returned.then === 'function') await settle(returned);
+    } catch (error) {
+      // not a function that sets routes up
+    }
     found = findRoute();
   }
   if (!found) throw new TypeError('the route ' + CONFIG.qualname + ' was not registered when the module loaded');
