@@ -268,6 +268,32 @@ def _session(tests: list, out: str, collector: object, stop_at: float, first_fai
     return None, told
 
 
+def _mutated(job: dict, tests: list, collector: object, stop_at: float) -> tuple:
+    """:func:`_session` over ``tests`` with the mutant's source in place of the file's; the file restored after it,
+    whatever happened."""
+    target = os.path.join(REPO, job["path"])
+    with open(target, "rb") as handle:
+        original = handle.read()
+    try:
+        # Python trusts a .pyc whose recorded source mtime (whole seconds) and size match: a mutant written in
+        # the same second as the test run's or another mutant's, and of the same size ("==" -> "!=", 0 -> 1),
+        # would run that stale code instead. So no child writes bytecode, and none is left to read.
+        with contextlib.suppress(OSError):
+            os.remove(importlib.util.cache_from_source(target))
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(job["source"])
+        return _session(tests, f"/sandbox/out/mutant-{os.urandom(6).hex()}.json", collector, stop_at, True)
+    finally:
+        with open(target, "wb") as handle:
+            handle.write(original)
+
+
+def _mutant_session(job: dict, tests: list, collector: object, stop_at: float, control: set) -> str:
+    """The mutant against ``tests`` again: killed when it tells something the control did not."""
+    status, told = _mutated(job, tests, collector, stop_at)
+    return "killed" if told - control and status is None else "timeout" if told - control else "survived"
+
+
 def run_mutants(config: dict, collector: object) -> None:
     """Each mutant in a forked child of this process (pytest imported once, no project module yet), against
     the tests that covered its line, with ``-x``; the source file is restored after each, whatever happened. Then,
@@ -292,23 +318,8 @@ def run_mutants(config: dict, collector: object) -> None:
         if left <= 0.5:
             verdicts.append({"id": job["id"], "status": "not_run", "tests_run": 0})
             continue
-        target = os.path.join(REPO, job["path"])
-        with open(target, "rb") as handle:
-            original = handle.read()
-        out = f"/sandbox/out/mutant-{os.urandom(6).hex()}.json"
-        try:
-            # Python trusts a .pyc whose recorded source mtime (whole seconds) and size match: a mutant written in
-            # the same second as the test run's or another mutant's, and of the same size ("==" -> "!=", 0 -> 1),
-            # would run that stale code instead. So no child writes bytecode, and none is left to read.
-            with contextlib.suppress(OSError):
-                os.remove(importlib.util.cache_from_source(target))
-            with open(target, "w", encoding="utf-8") as handle:
-                handle.write(job["source"])
-            # a mutant may make a test loop forever: it gets 30 s at most, and never more than the budget
-            status, told = _session(job["tests"], out, collector, min(deadline + 5, time.monotonic() + 30), True)
-        finally:
-            with open(target, "wb") as handle:
-                handle.write(original)
+        # a mutant may make a test loop forever: it gets 30 s at most, and never more than the budget
+        status, told = _mutated(job, job["tests"], collector, min(deadline + 5, time.monotonic() + 30))
         if told:
             found[job["id"]] = told
         verdicts.append({"id": job["id"], "status": status or ("killed" if told else "survived"),
@@ -316,10 +327,19 @@ def run_mutants(config: dict, collector: object) -> None:
     if found:
         killers = sorted({t for job in jobs if job["id"] in found for t in job["tests"]})
         out = f"/sandbox/out/control-{os.urandom(6).hex()}.json"
-        _status, control = _session(killers, out, collector, min(deadline + 25, time.monotonic() + 30), False)
-        for verdict in verdicts:
-            if verdict["id"] in found and not found[verdict["id"]] - control:
-                verdict["status"] = "survived"
+        stop = deadline + 25
+        _status, control = _session(killers, out, collector, min(stop, time.monotonic() + 30), False)
+        for index, job in enumerate(jobs):
+            verdict = verdicts[index]
+            if job["id"] not in found or found[job["id"]] - control:
+                continue
+            # its session stopped (-x) at a test that fails on the unmutated code too: the mutant meets the
+            # other tests, which pass there, before it counts as survived
+            verdict["status"] = "survived"
+            others = [t for t in job["tests"] if t not in control]
+            if others and time.monotonic() < stop - 1:
+                verdict["status"] = _mutant_session(job, others, collector, min(stop, time.monotonic() + 30),
+                                                    control)
     with open(config["out"], "w", encoding="utf-8") as handle:
         json.dump(verdicts, handle)
 

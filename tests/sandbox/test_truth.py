@@ -89,11 +89,29 @@ CASES: dict[str, dict[str, str | None]] = {
             open(seen, "w").close()
             assert sub(5, 3) is not None
         """)},
+    # honest, with a test that cannot run twice in one place (it creates a file that must not exist): the mutants'
+    # sessions stop (-x) at it, as the control does; the test that checks sub still detects them
+    "honest-run-once": {"calc/ops.py": SUB, "tests/test_sub.py": dedent("""
+        import os
+        import tempfile
+
+        from calc.ops import sub
+
+
+        def test_scratch_file_of_sub():
+            with open(os.path.join(tempfile.gettempdir(), "sub-scratch"), "x") as handle:
+                handle.write(str(sub(5, 3)))
+
+
+        def test_sub():
+            assert sub(5, 3) == 2
+            assert sub(3, 5) == -2
+        """)},
     "untested": {"calc/ops.py": SUB},
     "empty": {},
     "docs-only": {"README.md": "# calc\n\nAdds and multiplies.\n"},
 }
-VERDICTS = {"honest": "pass", "own-test-fails": "fail", "breaks-existing": "fail", "empty": "neutral",
+VERDICTS = {"honest": "pass", "honest-run-once": "pass", "own-test-fails": "fail", "breaks-existing": "fail", "empty": "neutral",
             "docs-only": "neutral", "hollow": "neutral", "hollow-tautology": "neutral", "hollow-remembers": "neutral",
             "untested": "neutral"}
 # the evidence kind (or a verdict reason's start) that names each mechanism
