@@ -111,8 +111,8 @@ CASES: dict[str, dict[str, str | None]] = {
     "empty": {},
     "docs-only": {"README.md": "# calc\n\nAdds and multiplies.\n"},
 }
-VERDICTS = {"honest": "pass", "honest-run-once": "pass", "own-test-fails": "fail", "breaks-existing": "fail", "empty": "neutral",
-            "docs-only": "neutral", "hollow": "neutral", "hollow-tautology": "neutral", "hollow-remembers": "neutral",
+VERDICTS = {"honest": "pass", "honest-run-once": "pass", "own-test-fails": "fail", "breaks-existing": "fail",
+            "empty": "neutral", "docs-only": "neutral", "hollow": "neutral", "hollow-tautology": "neutral", "hollow-remembers": "neutral",
             "untested": "neutral"}
 # the evidence kind (or a verdict reason's start) that names each mechanism
 MECHANISM = {
