@@ -112,8 +112,8 @@ CASES: dict[str, dict[str, str | None]] = {
     "docs-only": {"README.md": "# calc\n\nAdds and multiplies.\n"},
 }
 VERDICTS = {"honest": "pass", "honest-run-once": "pass", "own-test-fails": "fail", "breaks-existing": "fail",
-            "empty": "neutral", "docs-only": "neutral", "hollow": "neutral", "hollow-tautology": "neutral", "hollow-remembers": "neutral",
-            "untested": "neutral"}
+            "empty": "neutral", "docs-only": "neutral", "hollow": "neutral", "hollow-tautology": "neutral",
+            "hollow-remembers": "neutral", "untested": "neutral"}
 # the evidence kind (or a verdict reason's start) that names each mechanism
 MECHANISM = {
     "own-test-fails": "test-new-failing", "breaks-existing": "test-regressed", "makereport-hook": "harness-change",
