@@ -313,7 +313,7 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
     status, reason = "ran", None
     clock = mutants.tests_limits(limits, spec).timeout_seconds
     durations: dict[str, float] = {}
-    profiles: dict[str, int] = {}  # a module whose tests all passed → its cover profile's number
+    profiled: set[str] = set()  # the modules whose tests all passed: their cover profiles are read
     async with sandbox.test_slot():  # the tests' wall clock starts with them (sandbox/cpu_slots.py)
         started = time.monotonic()
         for module in modules:
@@ -340,7 +340,7 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
                 break
             durations[module.dir] = done.duration
             if mutating and done.exit_code == 0 and not done.timed_out:
-                profiles[module.dir] = modules.index(module)
+                profiled.add(module.dir)
             found, failed, cut = await asyncio.to_thread(read_events, bytes(done.stdout), stderr, module, tree.read,
                                                          paths)
             tests += found
@@ -364,7 +364,7 @@ async def run_go(sandbox: DockerSandbox, spec: TestSpec, tree: Tree, limits: San
         status = "no_tests"
     mutated: list[MutantResult] = []
     if mutating and status == "ran":
-        covered = await _read_coverage(sandbox, run, modules, profiles, limits)
+        covered = await _read_coverage(sandbox, run, modules, profiled, limits)
         mutated = await _run_mutants(sandbox, run, spec, modules, tests, errors, durations, env, limits, tree.read,
                                      paths, covered)
     return TestRunResult(
@@ -436,7 +436,7 @@ def cover_profile(number: int) -> str:
     return f"{WORK}/cover-{number}.out"
 
 
-async def _read_coverage(sandbox: DockerSandbox, run: Any, modules: Sequence[GoModule], profiles: dict[str, int],
+async def _read_coverage(sandbox: DockerSandbox, run: Any, modules: Sequence[GoModule], profiled: set[str],
                          limits: SandboxLimits) -> LineCoverage:
     """The lines the head's tests ran, from the cover profiles of the modules whose tests all passed (a package
     that stopped early wrote none, and its lines would look unrun)."""
@@ -445,10 +445,10 @@ async def _read_coverage(sandbox: DockerSandbox, run: Any, modules: Sequence[GoM
     from sandbox.docker_sandbox import MAX_CHANNEL_BYTES
 
     found = LineCoverage()
-    for module in modules:
-        if module.dir not in profiles:
+    for number, module in enumerate(modules):
+        if module.dir not in profiled:
             continue
-        done = await sandbox._exec_in(run.container, ["cat", cover_profile(profiles[module.dir])],
+        done = await sandbox._exec_in(run.container, ["cat", cover_profile(number)],
                                       limits.with_timeout(60), run=run, channel=True)
         if done.exit_code != 0 or done.channel_bytes > MAX_CHANNEL_BYTES:
             continue
