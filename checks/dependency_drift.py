@@ -87,13 +87,58 @@ def other_interpreter(run: TestRunResult) -> str | None:
     plan = run.environment
     if run.status != "error" or not (run.reason or "").startswith(INTERNAL_ERROR) or plan is None:
         return None
+    others = [v for v in plan.offered if v != plan.python and _admits(plan.requires_python, v)]
+    return max(others, key=_version_key, default=None)
+
+
+# modules the standard library removed after Python 3.9 (PEP 594 in 3.13; asynchat, asyncore, distutils, imp and
+# smtpd in 3.12): the running interpreter may no longer list them among its own
+REMOVED_STDLIB = frozenset({
+    "aifc", "asynchat", "asyncore", "audioop", "cgi", "cgitb", "chunk", "crypt", "distutils", "imghdr", "imp",
+    "lib2to3", "mailcap", "msilib", "nis", "nntplib", "ossaudiodev", "pipes", "smtpd", "sndhdr", "spwd", "sunau",
+    "telnetlib", "uu", "xdrlib"})
+REMOVED_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>\w+)'")
+
+
+def stdlib_drift(run: TestRunResult) -> str | None:
+    """What in ``run`` says the interpreter's standard library moved on from the code (the first sign, quoted), or
+    None: a name a standard-library module no longer has (``cannot import name 'Mapping' from 'collections'``,
+    gone in 3.10; ``module 'asyncio' has no attribute 'coroutine'``, gone in 3.11) or a module it removed
+    (``distutils``, ``imp``, ``cgi``). Read on the base only, as :func:`drift`: the base's own day had an
+    interpreter that still held it; a change that itself calls a removed API still fails."""
+    for text in _texts(run):
+        for pattern in PATTERNS[:2]:
+            for match in pattern.finditer(text):
+                if match.group("module").split(".", 1)[0] in sys.stdlib_module_names:
+                    return match.group(0).split(": ", 1)[1]
+        for match in REMOVED_MODULE.finditer(text):
+            if match.group("module") in REMOVED_STDLIB:
+                return match.group(0).split(": ", 1)[1]
+    return None
+
+
+def older_interpreter(run: TestRunResult) -> str | None:
+    """The interpreter to run ``run``'s tests with when :func:`stdlib_drift` reads it: the oldest offered one
+    older than the run's that the project's ``requires-python`` admits (a removal holds in every later release,
+    so the oldest is the likeliest to still have what the code calls), or None."""
+    plan = run.environment
+    if plan is None or plan.python is None:
+        return None
+    current = _version_key(plan.python)
+    older = [v for v in plan.offered if _version_key(v) < current and _admits(plan.requires_python, v)]
+    return min(older, key=_version_key, default=None)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def _admits(requires: str | None, version: str) -> bool:
     try:
-        wanted = SpecifierSet(plan.requires_python or "")
+        wanted = SpecifierSet(requires or "")
     except InvalidSpecifier:
-        wanted = SpecifierSet()
-    others = [v for v in plan.offered if v != plan.python
-              and (wanted.contains(v + ".0", prereleases=True) or wanted.contains(v + ".99"))]
-    return max(others, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()), default=None)
+        return True
+    return wanted.contains(version + ".0", prereleases=True) or wanted.contains(version + ".99")
 
 
 # pytest's own stack: a project that pins it (``pytest==6.2.4``, ``py==1.10.0`` in requirements/tests.txt) pins

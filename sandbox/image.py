@@ -37,10 +37,14 @@ import subprocess
 import tarfile
 import tempfile
 import urllib.request
+import zipfile
 from collections.abc import Sequence
+from email.parser import Parser
 from pathlib import Path
 
 from docker.errors import ImageNotFound
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from sandbox.docker_sandbox import docker_client
 from sandbox.errors import SandboxError
@@ -53,8 +57,13 @@ DEFAULT_SUITE = "bookworm"
 # the Debian suites an image can be built from, and the CPython each one ships: the main image is bookworm's;
 # another suite's image is a *companion* tagged ``<tag>-python<version>`` (see :func:`companion_tag`), offered
 # beside the main image so a project whose ``requires-python`` needs another interpreter gets it
-SUITES = {"bookworm": "3.11", "trixie": "3.13"}
-COMPANION_SUITES = ("trixie",)  # built by scripts/sandbox-image.sh beside the main image
+SUITES = {"bookworm": "3.11", "trixie": "3.13", "bullseye": "3.9"}
+COMPANION_SUITES = ("trixie", "bullseye")  # built by scripts/sandbox-image.sh beside the main image
+# a suite whose own pip is older than the setup phase needs (``--report`` and ``--dry-run`` came in pip 22.2,
+# ``--python`` in 22.3; bullseye ships 20.3.4) gets this pip, from a wheel of the host's package index: as the
+# system's pip and as the wheel ``ensurepip`` gives every venv made from the interpreter
+SUITE_PIP = {"bullseye": "pip==26.0.1"}
+WHEELS = "/usr/share/python-wheels"  # where Debian's ensurepip takes the wheels a new venv gets
 # the interpreter, the system tools real suites call (git, less, locales, the time zone database), and a C/C++
 # compiler with the interpreter's headers and the C libraries' headers that common sdists build against (cffi needs
 # libffi's): a pinned dependency with no wheel for this interpreter (an old psutil, cffi) is built from its sdist in
@@ -148,6 +157,8 @@ def _debootstrap(rootfs: Path, suite: str, mirror: str, say: Say) -> None:
     debootstrap(partial, suite=suite, mirror=mirror, include=PACKAGES, say=say)
     _add_user(partial)
     _add_locales(partial, say)
+    if suite in SUITE_PIP:
+        _add_pip(partial, say, python, SUITE_PIP[suite])
     _add_tools(partial, say, python)
     if go_versions(suite):
         _add_go(partial, suite, mirror, say)
@@ -157,20 +168,70 @@ def _debootstrap(rootfs: Path, suite: str, mirror: str, say: Say) -> None:
     partial.rename(rootfs)
 
 
+def _fetch_wheels(wheels: Path, python: str, requirements: Sequence[str], what: str) -> None:
+    """The wheels of ``requirements`` for ``python`` on this machine's architecture, fetched by the host's pip
+    (its index and CA) into ``wheels``. pip evaluates the dependencies' markers for the interpreter it runs under,
+    not for ``--python-version``: what the wheels need only under ``python`` (pytest's ``exceptiongroup`` and
+    ``tomli`` below 3.11) is read from their metadata and fetched too, until nothing is missing."""
+    abi = "cp" + python.replace(".", "")
+    wheels.mkdir(parents=True, exist_ok=True)
+    pending, asked = list(requirements), set(requirements)
+    while pending:
+        download = subprocess.run(
+            ["python3", "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--dest", str(wheels),
+             "--python-version", python, "--implementation", "cp", "--abi", abi, "--platform",
+             "manylinux2014_" + os.uname().machine, "--platform", "manylinux_2_17_" + os.uname().machine,
+             *pending],
+            capture_output=True, text=True, check=False)
+        if download.returncode != 0:
+            raise SandboxError(f"could not fetch {what}:\n{download.stderr[-2000:]}")
+        pending = [line for line in missing_for(wheels, python) if line not in asked]
+        asked.update(pending)
+
+
+def missing_for(wheels: Path, python: str) -> list[str]:
+    """The requirements the wheels in ``wheels`` have under Python ``python`` (their markers evaluated for it, no
+    extras) that no wheel there provides, each without its marker."""
+    environment = {"python_version": python, "python_full_version": python + ".0"}
+    present: set[str] = set()
+    needed: dict[str, str] = {}
+    for wheel in sorted(wheels.glob("*.whl")):
+        present.add(canonicalize_name(parse_wheel_filename(wheel.name)[0]))
+        with zipfile.ZipFile(wheel) as archive:
+            metadata = next((n for n in archive.namelist() if n.endswith(".dist-info/METADATA")), None)
+            text = archive.read(metadata).decode("utf-8", "replace") if metadata else ""
+        for line in Parser().parsestr(text).get_all("Requires-Dist") or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or not requirement.marker.evaluate({**environment, "extra": ""}):
+                continue
+            requirement.marker = None
+            needed.setdefault(canonicalize_name(requirement.name), str(requirement))
+    return [line for name, line in sorted(needed.items()) if name not in present]
+
+
+def _add_pip(root: Path, say: Say, python: str, requirement: str) -> None:
+    """``requirement`` (a pip release) as the image's system pip and as the pip wheel ``ensurepip`` puts into new
+    venvs (the suite's own pip wheel removed from :data:`WHEELS`)."""
+    say(f"installing {requirement} (the suite's own pip is too old for the setup phase)")
+    wheels = root / "tmp/logomesh-pip"
+    _fetch_wheels(wheels, python, [requirement], f"the wheel of {requirement}")
+    chroot(root, ["python3", "-m", "pip", "install", "--quiet", "--no-index", "--no-cache-dir", "--find-links",
+                  "/tmp/logomesh-pip", requirement], f"installing {requirement}",  # noqa: S108 - in the chroot
+           env={"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_BREAK_SYSTEM_PACKAGES": "1"})
+    bundled = root / WHEELS.lstrip("/")
+    bundled.mkdir(parents=True, exist_ok=True)
+    for old in bundled.glob("pip-*.whl"):
+        old.unlink()
+    for wheel in wheels.glob("pip-*.whl"):
+        shutil.copy2(wheel, bundled / wheel.name)
+    shutil.rmtree(wheels)
+
+
 def _add_tools(root: Path, say: Say, python: str) -> None:
     """The tools venv: pytest and coverage from wheels the host's pip fetches, installed with no network."""
-    abi = "cp" + python.replace(".", "")
     wheels = root / "tmp/logomesh-wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
     say("fetching the wheels of " + ", ".join(TOOL_REQUIREMENTS))
-    download = subprocess.run(
-        ["python3", "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--dest", str(wheels),
-         "--python-version", python, "--implementation", "cp", "--abi", abi, "--platform",
-         "manylinux2014_" + os.uname().machine, "--platform", "manylinux_2_17_" + os.uname().machine,
-         *TOOL_REQUIREMENTS],
-        capture_output=True, text=True, check=False)
-    if download.returncode != 0:
-        raise SandboxError(f"could not fetch the sandbox tools' wheels:\n{download.stderr[-2000:]}")
+    _fetch_wheels(wheels, python, TOOL_REQUIREMENTS, "the sandbox tools' wheels")
     steps = (["python3", "-m", "venv", "--without-pip", TOOLS],
              ["python3", "-m", "pip", "--python", TOOLS + "/bin/python", "install", "--quiet", "--no-index",
               "--no-cache-dir", "--find-links", "/tmp/logomesh-wheels", *TOOL_REQUIREMENTS])  # noqa: S108

@@ -14,5 +14,6 @@ fi
 PY=.venv/bin/python
 [ -x "$PY" ] || PY=python3
 # build-image does nothing when the tag exists with the current layout's version, and rebuilds an older one;
-# --all adds the companion images of other interpreters (TAG-python3.13 from trixie), chosen by requires-python
+# --all adds the companion images of other interpreters (TAG-python3.13 from trixie, TAG-python3.9 from bullseye),
+# chosen by requires-python (3.9 also for a base whose code calls what later standard libraries removed)
 "$PY" -m app.cli.main sandbox build-image --tag "$TAG" --all

@@ -15,6 +15,7 @@ Example: ``regressed: tests/test_ops.py::test_add — tests/test_ops.py:5: asser
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from checks.constraints import own_packages
 from checks.declared_changes import declared_deletions
@@ -25,8 +26,10 @@ from checks.dependency_drift import (
     closer,
     drift,
     interpreter_broke,
+    older_interpreter,
     other_interpreter,
     stale_failures,
+    stdlib_drift,
     within_lines,
 )
 from checks.detectives.registry import register
@@ -47,6 +50,21 @@ MAX_MUTANTS_LISTED = 10
 # what a review stores of one run: a PR controls how many tests it has, not how big its audit record grows
 MAX_CASES_KEPT = 200
 MAX_IDS_KEPT = 200
+
+
+# what :meth:`TestRunner._retry` keeps: the spec the runs were made with, the evidence saying why, the runs
+Kept = tuple[TestSpec, Evidence, list[TestRunResult]]
+# one environment's runs: (its base's run, every tree's runs, or None when the base alone did not get closer)
+Runner = Callable[[TestSpec, TestRunResult], Awaitable[tuple[TestRunResult, list[TestRunResult] | None]]]
+
+
+def _older_said(python: str, chosen: str | None, removed: str) -> Evidence:
+    """The evidence of a run under an older interpreter for a name the standard library removed."""
+    return Evidence(
+        id=f"{ID}.interpreter", detective=ID, kind="interpreter-fallback", severity="info",
+        facts={"python": python, "instead_of": chosen, "broke_at": "base", "removed": removed},
+        summary=(f"The tests ran with Python {python}: under Python {chosen} the base commit's code calls what the "
+                 f"standard library has since removed ({removed[:200]})"))
 
 
 class TestRunner:
@@ -107,7 +125,7 @@ class TestRunner:
 
     async def _retry(self, case: Case, spec: TestSpec, trees: tuple[str, ...], runs: list[TestRunResult],
                      mutants: tuple[Mutant, ...], mutation_seconds: float,
-                     ) -> tuple[TestSpec, Evidence, list[TestRunResult]] | None:
+                     ) -> Kept | None:
         """When the environment broke the base (:mod:`checks.dependency_drift`) — today's releases of its
         dependencies no longer fit it, or pytest broke inside itself under the chosen interpreter — the Python runs
         again in another environment: the releases uploaded before the base commit's date, or another interpreter
@@ -124,6 +142,9 @@ class TestRunner:
         mended = "base"
         if sign is None and python is None and interpreter_broke(head_run):
             python, mended = other_interpreter(head_run), "head"
+        removed = stdlib_drift(base) if sign is None and python is None else None
+        if removed is not None:
+            python = older_interpreter(base)
         if sign is None and python is None and installs:
             sign = stale_failures(base, case.base_committed_at)
         lifted = broken_tooling(base) if sign is None and python is None else ()
@@ -139,12 +160,12 @@ class TestRunner:
             other = spec.model_copy(update={"python": python})
             broken = base if mended == "base" else head_run
             chosen = broken.environment.python if broken.environment is not None else None
-            said = Evidence(
+            said = (_older_said(python, chosen, removed) if removed is not None else Evidence(
                 id=f"{ID}.interpreter", detective=ID, kind="interpreter-fallback", severity="info",
                 facts={"python": python, "instead_of": chosen, "broke_at": mended,
                        "reason": (broken.reason or "")[:400]},
                 summary=(f"The tests ran with Python {python}: under Python {chosen} pytest itself broke at the "
-                         f"{mended} commit ({(broken.reason or '')[:200]})"))
+                         f"{mended} commit ({(broken.reason or '')[:200]})")))
         elif lifted:
             other = spec.model_copy(update={"unpinned": lifted})
             said = Evidence(
@@ -180,6 +201,7 @@ class TestRunner:
 
         dated_base, again = await run(other, base)
         kept = (other, said, again) if again is not None and better(pair(again), (base, head_run), mended) else None
+        tried = [(other, dated_base)]
         # the day's releases of pytest's own stack may not start under this interpreter either: the newest fix
         # releases of the day's lines are tried first, then the whole stack as of a while after the interpreter's
         # first release (each base alone first). One is kept only when a test passes at its base: a stack that
@@ -191,7 +213,8 @@ class TestRunner:
                 continue
             undated = other.model_copy(update={"unpinned": lifted})
             best = kept[2] if kept is not None else runs
-            _tried, third = await run(undated, best[trees.index("base")])
+            third_base, third = await run(undated, best[trees.index("base")])
+            tried.append((undated, third_base))
             if third is not None and third[trees.index("base")].passed and better(pair(third), pair(best), mended):
                 plan = third[trees.index("base")].environment
                 when = plan.undated_before if plan is not None else None
@@ -202,6 +225,35 @@ class TestRunner:
                     "summary": (f"{said.summary}; {', '.join(lifted)} from {releases}: the day's releases of them "
                                 f"could not start pytest ({_last_line(dated_base.reason)[:160]})")}), third)
                 break
+        if sign is not None and (kept is None or stdlib_drift(kept[2][trees.index("base")]) is not None):
+            kept = await self._older(tried, kept, runs, said, run, pair, mended)
+        return kept
+
+    @staticmethod
+    async def _older(tried: list[tuple[TestSpec, TestRunResult]], kept: Kept | None, runs: list[TestRunResult],
+                     said: Evidence, run: Runner, pair: Callable[[list[TestRunResult]], tuple[TestRunResult,
+                                                                                             TestRunResult]],
+                     mended: str) -> Kept | None:
+        """The base's day's releases may need the base's day's interpreter too: where a dated environment's base
+        broke on a name the standard library has since removed (markupsafe 1.0's ``collections.Mapping`` under
+        3.11), the environments tried are tried again, in their order (the day's releases first), under the oldest
+        older interpreter the project admits; one is kept when a test passes at its base and it measures more than
+        what is kept so far (``kept``, else today's ``runs``; ``kept`` is returned when none does)."""
+        signs = [(stdlib_drift(broken), broken) for _environment, broken in tried]
+        removed, broken = next(((sign, run) for sign, run in signs if sign is not None), (None, None))
+        python = older_interpreter(broken) if broken is not None else None
+        if removed is None or broken is None or python is None:
+            return kept
+        chosen = broken.environment.python if broken.environment is not None else None
+        told = _older_said(python, chosen, removed)
+        baseline = kept[2] if kept is not None else runs
+        for environment, _broken in tried:
+            older = environment.model_copy(update={"python": python})
+            first, again = await run(older, pair(baseline)[0])
+            if again is not None and first.passed and better(pair(again), pair(baseline), mended):
+                return older, said.model_copy(update={
+                    "facts": {**said.facts, "python": python, "removed": removed},
+                    "summary": f"{said.summary}; {told.summary[0].lower()}{told.summary[1:]}"}), again
         return kept
 
     async def _rerun(self, spec: TestSpec, diff: TestDiff, guarded: bool, reruns: int) -> TestDiff:

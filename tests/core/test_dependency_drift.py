@@ -12,7 +12,15 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from checks.dependency_drift import better, drift, interpreter_broke, other_interpreter, stale_failures
+from checks.dependency_drift import (
+    better,
+    drift,
+    interpreter_broke,
+    older_interpreter,
+    other_interpreter,
+    stale_failures,
+    stdlib_drift,
+)
 from checks.detectives.test_runner import TestRunner
 from checks.models import (
     Case,
@@ -525,3 +533,99 @@ def test_the_stack_is_taken_as_of_some_weeks_after_the_interpreter_s_first_relea
                             undated_before="2022-12-23T00:00:00+00:00")
     first = script.split("--report /tmp/logomesh-resolve/undated")[0]
     assert f"env {UPLOADED_BEFORE}=2022-12-23T00:00:00+00:00 " in first
+
+
+# --- a base whose code calls what the standard library has since removed: an older interpreter -------------------
+
+def offered_three(python: str, requires: str | None = None) -> EnvironmentPlan:
+    return EnvironmentPlan(python=python, offered=("3.9", "3.11", "3.13"), requires_python=requires)
+
+
+MAPPING = "AttributeError: module 'collections' has no attribute 'Mapping'"
+REMOVED = ran(failing("tests/test_markupsafe.py::test_markup_operations", MAPPING),
+              failing("tests/test_escape.py::test_escape", MAPPING)).model_copy(
+    update={"environment": offered_three("3.11")})
+
+
+def test_stdlib_drift_is_a_name_or_module_the_standard_library_removed_and_nothing_else() -> None:
+    assert stdlib_drift(REMOVED) == "module 'collections' has no attribute 'Mapping'"
+    imported = ran(status="error", reason="ImportError while importing test module '/sandbox/repo/tests/t.py'.\n"
+                   "E   ImportError: cannot import name 'Mapping' from 'collections' (/usr/lib/python3.11/collections/"
+                   "__init__.py)")
+    assert stdlib_drift(imported) == "cannot import name 'Mapping' from 'collections'"
+    gone = ran(status="env_error", reason="ModuleNotFoundError: No module named 'distutils'")
+    assert stdlib_drift(gone) == "No module named 'distutils'"
+    # a third-party module's drift, the project's own names, a module never installed and plain failures are not
+    assert stdlib_drift(BROKEN) is None
+    assert stdlib_drift(ran(status="error", reason="ImportError: cannot import name 'x' from 'flask.helpers'")) is None
+    assert stdlib_drift(ran(status="env_error", reason="ModuleNotFoundError: No module named 'yaml'")) is None
+    assert stdlib_drift(ran(failing("tests/test_a.py::test_a", "assert 2 == 3"))) is None
+    assert stdlib_drift(CLEAN) is None
+
+
+def test_the_older_interpreter_is_the_oldest_offered_one_the_project_admits() -> None:
+    assert older_interpreter(REMOVED) == "3.9"
+    assert older_interpreter(REMOVED.model_copy(update={"environment": offered_three("3.13")})) == "3.9"
+    assert older_interpreter(REMOVED.model_copy(update={"environment": offered_three("3.13", ">=3.10")})) == "3.11"
+    assert older_interpreter(REMOVED.model_copy(update={"environment": offered_three("3.11", ">=3.10")})) is None
+    assert older_interpreter(REMOVED.model_copy(update={"environment": offered_three("3.9")})) is None
+    assert older_interpreter(ran(failing("t.py::t", MAPPING))) is None  # no plan: nothing to choose among
+
+
+class OlderSandbox(RecordedSandbox):
+    """Answers from ``older`` under Python 3.9, from ``dated``/``today`` otherwise."""
+
+    def __init__(self, today: dict[str, TestRunResult], dated: dict[str, TestRunResult],
+                 older: dict[str, TestRunResult]) -> None:
+        super().__init__(today, dated)
+        self.older = older
+
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        if spec.python == "3.9":
+            self.asked.append(spec)
+            return self.older[spec.tree].model_copy(update={"tree": spec.tree})
+        return await super().run_tests(spec)
+
+
+def test_a_base_calling_what_the_standard_library_removed_runs_under_an_older_interpreter() -> None:
+    regression = ran(passing("tests/test_markupsafe.py::test_markup_operations"),
+                     failing("tests/test_escape.py::test_escape", "assert '&lt;' == '<'"))
+    sandbox = OlderSandbox({"head": REMOVED, "base": REMOVED}, {"head": REMOVED, "base": REMOVED},
+                           {"head": regression, "base": CLEAN})
+    report, asked = review_tests(sandbox, base_date=None)
+    assert [(s.python, s.tree) for s in asked] == [(None, "head"), (None, "base"), ("3.9", "base"), ("3.9", "head")]
+    said = [e for e in report.evidence if e.kind == "interpreter-fallback"]  # type: ignore[attr-defined]
+    assert len(said) == 1 and said[0].facts["removed"] == "module 'collections' has no attribute 'Mapping'"
+    assert "Python 3.9" in said[0].summary and "standard library" in said[0].summary
+    # the head's real failure under the base's interpreter is measured, not hidden by the environment
+    assert report.differential.status == "measured"  # type: ignore[attr-defined]
+    assert report.tests.failed == 1  # type: ignore[attr-defined]
+
+
+def test_a_change_that_itself_calls_a_removed_name_gets_no_older_interpreter() -> None:
+    sandbox = OlderSandbox({"head": REMOVED, "base": CLEAN.model_copy(update={"environment": offered_three("3.11")})},
+                           {"head": CLEAN, "base": CLEAN}, {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox, base_date=None)
+    assert all(s.python is None for s in asked)
+    assert report.tests.failed == 2  # type: ignore[attr-defined]
+    assert not [e for e in report.evidence if e.kind == "interpreter-fallback"]  # type: ignore[attr-defined]
+
+
+def test_the_day_s_releases_are_tried_under_the_day_s_interpreter_when_the_standard_library_moved_on() -> None:
+    """markupsafe#64 (2018): today's releases cannot install it, its day's cannot start pytest under 3.11, and the
+    stacks that start there meet its ``collections.Mapping``: the day's releases under 3.9 measure it."""
+    dated_removed = REMOVED.model_copy(update={"setup": DAY_SETUP})
+    sandbox = OlderSandbox({"head": BROKEN, "base": BROKEN}, {"head": dated_removed, "base": dated_removed},
+                           {"head": CLEAN, "base": CLEAN})
+    report, asked = review_tests(sandbox)
+    assert [(s.dependencies_as_of, s.python, s.tree) for s in asked[2:]] == [
+        (BASE_DATE, None, "base"), (BASE_DATE, None, "head"), (BASE_DATE, "3.9", "base"), (BASE_DATE, "3.9", "head")]
+    said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+    assert len(said) == 1 and said[0].facts["python"] == "3.9" and "Python 3.9" in said[0].summary
+    assert report.differential.status == "measured" and report.tests.passed == 2  # type: ignore[attr-defined]
+    # hostile: under the older interpreter no test passes at base either: nothing is kept, the day's break stands
+    sandbox = OlderSandbox({"head": BROKEN, "base": BROKEN}, {"head": dated_removed, "base": dated_removed},
+                           {"head": CLEAN, "base": REMOVED})
+    report, asked = review_tests(sandbox)
+    assert [(s.python, s.tree) for s in asked[2:]] == [(None, "base"), (None, "head"), ("3.9", "base")]
+    assert not [e for e in report.evidence if e.facts.get("python") == "3.9"]  # type: ignore[attr-defined]

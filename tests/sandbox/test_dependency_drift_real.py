@@ -247,3 +247,54 @@ async def test_a_base_whose_day_s_pytest_cannot_start_runs_with_a_stack_that_sta
     assert ("py>=1.10.0,<2, pytest>=6.2.4,<7 from the releases uploaded before 2022-12-23" in drifted[0]
             and "__spec__" in drifted[0]), drifted
     assert_measured_pass(evaluation, "tests/test_slug.py::test_slugify")
+
+
+# --- the base's code calls what the standard library has since removed: an older interpreter ---------------------
+
+# ``collections.Mapping`` was removed in Python 3.10: this module imports under 3.9 only
+MAPPING_CALC = ("from collections import Mapping\n\n\ndef add(a, b):\n    return a + b\n\n\n"
+                "def total(prices):\n    assert isinstance(prices, Mapping)\n    return sum(prices.values())\n")
+MODERN_CALC = MAPPING_CALC.replace("from collections import Mapping", "from collections.abc import Mapping")
+TOTAL_TESTS = CALC_TESTS + "\n\ndef test_total():\n    from calc import total\n\n    assert total({'a': 2}) == 2\n"
+
+
+@pytest.fixture(scope="module")
+def bullseye(docker_engine: docker.DockerClient) -> str:
+    """The companion image offering Python 3.9 (built by the test setup; built here when it is absent)."""
+    from sandbox.image import SUITES, build_image, companion_tag, image_exists
+    from tests.sandbox.conftest import IMAGE
+
+    tag = companion_tag(IMAGE, SUITES["bullseye"])
+    if not image_exists(tag):
+        build_image(tag, suite="bullseye")
+    return tag
+
+
+async def test_a_base_calling_a_removed_standard_library_name_is_measured_under_an_older_interpreter(
+        tmp_path: Path, bullseye: str, docker_engine: docker.DockerClient) -> None:
+    repo = RepoBuilder(tmp_path / "calc")
+    base = repo.commit("Add add and total", {
+        "pyproject.toml": '[project]\nname = "calc"\nversion = "1"\nrequires-python = ">=3.8"\n',
+        "calc.py": MAPPING_CALC, "tests/test_calc.py": TOTAL_TESTS})
+    head = repo.branches({"sub": {"calc.py": MAPPING_CALC + SUB, "tests/test_sub.py": SUB_TEST}})["sub"]
+    evaluation = await review(tmp_path / "calc", base, head, "Add sub",
+                              "sub subtracts its second argument from its first.")
+    reasons = " | ".join(evaluation.verdict_reasons)
+    said = summaries(evaluation, "interpreter-fallback")
+    assert len(said) == 1 and "Python 3.9" in said[0] and "'Mapping' from 'collections'" in said[0], (said, reasons)
+    assert any("Python 3.9" in s for s in summaries(evaluation, "test-environment")), reasons
+    assert_measured_pass(evaluation, "tests/test_sub.py::test_sub")
+
+
+async def test_a_change_that_itself_imports_a_removed_standard_library_name_gets_no_older_interpreter(
+        tmp_path: Path, bullseye: str, docker_engine: docker.DockerClient) -> None:
+    repo = RepoBuilder(tmp_path / "calc")
+    base = repo.commit("Add add and total", {
+        "pyproject.toml": '[project]\nname = "calc"\nversion = "1"\nrequires-python = ">=3.8"\n',
+        "calc.py": MODERN_CALC, "tests/test_calc.py": TOTAL_TESTS})
+    head = repo.branches({"sub": {"calc.py": MAPPING_CALC + SUB, "tests/test_sub.py": SUB_TEST}})["sub"]
+    evaluation = await review(tmp_path / "calc", base, head, "Add sub",
+                              "sub subtracts its second argument from its first.")
+    reasons = " | ".join(evaluation.verdict_reasons)
+    assert summaries(evaluation, "interpreter-fallback") == [], reasons
+    assert evaluation.verdict == "fail", reasons

@@ -1,5 +1,5 @@
-"""Several interpreters: the main sandbox image's (bookworm, 3.11) and a companion image's (trixie, 3.13), chosen
-by the project's ``requires-python`` and classifiers; the main one whenever the project admits it."""
+"""Several interpreters: the main sandbox image's (bookworm, 3.11) and the companion images' (trixie, 3.13; bullseye,
+3.9), chosen by the project's ``requires-python`` and classifiers; the main one whenever the project admits it."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tests.sandbox.conftest import IMAGE
 from tests.sandbox.index import one_package_index
 
 COMPANION = companion_tag(IMAGE, SUITES["trixie"])
+OLDER = companion_tag(IMAGE, SUITES["bullseye"])
 
 
 def test_the_main_interpreter_is_preferred_whenever_the_project_admits_it() -> None:
@@ -45,8 +46,9 @@ def test_a_companion_tag_adds_the_interpreter_to_the_main_tag() -> None:
 
 @pytest.fixture(scope="module")
 def companion(docker_engine: docker.DockerClient) -> Iterator[str]:
-    if not image_exists(COMPANION):
-        build_image(COMPANION, suite="trixie")
+    for tag, suite in ((COMPANION, "trixie"), (OLDER, "bullseye")):
+        if not image_exists(tag):
+            build_image(tag, suite=suite)
     yield COMPANION
 
 
@@ -56,7 +58,7 @@ VERSION_SUITE = "import sys\n\ndef test_interpreter():\n    assert sys.version_i
 @pytest.mark.docker
 async def test_a_project_that_needs_a_newer_python_runs_under_the_companion_image(
         tmp_path: Path, companion: str, docker_engine: docker.DockerClient) -> None:
-    assert interpreter_images(docker_engine, IMAGE) == {"3.11": IMAGE, "3.13": companion}
+    assert interpreter_images(docker_engine, IMAGE) == {"3.11": IMAGE, "3.13": companion, "3.9": OLDER}
     with one_package_index(tmp_path / "index", "lm-greet", "1.0.0", "def hello():\n    return 'hi'\n") as url:
         root = tmp_path / "new"
         RepoBuilder(root).commit("A project for 3.12 and later", {
@@ -88,3 +90,26 @@ async def test_a_project_that_admits_the_main_python_stays_on_it_and_a_wrong_exp
     assert result.environment is not None and result.environment.python == "3.11" and result.image == IMAGE
     # the hostile half: the test that expects the other interpreter really fails (the run is not a rubber stamp)
     assert (result.status, result.passed, result.failed) == ("ran", 1, 1), result.output[-2000:]
+
+
+@pytest.mark.docker
+async def test_a_project_that_needs_an_older_python_runs_under_bullseye_s_with_a_current_pip(
+        tmp_path: Path, companion: str, docker_engine: docker.DockerClient) -> None:
+    # bullseye's own pip (20.3) has no --dry-run --report: the image's venvs get pip 26, so the environment is
+    # resolved and installed by hash as on the other images
+    with one_package_index(tmp_path / "index", "lm-greet", "1.0.0", "def hello():\n    return 'hi'\n") as url:
+        root = tmp_path / "older"
+        RepoBuilder(root).commit("A project for Python before 3.10", {
+            "pyproject.toml": '[project]\nname = "older"\nversion = "1"\nrequires-python = ">=3.8,<3.10"\n'
+                              'dependencies = ["lm-greet==1.0.0"]\n',
+            "older/__init__.py": "from lm_greet import hello\n",
+            "tests/test_older.py": VERSION_SUITE.format(3, 9) + "\ndef test_dep():\n    import older\n"
+                                   "    assert older.hello() == 'hi'\n\n\n" + VERSION_SUITE.format(3, 11).replace(
+                                       "test_interpreter", "test_main")})
+        sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=180), IMAGE, client=docker_engine,
+                                         setup=SetupOptions(index_url=url))
+        result = await sandbox.run_tests(TestSpec())
+    assert result.environment is not None and result.environment.python == "3.9" and result.image == OLDER
+    assert result.setup is not None and result.setup.resolved, result.setup
+    # the hostile half: the test expecting the main interpreter fails under this one
+    assert (result.status, result.passed, result.failed) == ("ran", 2, 1), (result.reason, result.output[-2000:])
