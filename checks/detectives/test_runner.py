@@ -225,7 +225,7 @@ class TestRunner:
                     "summary": (f"{said.summary}; {', '.join(lifted)} from {releases}: the day's releases of them "
                                 f"could not start pytest ({_last_line(dated_base.reason)[:160]})")}), third)
                 break
-        if sign is not None and (kept is None or stdlib_drift(kept[2][trees.index("base")]) is not None):
+        if sign is not None:
             kept = await self._older(tried, kept, runs, said, run, pair, mended)
         return kept
 

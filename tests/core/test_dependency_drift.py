@@ -629,3 +629,30 @@ def test_the_day_s_releases_are_tried_under_the_day_s_interpreter_when_the_stand
     report, asked = review_tests(sandbox)
     assert [(s.python, s.tree) for s in asked[2:]] == [(None, "base"), (None, "head"), ("3.9", "base")]
     assert not [e for e in report.evidence if e.facts.get("python") == "3.9"]  # type: ignore[attr-defined]
+
+
+class OlderLinesSandbox(LinesSandbox):
+    """As :class:`LinesSandbox`, and under Python 3.9 every tree runs clean."""
+
+    async def run_tests(self, spec: TestSpec) -> TestRunResult:
+        if spec.python == "3.9":
+            self.asked.append(spec)
+            return CLEAN.model_copy(update={"tree": spec.tree})
+        return await super().run_tests(spec)
+
+
+def test_a_removed_standard_library_name_met_by_a_later_stack_sends_the_day_s_releases_to_an_older_interpreter(
+        ) -> None:
+    """markupsafe#64 as it runs: the day's pytest cannot start under 3.11 (apipkg), the day's lines' newest start and
+    break on assertion rewriting, the later stack starts and meets ``collections.Mapping``: the environments are
+    tried again under 3.9, the day's releases first, and those are kept."""
+    broke = 'TypeError: required field "lineno" missing from alias'
+    rewrite = ran(failing("tests/test_escape.py", broke), failing("tests/test_markupsafe.py", broke))
+    sandbox = OlderLinesSandbox({"head": rewrite, "base": rewrite}, {"head": REMOVED, "base": REMOVED})
+    report, asked = review_tests(sandbox)
+    assert [(s.unpinned, s.python, s.tree) for s in asked[2:]] == [
+        ((), None, "base"), (LINES, None, "base"), (LINES, None, "head"), (STACK, None, "base"),
+        (STACK, None, "head"), ((), "3.9", "base"), ((), "3.9", "head")]
+    said = [e for e in report.evidence if e.kind == "dependency-drift"]  # type: ignore[attr-defined]
+    assert len(said) == 1 and said[0].facts["python"] == "3.9" and "Mapping" in said[0].summary
+    assert report.differential.status == "measured" and report.tests.passed == 2  # type: ignore[attr-defined]
