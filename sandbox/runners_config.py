@@ -413,8 +413,15 @@ def _strings_of(node: ast.expr, names: dict[str, list[str]]) -> list[str]:
 
 MAX_WORKFLOWS = 20
 _TEST_RUN = re.compile(r"\b(?:pytest|tox|nox|unittest|coverage\s+run|make\s+(?:test|check)[\w-]*)\b")
-_INSTALL_RUN = re.compile(r"\b(?:uv\s+sync|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install|"
+_INSTALL_RUN = re.compile(r"\b(?:uv\s+sync|uv\s+run|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install|"
                           r"poetry\s+install|pdm\s+(?:install|sync))\b([^\n;&|]*)")
+# a workflow step that runs a recipe of the project's task runner (``just … cov``, ``make test``): the recipe's own
+# lines are read as the step's (cattrs' ``cov`` recipe runs ``uv run --all-extras … coverage run -m pytest``)
+_RECIPE_RUN = re.compile(r"(?:^|[\s;&|(])(just|make)((?:[ \t]+[^\s;&|)]+)*)")
+RECIPE_FILES = {"just": ("justfile", "Justfile", ".justfile"), "make": ("GNUmakefile", "makefile", "Makefile")}
+_EXPRESSION = re.compile(r"\$\{\{.*?\}\}")  # a GitHub Actions expression in a step's text
+MAX_RECIPE_DEPTH = 2  # a recipe that calls another (cattrs' ``covall`` → ``cov``): that far, no further
+MAX_RECIPE_LINES = 200
 ALL_EXTRAS = "*"
 
 
@@ -451,10 +458,58 @@ def _install_extras(arguments: str) -> list[str]:
     return out
 
 
+def recipe_lines(read: Reader, paths: Sequence[str], run: str, depth: int = 0) -> list[str]:
+    """The lines of the ``just`` or ``make`` recipes that ``run`` (a workflow step's shell text) invokes, read from
+    the repository's justfile or Makefile at its root (never run), with the lines of the recipes those invoke, up to
+    :data:`MAX_RECIPE_DEPTH`. ``make`` names targets (every word that is no option or assignment); ``just`` names
+    one recipe (its first such word; the words after it are the recipe's arguments)."""
+    out: list[str] = []
+    present = set(paths)
+    run = _EXPRESSION.sub("expression", run)  # ``python=${{ matrix.python-version }}`` is one word
+    for match in _RECIPE_RUN.finditer(run):
+        tool = match.group(1)
+        names = [w for w in _shell_words(match.group(2)) if not w.startswith("-") and "=" not in w]
+        if tool == "just":
+            names = names[:1]
+        source = next((name for name in RECIPE_FILES[tool] if name in present), None)
+        text = read(source) if source is not None and names else None
+        if not text:
+            continue
+        for name in names:
+            body = _recipe_body(text, name, tool)
+            out.extend(body)
+            if depth + 1 < MAX_RECIPE_DEPTH:
+                for line in body:
+                    out.extend(recipe_lines(read, paths, line, depth + 1))
+    return out[:MAX_RECIPE_LINES]
+
+
+def _recipe_body(text: str, name: str, tool: str) -> list[str]:
+    """The indented lines under the recipe ``name`` of a justfile or Makefile (``name …:``; a Makefile's rule lines
+    start with a tab), ``@`` and ``-`` prefixes dropped."""
+    # a just recipe's parameters may carry defaults (``cov *args="-x tests":``); ``name := …`` is a variable
+    header = re.compile(rf"^@?{re.escape(name)}(?=[\s:])(?!\s*:?=)" if tool == "just"
+                        else rf"^(?:[^\s:=#]+\s+)*{re.escape(name)}(?:\s+[^\s:=#]+)*\s*:(?![:=])")
+    body: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if inside:
+            if line.startswith("\t") or (tool == "just" and line.startswith(" ")):
+                body.append(line.strip().lstrip("@-").strip())
+                continue
+            if not line.strip():
+                continue
+            inside = False
+        if header.match(line):
+            inside = True
+    return [line for line in body if line and not line.startswith("#")]
+
+
 def workflow_extras(read: Reader, paths: Sequence[str]) -> ToolDeps | None:
     """The extras of the project that its CI installs in the jobs that run its tests, read from the GitHub Actions
     workflows (``.github/workflows/*.yml``; never run): a job whose steps run pytest, tox, nox, unittest,
-    ``coverage run`` or ``make test`` (or whose name says test), its ``uv sync``/``pip install``/``poetry install``
+    ``coverage run`` or ``make test`` (or whose name says test), the lines of the ``just``/``make`` recipes its
+    steps run read as its own (:func:`recipe_lines`), its ``uv sync``/``uv run``/``pip install``/``poetry install``
     commands' ``--all-extras`` (:data:`ALL_EXTRAS`), ``--extra X``/``-E X`` and ``.[a,b]`` targets. The extras a
     project's own CI installs for its tests are the ones its tests import (pydantic-settings' docs examples import
     ``azure``, an extra no test-named group lists)."""
@@ -472,6 +527,7 @@ def workflow_extras(read: Reader, paths: Sequence[str]) -> ToolDeps | None:
             if not isinstance(job, dict) or not isinstance(job.get("steps"), list):
                 continue
             runs = [str(step["run"]) for step in job["steps"] if isinstance(step, dict) and "run" in step]
+            runs += [line for run in runs for line in recipe_lines(read, paths, run)]
             label = f"{job_id} {job.get('name', '')}".lower()
             if not (any(_TEST_RUN.search(run) for run in runs) or re.search(r"\btests?\b", label)):
                 continue

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 
 from sandbox.environment import choose_python, plan_environment
-from sandbox.runners_config import choose_env, condition_holds, conditional_lines, expand
+from sandbox.runners_config import choose_env, condition_holds, conditional_lines, expand, recipe_lines
 
 PY = ("3.11",)
 
@@ -236,3 +236,57 @@ def test_a_change_to_a_workflow_runs_the_guard_as_a_change_to_the_environment_do
     # a workflow that starts installing an extra changes the head's environment: the base's tests run on it too
     assert trees(".github/workflows/ci.yml") == ["base", "guard", "head"]
     assert trees("README.md") == ["base", "head"]
+
+
+# cattrs' workflow and Justfile at 2026-11 (its test job runs ``just … cov``, whose recipe installs every extra)
+CATTRS_CI = """\
+jobs:
+  tests:
+    name: "Python ${{ matrix.python-version }}"
+    steps:
+      - uses: extractions/setup-just@v3
+      - name: "Run Tox"
+        run: |
+          just python=${{ matrix.python-version }} covcleanup="false" cov
+  lint:
+    steps:
+      - run: just lint
+"""
+CATTRS_JUSTFILE = """\
+python := ""
+covcleanup := "true"
+
+lint:
+\tuv run -p python3.14 --extra lint-only ruff check src/ tests bench
+
+cov *args="-x --ff -n auto tests":
+    uv run {{ if python != '' { '-p ' + python } else { '' } }} --all-extras --group test coverage run -m pytest
+    {{ if covcleanup == "true" { "uv run coverage combine" } else { "" } }}
+
+covall:
+    just python=python3.10 covcleanup=false cov
+"""
+
+
+def test_the_recipes_a_test_job_runs_through_just_or_make_are_read_as_its_own_lines() -> None:
+    files = {"pyproject.toml": EXTRAS_PROJECT, ".github/workflows/main.yml": CATTRS_CI, "Justfile": CATTRS_JUSTFILE,
+             "tests/test_x.py": ""}
+    requirements, sources = plan(files)
+    assert {"pyyaml>=6", "azure-keyvault-secrets>=4.8.0"} <= set(requirements)
+    assert ".github/workflows/main.yml job tests extras azure-key-vault" in sources, sources
+    # a recipe calling another is followed one level: covall's just call reads cov's lines
+    read = reader(files)
+    assert any("--all-extras" in line for line in recipe_lines(read, sorted(files), "just covall"))
+    # the lint recipe (a job that runs no tests) and a variable of the same name are not read; nor a missing recipe
+    assert recipe_lines(read, sorted(files), "just python") == []
+    assert recipe_lines(read, sorted(files), "just nothing-here") == []
+    # make: every target named; a rule's lines are its tab-indented ones, .PHONY is no rule
+    makefile = ("test: import-data\n\tpython -m pytest -q\n\nimport-data:\n\tpython scripts/fetch.py\n\n"
+                ".PHONY: test import-data\n")
+    make = reader({"Makefile": makefile})
+    assert recipe_lines(make, ["Makefile"], "make PYTEST_FLAGS=-x test") == ["python -m pytest -q"]
+    assert recipe_lines(make, ["Makefile"], "make -j2 test import-data") == ["python -m pytest -q",
+                                                                             "python scripts/fetch.py"]
+    # without the Justfile the step names no extras: only the test group is installed
+    bare = {k: v for k, v in files.items() if k != "Justfile"}
+    assert "azure-keyvault-secrets>=4.8.0" not in plan(bare)[0]
