@@ -442,7 +442,11 @@ def install_script(python: str, env_dir: str, requirements_file: str, options: s
     # --use-pep517: a setup.py-only sdist is built into a wheel (installed with its RECORD, so the environment
     # verifies and is cached), never run as ``setup.py install`` (an egg-info, no RECORD), which pip 23 still does
     pip = f"{env_dir}/bin/python -m pip install --quiet --use-pep517" + (f" {options}" if options else "")
-    return f"set -e\n{python} -m venv {env_dir}\n" + each_script(pip, requirements_file)
+    # Debian bullseye's venv copies the wheels its own pip 20 was debundled into (share/python-wheels): the image's
+    # venvs get a whole pip (sandbox/image.py SUITE_PIP) that reads none of them, and the environment holds only
+    # what a distribution's RECORD lists (sandbox/verify_env.py)
+    return (f"set -e\n{python} -m venv {env_dir}\nrm -rf {env_dir}/share/python-wheels\n"
+            + each_script(pip, requirements_file))
 
 
 def each_script(pip: str, requirements_file: str, fail_when_none: bool = True) -> str:

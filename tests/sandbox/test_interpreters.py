@@ -111,5 +111,7 @@ async def test_a_project_that_needs_an_older_python_runs_under_bullseye_s_with_a
         result = await sandbox.run_tests(TestSpec())
     assert result.environment is not None and result.environment.python == "3.9" and result.image == OLDER
     assert result.setup is not None and result.setup.resolved, result.setup
+    # and nothing but what the distributions installed (bullseye's venv module copies its debundled wheels)
+    assert "no distribution installed" not in (result.setup.reason or ""), result.setup.reason
     # the hostile half: the test expecting the main interpreter fails under this one
     assert (result.status, result.passed, result.failed) == ("ran", 2, 1), (result.reason, result.output[-2000:])
