@@ -209,10 +209,16 @@ CHARGES = ("Rule of Regression", "Rule of New Failures", "Rule of the Oracle", "
 
 
 def probed(red: RedAnalysis, path: str, line: int | None) -> bool:
-    """Whether the Red Agent ran a probe on the sink at ``path:line`` (its findings then say what it found)."""
+    """Whether a probe of the Red Agent reached the sink at ``path:line`` (its findings then say what it found): a
+    probe whose module or target could not be reached (a module that does not import, a route never registered;
+    reward 0) cleared nothing."""
     where = f":{path}:{line}:"
-    return any(where in str(entry.get("attack", "")) for entry in (red.search or {}).get("probes") or ()
-               if isinstance(entry, dict))
+    return any(where in str(entry.get("attack", "")) and _reached(entry.get("reward"))
+               for entry in (red.search or {}).get("probes") or () if isinstance(entry, dict))
+
+
+def _reached(reward: object) -> bool:
+    return isinstance(reward, (int, float)) and not isinstance(reward, bool) and reward > 0
 
 
 def _not_pass(verdict: str, reasons: list[str], why: str, *, always_say: bool = False) -> str:
@@ -355,8 +361,8 @@ def rules_of_tests(brief: Brief, verdict: str, reasons: list[str]) -> str:
                     and SEVERITY_ORDER[e.severity] >= SEVERITY_ORDER["high"]
                     and language(e.location.path) in by_tests
                     and not probed(brief.red, e.location.path, e.location.line)]
-        if unprobed:  # no probe ran on it (outside any export, in a method): neither confirmed nor cleared
-            first = unprobed[0]
+        if unprobed:  # no probe reached it (outside any export, a module that does not load): neither confirmed
+            first = unprobed[0]  # nor cleared
             verdict = _not_pass(verdict, reasons, f"Rule of Measurement: {len(unprobed)} serious sink(s) in "
                                 f"{language(first.location.path) if first.location else 'code'} that the Red Agent "
                                 f"did not probe (first: {first.location}: {first.cwe})", always_say=True)

@@ -15,12 +15,14 @@ from checks.models import (
     ChangedFile,
     Evidence,
     JudicialOpinion,
+    Location,
     MutantResult,
     RedAnalysis,
     RedFinding,
     TestChange,
     TestDiff,
     TestRunResult,
+    ToolchainPlan,
 )
 from rubric import load_rubric
 
@@ -264,3 +266,33 @@ def test_a_confirmed_medium_finding_is_penalised_but_does_not_cap() -> None:
     assert j.red_penalty == pytest.approx(0.15)
     assert j.cis_score == pytest.approx(j.cis_raw * 0.85)
     assert not any("Rule of Security" in r for r in j.verdict_reasons)
+
+
+JS_FILE = ChangedFile(path="lib/run.js", status="modified", added_lines=(3,), content="x\n")
+SHELL_SINK = Evidence(id="architecture.shell", detective="architecture", kind="constraint-violation", severity="high",
+                      cwe="CWE-78", summary="child_process.exec with a built string",
+                      location=Location(path="lib/run.js", line=3))
+
+
+def probe_entry(reward: float) -> dict[str, object]:
+    return {"attack": "command-injection:lib/run.js:3:run|command|shell", "confirmed": False, "reward": reward,
+            "effect": "the target ran with the payload; no effect observed" if reward else
+                      "could not reach the target: Error: Cannot find module 'left-pad'"}
+
+
+@pytest.mark.parametrize(("probes", "verdict"), [
+    ([], "neutral"),  # no probe ran on it
+    ([probe_entry(0.0)], "neutral"),  # a probe ran and never reached it (its module does not load): nothing cleared
+    ([probe_entry(0.0), probe_entry(0.1)], "pass"),  # one reached it and found nothing
+    ([probe_entry(0.3)], "pass"),
+])
+def test_a_serious_sink_holds_a_pass_back_until_a_probe_reaches_it(probes: list[dict[str, object]],
+                                                                    verdict: str) -> None:
+    tests = TestRunResult(status="ran", passed=4, toolchains=(ToolchainPlan(language="JavaScript", version="22"),))
+    red = RedAnalysis(search={"probes": probes})
+    parts = {"rationale": 0.8, "architecture": 0.8, "testing": 0.85}
+    j = judge_case(RUBRIC, brief([SHELL_SINK], red=red, files=(JS_FILE,), diff=measured(), tests=tests,
+                                 components=parts), GOOD)
+    said = " | ".join(j.verdict_reasons)
+    assert j.verdict == verdict, said
+    assert ("1 serious sink(s) in JavaScript that the Red Agent did not probe" in said) == (verdict == "neutral"), said
