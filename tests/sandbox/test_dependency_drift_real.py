@@ -270,16 +270,21 @@ def bullseye(docker_engine: docker.DockerClient) -> str:
     return tag
 
 
-async def test_a_base_calling_a_removed_standard_library_name_is_measured_under_an_older_interpreter(
-        tmp_path: Path, bullseye: str, docker_engine: docker.DockerClient) -> None:
-    repo = RepoBuilder(tmp_path / "calc")
+async def review_sub(root: Path, base_calc: str) -> tuple[Evaluation, str]:
+    """A calc project at ``base_calc`` (requires-python >= 3.8) and a change that adds ``sub`` with its test to
+    ``MAPPING_CALC``: the review, and its reasons."""
+    repo = RepoBuilder(root)
     base = repo.commit("Add add and total", {
         "pyproject.toml": '[project]\nname = "calc"\nversion = "1"\nrequires-python = ">=3.8"\n',
-        "calc.py": MAPPING_CALC, "tests/test_calc.py": TOTAL_TESTS})
+        "calc.py": base_calc, "tests/test_calc.py": TOTAL_TESTS})
     head = repo.branches({"sub": {"calc.py": MAPPING_CALC + SUB, "tests/test_sub.py": SUB_TEST}})["sub"]
-    evaluation = await review(tmp_path / "calc", base, head, "Add sub",
-                              "sub subtracts its second argument from its first.")
-    reasons = " | ".join(evaluation.verdict_reasons)
+    evaluation = await review(root, base, head, "Add sub", "sub subtracts its second argument from its first.")
+    return evaluation, " | ".join(evaluation.verdict_reasons)
+
+
+async def test_a_base_calling_a_removed_standard_library_name_is_measured_under_an_older_interpreter(
+        tmp_path: Path, bullseye: str, docker_engine: docker.DockerClient) -> None:
+    evaluation, reasons = await review_sub(tmp_path / "calc", MAPPING_CALC)
     said = summaries(evaluation, "interpreter-fallback")
     assert len(said) == 1 and "Python 3.9" in said[0] and "'Mapping' from 'collections'" in said[0], (said, reasons)
     assert any("Python 3.9" in s for s in summaries(evaluation, "test-environment")), reasons
@@ -288,13 +293,6 @@ async def test_a_base_calling_a_removed_standard_library_name_is_measured_under_
 
 async def test_a_change_that_itself_imports_a_removed_standard_library_name_gets_no_older_interpreter(
         tmp_path: Path, bullseye: str, docker_engine: docker.DockerClient) -> None:
-    repo = RepoBuilder(tmp_path / "calc")
-    base = repo.commit("Add add and total", {
-        "pyproject.toml": '[project]\nname = "calc"\nversion = "1"\nrequires-python = ">=3.8"\n',
-        "calc.py": MODERN_CALC, "tests/test_calc.py": TOTAL_TESTS})
-    head = repo.branches({"sub": {"calc.py": MAPPING_CALC + SUB, "tests/test_sub.py": SUB_TEST}})["sub"]
-    evaluation = await review(tmp_path / "calc", base, head, "Add sub",
-                              "sub subtracts its second argument from its first.")
-    reasons = " | ".join(evaluation.verdict_reasons)
+    evaluation, reasons = await review_sub(tmp_path / "calc", MODERN_CALC)
     assert summaries(evaluation, "interpreter-fallback") == [], reasons
     assert evaluation.verdict == "fail", reasons

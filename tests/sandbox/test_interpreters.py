@@ -10,7 +10,7 @@ import docker
 import pytest
 
 from app.settings import host_ca_bundle
-from checks.models import TestSpec
+from checks.models import TestRunResult, TestSpec
 from sandbox.docker_sandbox import DockerSandbox, SetupOptions, interpreter_images
 from sandbox.environment import choose_python
 from sandbox.image import SUITES, build_image, companion_tag, image_exists
@@ -55,21 +55,28 @@ def companion(docker_engine: docker.DockerClient) -> Iterator[str]:
 VERSION_SUITE = "import sys\n\ndef test_interpreter():\n    assert sys.version_info[:2] == ({0}, {1}), sys.version\n"
 
 
+async def run_greeter(tmp_path: Path, client: docker.DockerClient, name: str, requires: str, suite: str
+                      ) -> TestRunResult:
+    """The tests of a project ``name`` for ``requires`` (requires-python) that imports a dependency from a local
+    index: ``suite`` and a test of the dependency, run in the Docker sandbox with no configuration."""
+    with one_package_index(tmp_path / "index", "lm-greet", "1.0.0", "def hello():\n    return 'hi'\n") as url:
+        root = tmp_path / name
+        RepoBuilder(root).commit(f"A project for Python {requires}", {
+            "pyproject.toml": f'[project]\nname = "{name}"\nversion = "1"\nrequires-python = "{requires}"\n'
+                              'dependencies = ["lm-greet==1.0.0"]\n',
+            f"{name}/__init__.py": "from lm_greet import hello\n",
+            f"tests/test_{name}.py": suite + f"\n\ndef test_dep():\n    import {name}\n\n"
+                                     f"    assert {name}.hello() == 'hi'\n"})
+        sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=180), IMAGE, client=client,
+                                         setup=SetupOptions(index_url=url))
+        return await sandbox.run_tests(TestSpec())
+
+
 @pytest.mark.docker
 async def test_a_project_that_needs_a_newer_python_runs_under_the_companion_image(
         tmp_path: Path, companion: str, docker_engine: docker.DockerClient) -> None:
     assert interpreter_images(docker_engine, IMAGE) == {"3.11": IMAGE, "3.13": companion, "3.9": OLDER}
-    with one_package_index(tmp_path / "index", "lm-greet", "1.0.0", "def hello():\n    return 'hi'\n") as url:
-        root = tmp_path / "new"
-        RepoBuilder(root).commit("A project for 3.12 and later", {
-            "pyproject.toml": '[project]\nname = "new"\nversion = "1"\nrequires-python = ">=3.12"\n'
-                              'dependencies = ["lm-greet==1.0.0"]\n',
-            "new/__init__.py": "from lm_greet import hello\n",
-            "tests/test_new.py": VERSION_SUITE.format(3, 13) + "\ndef test_dep():\n    import new\n"
-                                 "    assert new.hello() == 'hi'\n"})
-        sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=180), IMAGE, client=docker_engine,
-                                         setup=SetupOptions(index_url=url))
-        result = await sandbox.run_tests(TestSpec())
+    result = await run_greeter(tmp_path, docker_engine, "new", ">=3.12", VERSION_SUITE.format(3, 13))
     assert result.environment is not None and result.environment.python == "3.13"
     assert result.image == companion
     assert (result.status, result.passed, result.failed) == ("ran", 2, 0), (result.reason, result.output[-2000:])
@@ -97,18 +104,8 @@ async def test_a_project_that_needs_an_older_python_runs_under_bullseye_s_with_a
         tmp_path: Path, companion: str, docker_engine: docker.DockerClient) -> None:
     # bullseye's own pip (20.3) has no --dry-run --report: the image's venvs get pip 26, so the environment is
     # resolved and installed by hash as on the other images
-    with one_package_index(tmp_path / "index", "lm-greet", "1.0.0", "def hello():\n    return 'hi'\n") as url:
-        root = tmp_path / "older"
-        RepoBuilder(root).commit("A project for Python before 3.10", {
-            "pyproject.toml": '[project]\nname = "older"\nversion = "1"\nrequires-python = ">=3.8,<3.10"\n'
-                              'dependencies = ["lm-greet==1.0.0"]\n',
-            "older/__init__.py": "from lm_greet import hello\n",
-            "tests/test_older.py": VERSION_SUITE.format(3, 9) + "\ndef test_dep():\n    import older\n"
-                                   "    assert older.hello() == 'hi'\n\n\n" + VERSION_SUITE.format(3, 11).replace(
-                                       "test_interpreter", "test_main")})
-        sandbox = DockerSandbox.for_tree(root, SandboxLimits(timeout_seconds=180), IMAGE, client=docker_engine,
-                                         setup=SetupOptions(index_url=url))
-        result = await sandbox.run_tests(TestSpec())
+    result = await run_greeter(tmp_path, docker_engine, "older", ">=3.8,<3.10", VERSION_SUITE.format(3, 9)
+                               + "\n\n" + VERSION_SUITE.format(3, 11).replace("test_interpreter", "test_main"))
     assert result.environment is not None and result.environment.python == "3.9" and result.image == OLDER
     assert result.setup is not None and result.setup.resolved, result.setup
     # and nothing but what the distributions installed (bullseye's venv module copies its debundled wheels)
