@@ -239,8 +239,8 @@ class TestRunner:
         3.11), the environments tried are tried again, in their order (the day's releases first), under the oldest
         older interpreter the project admits; one is kept when a test passes at its base and it measures more than
         what is kept so far (``kept``, else today's ``runs``; ``kept`` is returned when none does)."""
-        signs = [(stdlib_drift(broken), broken) for _environment, broken in tried]
-        removed, broken = next(((sign, run) for sign, run in signs if sign is not None), (None, None))
+        signs = [(stdlib_drift(result), result) for _environment, result in tried]
+        removed, broken = next(((sign, result) for sign, result in signs if sign is not None), (None, None))
         python = older_interpreter(broken) if broken is not None else None
         if removed is None or broken is None or python is None:
             return kept
