@@ -38,8 +38,8 @@ def build_image_command(
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the tag exists.")] = False,
     suite: Annotated[str | None, typer.Option(
         "--suite", metavar="SUITE", help="Build the companion image of this Debian suite (its CPython offered "
-        "beside the main image's, tagged IMAGE-pythonX.Y): trixie (3.13), bullseye (3.9). Default: the main image (bookworm, "
-        "3.11).")] = None,
+        "beside the main image's, tagged IMAGE-pythonX.Y): trixie (3.13), bullseye (3.9). Default: the main "
+        "image (bookworm, 3.11).")] = None,
     all_suites: Annotated[bool, typer.Option("--all", help="The main image and every companion image.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
 ) -> None:
