@@ -458,29 +458,38 @@ def _install_extras(arguments: str) -> list[str]:
     return out
 
 
-def recipe_lines(read: Reader, paths: Sequence[str], run: str, depth: int = 0) -> list[str]:
-    """The lines of the ``just`` or ``make`` recipes that ``run`` (a workflow step's shell text) invokes, read from
-    the repository's justfile or Makefile at its root (never run), with the lines of the recipes those invoke, up to
-    :data:`MAX_RECIPE_DEPTH`. ``make`` names targets (every word that is no option or assignment); ``just`` names
-    one recipe (its first such word; the words after it are the recipe's arguments)."""
-    out: list[str] = []
+def recipe_files(read: Reader, paths: Sequence[str]) -> dict[str, str]:
+    """The task runners' files at the repository's root, read once: ``{"just": justfile text, "make": Makefile
+    text}`` for those present (:data:`RECIPE_FILES`, first name found)."""
     present = set(paths)
+    out: dict[str, str] = {}
+    for tool, names in RECIPE_FILES.items():
+        source = next((name for name in names if name in present), None)
+        text = read(source) if source is not None else None
+        if text:
+            out[tool] = text
+    return out
+
+
+def recipe_lines(recipes: dict[str, str], run: str, depth: int = 0) -> list[str]:
+    """The lines of the ``just`` or ``make`` recipes that ``run`` (a workflow step's shell text) invokes, from the
+    repository's justfile or Makefile (``recipes``, :func:`recipe_files`; never run), with the lines of the recipes
+    those invoke, up to :data:`MAX_RECIPE_DEPTH`. ``make`` names targets (every word that is no option or
+    assignment); ``just`` names one recipe (its first such word; the words after it are the recipe's arguments)."""
+    out: list[str] = []
     run = _EXPRESSION.sub("expression", run)  # ``python=${{ matrix.python-version }}`` is one word
     for match in _RECIPE_RUN.finditer(run):
         tool = match.group(1)
-        names = [w for w in _shell_words(match.group(2)) if not w.startswith("-") and "=" not in w]
-        if tool == "just":
-            names = names[:1]
-        source = next((name for name in RECIPE_FILES[tool] if name in present), None)
-        text = read(source) if source is not None and names else None
+        text = recipes.get(tool)
         if not text:
             continue
-        for name in names:
+        names = [w for w in _shell_words(match.group(2)) if not w.startswith("-") and "=" not in w]
+        for name in names[:1] if tool == "just" else names:
             body = _recipe_body(text, name, tool)
             out.extend(body)
             if depth + 1 < MAX_RECIPE_DEPTH:
                 for line in body:
-                    out.extend(recipe_lines(read, paths, line, depth + 1))
+                    out.extend(recipe_lines(recipes, line, depth + 1))
     return out[:MAX_RECIPE_LINES]
 
 
@@ -515,7 +524,9 @@ def workflow_extras(read: Reader, paths: Sequence[str]) -> ToolDeps | None:
     ``azure``, an extra no test-named group lists)."""
     found: list[str] = []
     sources: list[str] = []
-    for path in sorted(p for p in paths if WORKFLOW_FILE.fullmatch(p))[:MAX_WORKFLOWS]:
+    workflows = sorted(p for p in paths if WORKFLOW_FILE.fullmatch(p))[:MAX_WORKFLOWS]
+    recipes = recipe_files(read, paths) if workflows else {}
+    for path in workflows:
         try:
             document = yaml.safe_load(read(path) or "")
         except yaml.YAMLError:
@@ -527,7 +538,7 @@ def workflow_extras(read: Reader, paths: Sequence[str]) -> ToolDeps | None:
             if not isinstance(job, dict) or not isinstance(job.get("steps"), list):
                 continue
             runs = [str(step["run"]) for step in job["steps"] if isinstance(step, dict) and "run" in step]
-            runs += [line for run in runs for line in recipe_lines(read, paths, run)]
+            runs += [line for run in runs for line in recipe_lines(recipes, run)]
             label = f"{job_id} {job.get('name', '')}".lower()
             if not (any(_TEST_RUN.search(run) for run in runs) or re.search(r"\btests?\b", label)):
                 continue

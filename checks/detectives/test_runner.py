@@ -239,10 +239,10 @@ class TestRunner:
         3.11), the environments tried are tried again, in their order (the day's releases first), under the oldest
         older interpreter the project admits; one is kept when a test passes at its base and it measures more than
         what is kept so far (``kept``, else today's ``runs``; ``kept`` is returned when none does)."""
-        signs = [(stdlib_drift(result), result) for _environment, result in tried]
-        removed, broken = next(((sign, result) for sign, result in signs if sign is not None), (None, None))
+        removed, broken = next(((sign, result) for _environment, result in tried
+                                if (sign := stdlib_drift(result)) is not None), (None, None))
         python = older_interpreter(broken) if broken is not None else None
-        if removed is None or broken is None or python is None:
+        if removed is None or broken is None or python is None:  # the first two go together
             return kept
         chosen = broken.environment.python if broken.environment is not None else None
         told = _older_said(python, chosen, removed)

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 
 from sandbox.environment import choose_python, plan_environment
-from sandbox.runners_config import choose_env, condition_holds, conditional_lines, expand, recipe_lines
+from sandbox.runners_config import choose_env, condition_holds, conditional_lines, expand, recipe_files, recipe_lines
 
 PY = ("3.11",)
 
@@ -275,18 +275,17 @@ def test_the_recipes_a_test_job_runs_through_just_or_make_are_read_as_its_own_li
     assert {"pyyaml>=6", "azure-keyvault-secrets>=4.8.0"} <= set(requirements)
     assert ".github/workflows/main.yml job tests extras azure-key-vault" in sources, sources
     # a recipe calling another is followed one level: covall's just call reads cov's lines
-    read = reader(files)
-    assert any("--all-extras" in line for line in recipe_lines(read, sorted(files), "just covall"))
+    recipes = recipe_files(reader(files), sorted(files))
+    assert any("--all-extras" in line for line in recipe_lines(recipes, "just covall"))
     # the lint recipe (a job that runs no tests) and a variable of the same name are not read; nor a missing recipe
-    assert recipe_lines(read, sorted(files), "just python") == []
-    assert recipe_lines(read, sorted(files), "just nothing-here") == []
+    assert recipe_lines(recipes, "just python") == []
+    assert recipe_lines(recipes, "just nothing-here") == []
     # make: every target named; a rule's lines are its tab-indented ones, .PHONY is no rule
     makefile = ("test: import-data\n\tpython -m pytest -q\n\nimport-data:\n\tpython scripts/fetch.py\n\n"
                 ".PHONY: test import-data\n")
-    make = reader({"Makefile": makefile})
-    assert recipe_lines(make, ["Makefile"], "make PYTEST_FLAGS=-x test") == ["python -m pytest -q"]
-    assert recipe_lines(make, ["Makefile"], "make -j2 test import-data") == ["python -m pytest -q",
-                                                                             "python scripts/fetch.py"]
+    make = recipe_files(reader({"Makefile": makefile}), ["Makefile"])
+    assert recipe_lines(make, "make PYTEST_FLAGS=-x test") == ["python -m pytest -q"]
+    assert recipe_lines(make, "make -j2 test import-data") == ["python -m pytest -q", "python scripts/fetch.py"]
     # without the Justfile the step names no extras: only the test group is installed
     bare = {k: v for k, v in files.items() if k != "Justfile"}
     assert "azure-keyvault-secrets>=4.8.0" not in plan(bare)[0]
