@@ -87,8 +87,8 @@ def other_interpreter(run: TestRunResult) -> str | None:
     plan = run.environment
     if run.status != "error" or not (run.reason or "").startswith(INTERNAL_ERROR) or plan is None:
         return None
-    others = [v for v in plan.offered if v != plan.python and _admits(plan.requires_python, v)]
-    return max(others, key=_version_key, default=None)
+    others = [v for v in plan.offered if v != plan.python and admits(plan.requires_python, v)]
+    return max(others, key=version_key, default=None)
 
 
 # modules the standard library removed after Python 3.9 (PEP 594 in 3.13; asynchat, asyncore, distutils, imp and
@@ -124,16 +124,19 @@ def older_interpreter(run: TestRunResult) -> str | None:
     plan = run.environment
     if plan is None or plan.python is None:
         return None
-    current = _version_key(plan.python)
-    older = [v for v in plan.offered if _version_key(v) < current and _admits(plan.requires_python, v)]
-    return min(older, key=_version_key, default=None)
+    current = version_key(plan.python)
+    older = [v for v in plan.offered if version_key(v) < current and admits(plan.requires_python, v)]
+    return min(older, key=version_key, default=None)
 
 
-def _version_key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
+    """``"3.11"`` → ``(3, 11)``: interpreter versions in their order."""
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
-def _admits(requires: str | None, version: str) -> bool:
+def admits(requires: str | None, version: str) -> bool:
+    """Whether ``requires`` (a ``requires-python``) admits interpreter ``version`` (``3.11``): any of its releases;
+    no or an invalid specifier admits every one."""
     try:
         wanted = SpecifierSet(requires or "")
     except InvalidSpecifier:

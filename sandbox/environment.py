@@ -34,8 +34,9 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import PurePosixPath
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 
+from checks.dependency_drift import admits, version_key
 from checks.models import DeclaredRequirement, EnvironmentPlan
 from checks.testpaths import LOCK_FILES, REQUIREMENTS_FILE
 from sandbox.runners_config import ALL_EXTRAS, nox_deps, requirement_ok, tox_deps, workflow_extras
@@ -130,26 +131,18 @@ def choose_python(requires: str | None, offered: Sequence[str], classifiers: Seq
     def pick(candidates: Sequence[str]) -> str:
         if preferred is not None and preferred in candidates:
             return preferred
-        return sorted(candidates, key=_version_key)[-1]
+        return sorted(candidates, key=version_key)[-1]
 
     if not requires:
         listed = {c.rsplit("::", 1)[-1].strip() for c in classifiers
                   if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c.strip())}
         fitting = [v for v in offered if v in listed]
         return pick(fitting or offered), None
-    try:
-        spec = SpecifierSet(requires)
-    except InvalidSpecifier:
-        return pick(offered), None
-    admitted = [v for v in offered if spec.contains(v + ".0", prereleases=True) or spec.contains(v + ".99")]
+    admitted = [v for v in offered if admits(requires, v)]  # an invalid specifier admits every one
     if not admitted:
         return None, (f"requires-python {requires} admits none of the interpreters the sandbox images offer "
                       f"({', '.join(offered)})")
     return pick(admitted), None
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
 def plan_environment(read: Reader, paths: Sequence[str], offered: Sequence[str],
