@@ -179,7 +179,7 @@ async def probe(tree: Path, target: Target, python: str) -> dict[str, Any]:
     for family in families(RACE_KIND):
         attack = Attack(hyp, "*", family.name)
         nonce = probe_nonce(SEED, attack)
-        result = await sandbox.run_probe(build_probe(attack, nonce, SEED), PROBE_TIMEOUT)
+        result = await sandbox.run_probe(build_probe(attack, nonce, SEED, PROBE_TIMEOUT), PROBE_TIMEOUT)
         outcome = judge_probe(attack, nonce, result)
         tried.append({"family": family.name, "confirmed": outcome.confirmed, "effect": outcome.effect[:300]})
         if outcome.confirmed:

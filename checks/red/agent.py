@@ -238,7 +238,7 @@ class RedSearchSpace:
         nonce = probe_nonce(self.seed, attack)
         try:
             target = attack.hypothesis.target
-            result = await self.sandbox.run_probe(build_probe(attack, nonce, self.seed), timeout,
+            result = await self.sandbox.run_probe(build_probe(attack, nonce, self.seed, timeout), timeout,
                                                   runtime=runtime(attack),
                                                   beside=target.path if runtime(attack) == "go" and target else None)
         except Exception as exc:  # a sandbox failure is recorded with its cause and costs this probe only

@@ -80,12 +80,13 @@ def build_import_probe(paths: list[str], nonce: str) -> str:
     return _program(IMPORT_TEMPLATE, {"nonce": nonce, "paths": paths})
 
 
-def build_probe(attack: Attack, nonce: str, seed: int = 0) -> str:
+def build_probe(attack: Attack, nonce: str, seed: int = 0, timeout_seconds: float | None = None) -> str:
+    """The program of ``attack``'s probe; ``timeout_seconds`` (the probe's) bounds the trials of a race probe."""
     target = attack.hypothesis.target
     if target is None:
         raise ValueError(f"hypothesis {attack.hypothesis.key} has no callable target to probe")
     if attack.hypothesis.kind == RACE_KIND:
-        return _program(RACE_TEMPLATE, race_config(attack, nonce, seed))
+        return _program(RACE_TEMPLATE, race_config(attack, nonce, seed, timeout_seconds))
     config = {
         "nonce": nonce, "kind": attack.hypothesis.kind, "family": attack.family, "path": target.path,
         "qualname": target.qualname, "params": list(target.params), "is_method": target.is_method,

@@ -4,7 +4,8 @@ What: an ``unlocked-shared-state`` hypothesis (a function or method that reads, 
 or instance state without a lock) is probed by the race program (``checks/red/probe_program/race.py``). It calls
 the changed callable ``THREADS × CALLS`` times three ways — one after another (the reference), from threads that
 never overlap (the control), and from threads released together by a barrier while a trace hook on the changed
-module yields at every line or opcode under a tiny switch interval — for at most ``TRIALS`` seeded trials, with
+module yields at every line or opcode under a tiny switch interval — for at most ``TRIALS`` seeded trials per way
+of calling it (alone, and paired with each method touching the same state), within a share of the probe's time, with
 the clocks frozen. :func:`judge_race` confirms when a concurrent run gives what no sequential order gives: more
 successes than the limit allows, other results, another final state, or an exception; and only when the control
 gives the reference (so thread-local state or thread ids are not taken for a race).
@@ -25,17 +26,22 @@ from checks.red.hypotheses import Attack
 
 THREADS = 8
 CALLS = 4
-TRIALS = 5
+TRIALS = 5  # per way of calling the target: alone, and with each companion method
+BUDGET_SHARE = 0.6
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 QUALNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
-def race_config(attack: Attack, nonce: str, seed: int) -> dict[str, Any]:
+def race_config(attack: Attack, nonce: str, seed: int, timeout_seconds: float | None = None) -> dict[str, Any]:
+    """The race program's configuration. With the probe's ``timeout_seconds``, the program starts no trial after
+    ``BUDGET_SHARE`` of it (a slow target reports the trials it ran rather than nothing)."""
     target = attack.hypothesis.target
     if target is None:
         raise ValueError(f"hypothesis {attack.hypothesis.key} has no callable target to probe")
+    budget = None if timeout_seconds is None else round(timeout_seconds * BUDGET_SHARE, 3)
     return {"nonce": nonce, "path": target.path, "qualname": target.qualname, "is_method": target.is_method,
-            "family": attack.family, "threads": THREADS, "calls": CALLS, "trials": TRIALS, "seed": seed % 1_000_003}
+            "family": attack.family, "threads": THREADS, "calls": CALLS, "trials": TRIALS, "seed": seed % 1_000_003,
+            "budget": budget}
 
 
 def _literal(text: object) -> str | None:
@@ -131,10 +137,16 @@ def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
         return False, "the race probe did not report"
     found = data.get("confirmed")
     trials = data.get("trials")
+    total = data.get("of", TRIALS)
     if isinstance(found, str) and found:
         seen = f"one after another: {data.get('sequential')}, together: {data.get('concurrent')}"
-        return True, f"{found} ({THREADS} threads × {CALLS} calls, trial {trials} of {TRIALS}; {seen})"[:600]
+        return True, f"{found} ({THREADS} threads × {CALLS} calls, trial {trials} of {total}; {seen})"[:600]
     if isinstance(data.get("inconclusive"), str):
         return False, f"inconclusive: {data['inconclusive']}"[:400]
+    paired = [str(p) for p in data.get("paired") or []][:5]
+    ways = f": alone and with {', '.join(paired)}, {TRIALS} each in turn" if paired else ""
+    if "budget" in data and trials != total:
+        return False, (f"no race seen in {trials} of {total} trial(s) of {THREADS} threads × {CALLS} calls with "
+                       f"forced interleavings{ways}: the probe's time budget ({data['budget']} s) ended the rest")[:400]
     return False, (f"no race seen in {trials} trial(s) of {THREADS} threads × {CALLS} calls with forced "
-                   "interleavings")
+                   f"interleavings{ways}")[:400]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -304,7 +305,45 @@ async def test_a_check_in_one_method_and_an_act_in_another_are_driven_together(
     assert "(close and put called together)" in race.effect and race.reproducer is None
     locked = _locked(POOL, {"put": "", "close": ""})
     fixed = await _probe(tmp_path, {"shop/pool.py": locked}, "shop/pool.py", "Pool.close")
-    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)")
+    # each way of calling close gets its own trials: alone, and together with put
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 10 trial(s)")
+    assert fixed.effect.endswith("interleavings: alone and with put, 5 each in turn"), fixed.effect
+
+
+SLOW = '''"""Counts events, slowly, under its lock."""
+import threading
+import time
+
+
+class Slow:
+    def __init__(self) -> None:
+        self.value = 0
+        self.lock = threading.Lock()
+
+    def bump(self) -> int:
+        with self.lock:
+            time.sleep(0.005)
+            self.value += 1
+            return self.value
+'''
+
+
+async def test_a_slow_target_reports_the_trials_its_time_budget_allowed(tmp_path: Path) -> None:
+    """A probe that would outlive its timeout reports what it ran (and says the budget ended it), never nothing."""
+    repo = write_repo(tmp_path / "slow", {"shop/slow.py": SLOW})
+    target = Target(path="shop/slow.py", qualname="Slow.bump", params=(), is_method=True)
+    hypothesis = Hypothesis(kind=RACE_KIND, path="shop/slow.py", line=1, sink="state", detail="state", target=target)
+    probe = Probe(hypothesis, "*", families(RACE_KIND)[0].name)
+    nonce = probe_nonce(7, probe)
+    # 32 calls of 5 ms: each run takes at least 0.16 s, so 0.6 of a 1 s timeout ends the trials after the first
+    program = build_probe(probe, nonce, 7, timeout_seconds=1.0)
+    assert '"budget": 0.6,' in program
+    outcome = judge_probe(probe, nonce, await LocalProbeSandbox(repo).run_probe(program, 60.0))
+    assert not outcome.confirmed
+    assert re.fullmatch(r"no race seen in [1-4] of 5 trial\(s\) of 8 threads × 4 calls with forced interleavings: "
+                        r"the probe's time budget \(0\.6 s\) ended the rest", outcome.effect), outcome.effect
+    unbounded = judge_probe(probe, nonce, await LocalProbeSandbox(repo).run_probe(build_probe(probe, nonce, 7), 60.0))
+    assert unbounded.effect == "no race seen in 5 trial(s) of 8 threads × 4 calls with forced interleavings"
 
 
 async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> None:
