@@ -28,6 +28,7 @@ THREADS = 8
 CALLS = 4
 TRIALS = 5  # per way of calling the target: alone, and with each companion method
 BUDGET_SHARE = 0.6
+PATIENCE = 5.0  # threads still running this long (or 4 × the calls' sequential time, if longer) are hung
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 QUALNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
@@ -41,7 +42,7 @@ def race_config(attack: Attack, nonce: str, seed: int, timeout_seconds: float | 
     budget = None if timeout_seconds is None else round(timeout_seconds * BUDGET_SHARE, 3)
     return {"nonce": nonce, "path": target.path, "qualname": target.qualname, "is_method": target.is_method,
             "family": attack.family, "threads": THREADS, "calls": CALLS, "trials": TRIALS, "seed": seed % 1_000_003,
-            "budget": budget}
+            "budget": budget, "patience": PATIENCE}
 
 
 def _literal(text: object) -> str | None:
@@ -145,6 +146,9 @@ def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
         return False, f"inconclusive: {data['inconclusive']}"[:400]
     paired = [str(p) for p in data.get("paired") or []][:5]
     ways = f": alone and with {', '.join(paired)}, {TRIALS} each in turn" if paired else ""
+    skipped = [str(x) for x in data.get("skipped") or []]
+    if skipped:
+        ways += f"; {len(skipped)} not compared ({'; '.join(skipped[:2])})"
     if "budget" in data and trials != total:
         return False, (f"no race seen in {trials} of {total} trial(s) of {THREADS} threads × {CALLS} calls with "
                        f"forced interleavings{ways}: the probe's time budget ({data['budget']} s) ended the rest")[:400]

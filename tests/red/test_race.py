@@ -346,6 +346,106 @@ async def test_a_slow_target_reports_the_trials_its_time_budget_allowed(tmp_path
     assert unbounded.effect == "no race seen in 5 trial(s) of 8 threads × 4 calls with forced interleavings"
 
 
+QUEUED = '''"""Sends through one slow shared line."""
+import threading
+import time
+
+LINE = threading.Lock()
+
+
+class Sender:
+    def __init__(self) -> None:
+        self.sent = 0
+        self.lock = threading.Lock()
+
+    def send(self) -> int:
+        with LINE:
+            time.sleep(0.01)
+        with self.lock:
+            self.sent += 1
+            return self.sent
+'''
+CROSSED = '''"""Moves items between two shelves, each under its own lock."""
+import threading
+
+
+class Shelves:
+    def __init__(self) -> None:
+        self.left_lock = threading.Lock()
+        self.right_lock = threading.Lock()
+        self.left = [1, 2, 3]
+        self.right = [4, 5, 6]
+
+    def to_right(self) -> None:
+        with self.left_lock:
+            with self.right_lock:
+                self.right.append(self.left.pop() if self.left else 0)
+
+    def to_left(self) -> None:
+        with self.right_lock:
+            with self.left_lock:
+                self.left.append(self.right.pop() if self.right else 0)
+'''
+
+
+async def test_calls_slow_in_every_order_are_not_hung_threads_but_a_deadlock_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads are hung only when they outlive several times what the same calls take one after another: calls
+    queued on one slow shared resource take as long together, a deadlock between two methods never ends."""
+    monkeypatch.setattr("checks.red.race.PATIENCE", 0.15)
+    # 32 calls of 10 ms on one line: 0.32 s one after another and as long together, twice the 0.15 s floor
+    slow = await _probe(tmp_path, {"shop/sender.py": QUEUED}, "shop/sender.py", "Sender.send")
+    assert not slow.confirmed and slow.effect.startswith("no race seen in 5 trial(s)"), slow.effect
+    crossed = await _probe(tmp_path, {"shop/shelves.py": CROSSED}, "shop/shelves.py", "Shelves.to_right")
+    assert crossed.confirmed, crossed.effect
+    assert re.match(r"[2-8] thread\(s\) never finished, each waiting for a lock \((shelves\.py:(13|14|18|19)(, )?)+\): "
+                    r"still running 0\.[12] s after they started, where one after another the same calls took 0\.0 s "
+                    r"\(to_right and to_left called together\)", crossed.effect), crossed.effect
+
+
+GUARDED = '''"""A tally whose helper runs only under its callers' lock."""
+import threading
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+
+    def add(self) -> int:
+        with self.lock:
+            return self._bump()
+
+    def add_twice(self) -> int:
+        self.lock.acquire()
+        try:
+            self._bump()
+            return self._bump()
+        finally:
+            self.lock.release()
+
+    def _bump(self) -> int:
+        value = self.count
+        self.count = value + 1
+        return self.count
+'''
+
+
+async def test_a_private_helper_only_called_under_its_callers_lock_is_probed_through_them(tmp_path: Path) -> None:
+    helper = await _probe(tmp_path, {"shop/tally.py": GUARDED}, "shop/tally.py", "Tally._bump")
+    assert not helper.confirmed
+    assert helper.effect == ("inconclusive: every call of _bump in its module is made holding a lock (line 12, 17, "
+                             "18): its callers' locking guards it, so it is probed through them, not alone")
+    caller = await _probe(tmp_path, {"shop/tally.py": GUARDED}, "shop/tally.py", "Tally.add")
+    assert not caller.confirmed and caller.effect.startswith("no race seen in 10 trial(s)"), caller.effect
+    assert caller.effect.endswith("alone and with add_twice, 5 each in turn"), caller.effect
+    # hostile: one caller that skips the lock, and the helper is probed alone — its lost update confirmed
+    leaky = GUARDED.replace("    def _bump(self)", "    def peek(self) -> int:\n        return self._bump()\n\n"
+                            "    def _bump(self)")
+    raced = await _probe(tmp_path, {"shop/tally.py": leaky}, "shop/tally.py", "Tally._bump")
+    assert raced.confirmed and raced.effect.startswith("results no sequential order gives"), raced.effect
+
+
 async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> None:
     modules = {"src/tally/__init__.py": "", "src/tally/base.py": "START = 0\n",
                "src/tally/counter.py": COUNTER.replace("import threading\n",
@@ -450,9 +550,55 @@ def _race_program() -> dict[str, object]:
 
     text = program_text("race").rstrip()
     assert text.endswith("\nmain()")
-    namespace: dict[str, object] = {"__name__": "logomesh_race_program"}
+    namespace: dict[str, object] = {"__name__": "logomesh_race_program", "CONFIG": {}}
     exec(compile(text[:-len("main()")], "race.py", "exec"), namespace)
     return namespace
+
+
+def test_a_hung_thread_is_a_deadlock_only_when_it_waits_for_a_lock_of_the_changed_module(tmp_path: Path) -> None:
+    """A thread blocked on a queue, a condition or the network waits where a design may wait on purpose; one blocked
+    entering a ``with`` on a lock of the changed module is where a lock-order deadlock waits."""
+    import importlib.util
+    import queue
+    import threading
+
+    program = _race_program()
+    waiting_at: Any = program["waiting_at"]
+    deadlocked: Any = program["deadlocked"]
+    path = tmp_path / "gate.py"
+    path.write_text("def enter(lock, box):\n    with lock:\n        return None\n\n\n"
+                    "def take(box):\n    return box.get()\n", encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("gate", path)
+    assert spec is not None and spec.loader is not None
+    gate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gate)
+    lock, box = threading.Lock(), queue.Queue()  # type: ignore[var-annotated]
+    lock.acquire()
+    entering = threading.Thread(target=gate.enter, args=(lock, box), daemon=True)
+    taking = threading.Thread(target=gate.take, args=(box,), daemon=True)
+    entering.start()
+    taking.start()
+    entering.join(0.3)
+    taking.join(0.3)
+    try:
+        assert waiting_at(entering, str(path)) == "gate.py:2"
+        assert waiting_at(taking, str(path)) is None  # its innermost frame is the queue's own wait
+        assert waiting_at(entering, str(tmp_path / "other.py")) is None
+        assert deadlocked({"blocked": ["gate.py:2", "gate.py:2"]})
+        assert not deadlocked({"blocked": ["gate.py:2"]}) and not deadlocked({"blocked": ["gate.py:2", None]})
+    finally:
+        lock.release()
+        box.put(1)
+        entering.join(1.0)
+        taking.join(1.0)
+
+
+def test_the_calls_made_holding_a_lock_are_told_from_the_others() -> None:
+    guarded_calls: Any = _race_program()["guarded_calls"]
+    assert guarded_calls(ast.parse(GUARDED), "_bump") == ([12, 17, 18], [12, 17, 18])
+    source = GUARDED.replace("            self.lock.release()\n", "            pass\n")
+    source = source.replace("        self.lock.acquire()\n", "        print('no lock')\n")
+    assert guarded_calls(ast.parse(source), "_bump") == ([12, 17, 18], [12])
 
 
 def test_an_exception_is_a_race_only_where_no_sequential_order_raised() -> None:

@@ -28,6 +28,7 @@ import asyncio
 import collections
 import importlib
 import inspect
+import linecache
 import os
 import random
 import re
@@ -46,6 +47,9 @@ YIELD_SECONDS = 1e-5
 MAX_TEST_FILES = 400
 MAX_ARGUMENT_SETS = 12
 MAX_COMPANIONS = 3
+# how long threads may run before they are hung: at least this, and this many times the calls' sequential time
+PATIENCE_SECONDS = float(CONFIG.get("patience") or 5.0)
+PATIENCE_FACTOR = 4.0
 # methods that are a class's way in for callers: a check and an act on the same state are usually two of these
 PROTOCOL = ("__getitem__", "__setitem__", "__delitem__", "__contains__", "__len__", "__call__", "__iter__")
 _sleep = time.sleep
@@ -373,6 +377,71 @@ def project_modules(module: ModuleType) -> list[tuple[str, ModuleType]]:
             if mod is not None and mod is not module and (name == top or name.startswith(top + "."))]
 
 
+def lock_held(statement: ast.stmt) -> bool:
+    """Whether ``statement`` takes a lock that the statements after it in the same block then hold (``x.acquire()``,
+    ``self._acquire_transaction_lock(...)``)."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        call = statement.value
+    if not isinstance(call, ast.Call):
+        return False
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    return "acquire" in name.lower()
+
+
+def releases(body: list[ast.stmt]) -> bool:
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "release"
+               for statement in body for node in ast.walk(statement))
+
+
+def guarded_calls(tree: ast.Module, name: str) -> tuple[list[int], list[int]]:
+    """The lines of the module's calls of method ``name`` (``self.name(...)``), and of those made holding a lock: in
+    a ``with`` block on a lock, after an ``acquire`` in the same block, or in a ``try`` whose ``finally`` releases."""
+    calls: list[int] = []
+    held_at: list[int] = []
+
+    def visit(node: ast.AST, held: bool) -> None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name:
+            calls.append(node.lineno)
+            if held:
+                held_at.append(node.lineno)
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            held = held or any("lock" in ast.unparse(item.context_expr).lower() for item in node.items)
+        if isinstance(node, ast.Try) and releases(node.finalbody):
+            held = True
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            taken = held
+            for child in block:
+                visit(child, taken)
+                taken = taken or (isinstance(child, ast.stmt) and lock_held(child))
+        for field, value in ast.iter_fields(node):
+            if field in ("body", "orelse", "finalbody", "handlers"):
+                continue
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    visit(child, held)
+
+    visit(tree, False)
+    return calls, held_at
+
+
+def guarded_by_callers(subject: Subject, name: str) -> list[int]:
+    """The lines of the calls of private method ``name`` when every call of it in its module holds a lock (its
+    callers' locking is what guards it: probing it alone would call it as no caller does); else nothing."""
+    if not name.startswith("_") or name.endswith("__"):
+        return []
+    try:
+        with open(getattr(subject.module, "__file__", "") or "", encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    calls, held_at = guarded_calls(tree, name)
+    return held_at if calls and len(calls) == len(held_at) else []
+
+
 def companions(subject: Subject) -> list[str]:
     """Other methods of the receiver's class that read or write the attributes the target touches: a check in one
     and an act in the other race as surely as a read-modify-write in one."""
@@ -389,7 +458,7 @@ def companions(subject: Subject) -> list[str]:
         func = getattr(member, "__code__", None)
         if name == subject.name or func is None or (name.startswith("__") and name not in PROTOCOL):
             continue
-        if touched & set(func.co_names):
+        if touched & set(func.co_names) and not guarded_by_callers(subject, name):
             found.append(name)
     # the container protocol first (get/set pairs are where a cache checks and acts), then public methods, then
     # the private helpers a public method hands the state to (returning a connection to a pool)
@@ -455,10 +524,34 @@ def orders(total: int) -> dict[str, list[int]]:
     return {"sequential-reversed": forward[::-1], "sequential-evens": evens + odds, "sequential-odds": odds + evens}
 
 
-def run(threads: int, calls: int, mode: str, seed: int, companion: str | None) -> dict[str, Any]:
+ACQUIRE = re.compile(r"^\s*(async\s+)?with\b.*lock|\.acquire\(", re.IGNORECASE)
+
+
+def waiting_at(thread: threading.Thread, filename: str) -> str | None:
+    """Where a hung thread waits when that is a lock the changed module takes (``with self.lock:``, ``.acquire()``,
+    as ``file:line``); None when it waits elsewhere — a queue, a condition, a poll loop, the network: waits a design
+    may make on purpose, which a deadlock's lock order is not."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    if frame is None or frame.f_code.co_filename != filename:
+        return None
+    line = linecache.getline(filename, frame.f_lineno)
+    return f"{os.path.basename(filename)}:{frame.f_lineno}" if ACQUIRE.search(line) else None
+
+
+def deadlocked(other: dict[str, Any]) -> bool:
+    """Whether every hung thread of a run (at least two: a cycle) waits for a lock of the changed module."""
+    blocked = other.get("blocked") or []
+    return len(blocked) >= 2 and all(blocked)
+
+
+def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
+        patience: float = PATIENCE_SECONDS) -> dict[str, Any]:
+    """One run of the calls in ``mode``; threads still running ``patience`` seconds after they started are hung."""
     subject = Subject(companion)
+    began = _clock()
     done: list[tuple[int, tuple[str, object]]] = []
     hung = 0
+    blocked: list[str | None] = []
     if inspect.iscoroutinefunction(subject.target) and companion is None:
         done = run_tasks(subject, threads, calls, mode if mode in ("control", "sequential") else "concurrent")
     elif mode.startswith("sequential"):
@@ -491,16 +584,19 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None) -
         workers = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(threads)]
         for thread in workers:
             thread.start()
+        deadline = _clock() + patience
         for thread in workers:
-            thread.join(timeout=5.0)
+            thread.join(timeout=max(0.0, deadline - _clock()))
         hung = sum(thread.is_alive() for thread in workers)
+        blocked = [waiting_at(thread, filename) for thread in workers if thread.is_alive()]
     objects: dict[str, set[int]] = collections.defaultdict(set)
     for index, (_, value) in done:
         if not is_value(value):
             objects[subject.key(index)].add(id(value))
     return {"results": collections.Counter(text for _, (text, _) in done), "state": subject.state(),
             "sizes": subject.sizes(), "distinct": {k: len(v) for k, v in objects.items()}, "hung": hung,
-            "subject": subject, "keep": done, "identical": companion is None and len(subject.calls) == 1}
+            "subject": subject, "keep": done, "identical": companion is None and len(subject.calls) == 1,
+            "seconds": _clock() - began, "patience": patience, "blocked": blocked}
 
 
 def successes(counter: collections.Counter[str]) -> int:
@@ -511,7 +607,10 @@ def successes(counter: collections.Counter[str]) -> int:
 def invariant_broken(serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
     """What ``other`` gives that no sequential order of the same calls gave (they differ only in order)."""
     if other.get("hung"):
-        return f"{other['hung']} thread(s) never finished"
+        took = max(run["seconds"] for run in serial)
+        where = f", each waiting for a lock ({', '.join(sorted(set(other['blocked'])))})" if deadlocked(other) else ""
+        return (f"{other['hung']} thread(s) never finished{where}: still running {other['patience']:.1f} s after "
+                f"they started, where one after another the same calls took {took:.1f} s")
     # an exception counts only where no sequential order raised: calls that already fail one after another (a
     # release of what no call holds) misuse the API, and another exception under threads shows no race
     raised = {v for v in other["results"] if v.startswith("raised ")}
@@ -580,6 +679,12 @@ def main() -> None:
         emit("race", ok=True, inconclusive="the same calls made one after another do not give the same result "
              "twice", trials=0, **described)
         return
+    guarded = guarded_by_callers(subject, subject.name)
+    if guarded:
+        emit("race", ok=True, inconclusive=f"every call of {subject.name} in its module is made holding a lock "
+             f"(line {', '.join(map(str, guarded[:5]))}): its callers' locking guards it, so it is probed through "
+             "them, not alone", trials=0, **described)
+        return
     pairs: list[str | None] = [None, *companions(subject)]
     described["ways"] = len(pairs)
     sys.setswitchinterval(1e-6)
@@ -589,14 +694,18 @@ def main() -> None:
     total = trials * len(pairs)
     for trial in range(total):
         if trial and isinstance(budget, (int, float)) and _clock() - started > budget:
-            emit("race", ok=True, trials=trial, of=total, budget=budget, paired=[p for p in pairs if p], **described)
+            emit("race", ok=True, trials=trial, of=total, budget=budget, paired=[p for p in pairs if p],
+                 skipped=skipped[:5], **described)
             return
         pair = pairs[trial % len(pairs)]
         try:
             first = reference if pair is None else run(threads, calls, "sequential", 0, pair)
             serial = [first] if first["identical"] else \
                 [first, *(run(threads, calls, order, 0, pair) for order in orders(threads * calls))]
-            control = run(threads, calls, "control", trial, pair)
+            # a thread is hung only when it outlives several times what the same calls take one after another (a
+            # call that waits on the network or a timeout is slow in every order, not deadlocked)
+            patience = max(PATIENCE_SECONDS, PATIENCE_FACTOR * max(each["seconds"] for each in serial))
+            control = run(threads, calls, "control", trial, pair, patience)
         except Exception as exc:
             skipped.append(f"{pair}: {type(exc).__name__}")
             continue
@@ -607,7 +716,12 @@ def main() -> None:
                 return
             skipped.append(f"{pair}: {why}"[:100])
             continue
-        concurrent = run(threads, calls, CONFIG["family"], CONFIG["seed"] + trial, pair)
+        concurrent = run(threads, calls, CONFIG["family"], CONFIG["seed"] + trial, pair, patience)
+        if concurrent["hung"] and not deadlocked(concurrent):
+            # threads that wait on a queue, a condition, a poll loop (its clock frozen) or the network wait by
+            # design, or for calls that never came: that is no race, and what the others did is not comparable
+            skipped.append(f"{pair}: {concurrent['hung']} thread(s) waited outside the module's locks"[:100])
+            continue
         found = compare([*serial, control], concurrent)
         if found is not None:
             if pair is not None:
@@ -616,7 +730,7 @@ def main() -> None:
             emit("race", ok=True, confirmed=found, trials=trial + 1, of=total, concurrent=dict(concurrent["results"]),
                  **described)
             return
-    emit("race", ok=True, trials=total, of=total, paired=[p for p in pairs if p], **described)
+    emit("race", ok=True, trials=total, of=total, paired=[p for p in pairs if p], skipped=skipped[:5], **described)
 
 
 main()
