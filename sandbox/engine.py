@@ -13,23 +13,27 @@ with an empty image store. So at start-up the worker:
    refused and removed, so a swapped archive or a moved tag never becomes the sandbox. An image in the store that
    is not ``current`` (the caller's test: an older sandbox layout kept in an engine's volume across an upgrade of
    the App) is replaced the same way, loaded or pulled, rather than refused at every start; an archive or registry
-   that offers no current image either is named.
+   that offers no current image either is named. Loading or pulling an image of hundreds of megabytes on a busy
+   node takes longer than an API call: the engine is given :data:`TRANSFER_SECONDS` to answer, and an engine that
+   still does not answer is named, as any other refusal, never a traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
+import requests
 from docker.errors import DockerException, ImageNotFound
 
 from sandbox.errors import SandboxUnavailable
 
 DIGEST_PREFIX = "sha256:"
+TRANSFER_SECONDS = 1800  # the read timeout of one image load or pull (an API call's is the client's, 60 s)
 
 
 def wait_for_engine(timeout: float, *, poll: float = 1.0, on_wait: Callable[[str], None] | None = None,
@@ -77,8 +81,9 @@ def provision_image(client: docker.DockerClient, image: str, *, archive: Path | 
         found = client.images.get(image)
     except ImageNotFound:
         found, how = _fetch(client, image, archive), "loaded" if archive is not None else "pulled"
-    except DockerException as exc:
-        raise SandboxUnavailable(f"cannot inspect the sandbox image {image}: {exc}", image) from exc
+    except (DockerException, requests.exceptions.RequestException) as exc:
+        raise SandboxUnavailable(f"cannot inspect the sandbox image {image}: {type(exc).__name__}: {exc}",
+                                 image) from exc
     stale = outdated(found) if outdated is not None else None
     if how == "present" and stale is not None:
         old = found.id
@@ -101,12 +106,27 @@ def provision_image(client: docker.DockerClient, image: str, *, archive: Path | 
     return Provisioned(image, found.id, how)
 
 
+@contextlib.contextmanager
+def _transfer(client: docker.DockerClient) -> Iterator[None]:
+    """The client's calls inside wait up to :data:`TRANSFER_SECONDS` for the engine's answer."""
+    api = client.api
+    before = api.timeout
+    api.timeout = max(TRANSFER_SECONDS, before or 0)
+    try:
+        yield
+    finally:
+        api.timeout = before
+
+
 def _fetch(client: docker.DockerClient, image: str, archive: Path | None,
            why: str = "is missing") -> docker.models.images.Image:
     if archive is not None:
         try:
-            with archive.open("rb") as stream:
+            with archive.open("rb") as stream, _transfer(client):
                 loaded = client.images.load(stream)
+        except requests.exceptions.RequestException as exc:
+            raise SandboxUnavailable(f"the engine stopped answering while it loaded {archive} ({type(exc).__name__}"
+                                     f"; a load is given {TRANSFER_SECONDS} s)", image) from exc
         except OSError as exc:
             raise SandboxUnavailable(f"the sandbox image archive {archive} cannot be read: {exc}", image) from exc
         except DockerException as exc:
@@ -118,8 +138,9 @@ def _fetch(client: docker.DockerClient, image: str, archive: Path | None,
             raise SandboxUnavailable(f"the archive {archive} does not hold {image} (it holds "
                                      f"{', '.join(tags) or 'untagged images'})", image) from exc
     try:
-        return client.images.pull(image)
-    except DockerException as exc:
+        with _transfer(client):
+            return client.images.pull(image)
+    except (DockerException, requests.exceptions.RequestException) as exc:
         raise SandboxUnavailable(f"the sandbox image {image} {why} and could not be pulled "
                                  f"({type(exc).__name__}); build it (`logomesh sandbox build-image`), load it "
                                  "(LOGOMESH_SANDBOX_IMAGE_ARCHIVE) or let the engine reach its registry",

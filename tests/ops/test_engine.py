@@ -13,11 +13,14 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from socketserver import ThreadingUnixStreamServer
 
 import docker
 import pytest
 
+import sandbox.engine as engine_module
 from app.settings import Settings
 from app.worker.startup import start_up
 from sandbox.engine import provision_image, wait_for_engine
@@ -77,8 +80,8 @@ class LateEngine:
 def engine() -> Iterator[docker.DockerClient]:
     if not os.path.exists(ENGINE_SOCKET):
         pytest.skip("no local Docker engine socket")
-    client = docker.DockerClient(base_url=f"unix://{ENGINE_SOCKET}")
-    yield client
+    client = docker.DockerClient(base_url=f"unix://{ENGINE_SOCKET}", timeout=engine_module.TRANSFER_SECONDS)
+    yield client  # a `docker save` of the sandbox image on a busy machine takes longer than an API call
     client.close()
 
 
@@ -193,6 +196,65 @@ def test_a_present_image_of_an_older_layout_is_replaced_from_the_archive(tmp_pat
     finally:
         with contextlib.suppress(docker.errors.DockerException):
             engine.images.remove(tag, force=True)
+
+
+class _StalledEngine(BaseHTTPRequestHandler):
+    """An engine that has no image and, asked to load or pull one, reads the request and never answers."""
+
+    protocol_version = "HTTP/1.1"
+    stall = threading.Event()
+
+    def address_string(self) -> str:  # a unix socket has no (host, port)
+        return "engine"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = b'{"message": "No such image"}'
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.stall.wait(10)
+
+
+@pytest.mark.parametrize("how", ["archive", "registry"])
+def test_an_engine_that_stops_answering_during_a_load_or_pull_is_named_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    path = tmp_path / "stalled.sock"
+    class Stalled(_StalledEngine):  # a stall of this test's own
+        stall = threading.Event()
+
+    server = ThreadingUnixStreamServer(str(path), Stalled)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(engine_module, "TRANSFER_SECONDS", 1)
+    archive = None
+    if how == "archive":
+        archive = tmp_path / "sandbox.tar"
+        archive.write_bytes(b"\0" * 4096)
+    client = docker.DockerClient(base_url=f"unix://{path}", version="1.41", timeout=1)
+    try:
+        with pytest.raises(SandboxUnavailable) as caught:
+            provision_image(client, "logomesh-sandbox:stalled", archive=archive)
+    finally:
+        client.close()
+        Stalled.stall.set()
+        server.shutdown()
+        server.server_close()
+    message = str(caught.value)
+    if how == "archive":
+        assert f"the engine stopped answering while it loaded {archive} (ReadTimeout; a load is given 1 s)" in message
+    else:
+        assert "could not be pulled (ReadTimeout)" in message
+    assert client.api.timeout == 1  # the longer wait was for the transfer alone
 
 
 def test_a_missing_image_with_no_archive_and_no_registry_says_how_to_get_it(engine: docker.DockerClient) -> None:
