@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import hashlib
 import io
 import json
 import logging
 import re
 import tarfile
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -49,11 +51,13 @@ from sandbox.languages.go import run_probe as run_go_probe
 from sandbox.languages.javascript import run_javascript
 from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output, clean_test_output
+from sandbox.release_data import Fill, ReleaseIndex
+from sandbox.release_data import fill as release_fill
 from sandbox.resolve import tooling_before
 from sandbox.results import read_results
 from sandbox.runtime import DEFAULT_RUNTIME
 from sandbox.setup_phase import Prepared, prepare_environment
-from sandbox.tarball import owned_files_tar, repack_archive
+from sandbox.tarball import files_tar, owned_files_tar, repack_archive
 from sandbox.trees import DirTree, GitTree, TarTree, Tree, guard_tree, pytest_config, tar_of
 
 log = logging.getLogger(__name__)
@@ -257,6 +261,9 @@ class SetupOptions:
     scope: str = ""
     # where verified environments are pushed and pulled by digest (sandbox/env_registry.py); None: this engine only
     registry: EnvRegistry | None = None
+    # where the worker itself reads a project's release for the data its git leaves out (sandbox/release_data.py);
+    # None: index_url
+    release_index_url: str | None = None
 
 
 def _mutation_clock(spec: TestSpec) -> float:
@@ -286,6 +293,8 @@ class DockerSandbox:
         self._probe_lock = asyncio.Lock()
         self._images: dict[str, str] | None = None
         self._slots: int | None = None
+        self._release: Fill | None = None
+        self._release_lock = threading.Lock()
 
     @contextlib.asynccontextmanager
     async def test_slot(self) -> AsyncIterator[None]:
@@ -417,6 +426,9 @@ class DockerSandbox:
             if spec.language == "javascript":
                 return await run_javascript(self, spec, tree, limits, run)
             plan = await asyncio.to_thread(self._plan, tree, spec)
+            release = await asyncio.to_thread(self.release_data)
+            if release.note is not None and not spec.setup_command:
+                plan = plan.model_copy(update={"sources": (*plan.sources, release.note)})
             base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image_for(plan.python),
                                     "absent_submodules": await asyncio.to_thread(self._absent_submodules, tree)}
             if plan.error:
@@ -427,7 +439,7 @@ class DockerSandbox:
                 return TestRunResult(status="env_error", reason=prepared.failure, output=prepared.output,
                                      **base)
             config = self._runner_config(spec, plan, prepared)
-            extra = self._logomesh_files(spec, config)
+            extra = self._with_release_data(self._logomesh_files(spec, config), tree, prepared)
             await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
             python = prepared.python
             async with self.test_slot():
@@ -453,6 +465,37 @@ class DockerSandbox:
                                  reason=f"the {spec.tree} tree could not be read: {exc}")
         finally:
             await asyncio.shield(self._cleanup(run))
+
+    def release_data(self) -> Fill:
+        """The release data every Python run of this change gets (:mod:`sandbox.release_data`), read once: a change
+        with a base commit, read by git, with the setup phase allowed its index."""
+        with self._release_lock:
+            if self._release is None:
+                base, head = self.base, self.head
+                if not (self.setup.allow and isinstance(base, GitTree) and isinstance(head, GitTree) and base.mtime):
+                    self._release = Fill()
+                else:
+                    before = datetime.datetime.fromtimestamp(base.mtime, datetime.UTC).isoformat()
+                    index = ReleaseIndex(self.setup.release_index_url or self.setup.index_url, self.setup.ca_bundle)
+                    ours, theirs = base.entries(), head.entries()
+                    changed = {path: (base.read(path), head.read(path)) for path in sorted(set(ours) | set(theirs))
+                               if ours.get(path) != theirs.get(path)}
+                    self._release = release_fill(base.read, base.paths(), before, index, changed)
+            return self._release
+
+    def _with_release_data(self, extra: bytes, tree: Tree, prepared: Prepared) -> bytes:
+        """``extra`` and, after it, the release data this run's tree lacks (none into a prepared tree: a
+        repository's own setup command made that one)."""
+        files = self.release_data().for_tree(tree.paths()) if prepared.copy_from is None else {}
+        if not files:
+            return extra
+        room = self.limits.work_mb * 1024 * 1024 - len(self._tar(tree))
+        try:
+            data = files_tar(files, tree.mtime if isinstance(tree, GitTree) else 0, room)
+        except RepositoryTooLarge:
+            log.info("release data left out of the %s run: the tree and it outgrow the work dir", tree.name)
+            return extra
+        return joined_tar([extra, data])
 
     def _fits(self, tree: Tree | None) -> bool:
         if tree is None:
@@ -579,6 +622,7 @@ class DockerSandbox:
             prepared, config = await self._probe_environment(tree)
             config = {**config, "probe": f"{HERE}/{PROBE_FILE}", "probe_timeout": timeout_seconds}
             files = self._logomesh_files(TestSpec(), config, {PROBE_FILE: code.encode("utf-8", "surrogatepass")})
+            files = await asyncio.to_thread(self._with_release_data, files, tree, prepared)
             await self._thread(run, self._start, run, prepared.image, files, tree, prepared.copy_from)
             limits = self.limits.with_timeout(timeout_seconds + PROBE_INSTALL_SECONDS)
             result = await self._exec(run, [prepared.python, "-I", "-S", f"{HERE}/runner.py", f"{HERE}/config.json"],

@@ -1,5 +1,5 @@
 """What a ``setup.py`` declares in literals, read without running it: ``install_requires``, ``extras_require`` and
-``python_requires`` of its ``setup(...)`` call.
+``python_requires`` (and ``name``) of its ``setup(...)`` call.
 
 Only literal values count (a list or tuple of strings; a dict of such lists; a string), also when bound to a
 module-level name first (``requires = [...]`` then ``install_requires=requires``). Anything computed is left out:
@@ -19,6 +19,7 @@ class SetupPy:
     install_requires: list[str] = field(default_factory=list)
     extras_require: dict[str, list[str]] = field(default_factory=dict)
     python_requires: str | None = None
+    name: str | None = None
 
 
 def _literal(node: ast.expr, names: dict[str, ast.expr]) -> object:
@@ -60,10 +61,12 @@ def read_setup_py(text: str | None) -> SetupPy:
         requires = _literal(keywords["install_requires"], names) if "install_requires" in keywords else None
         extras = _literal(keywords["extras_require"], names) if "extras_require" in keywords else None
         python = _literal(keywords["python_requires"], names) if "python_requires" in keywords else None
+        name = _literal(keywords["name"], names) if "name" in keywords else None
         return SetupPy(
             install_requires=_strings(requires),
             extras_require={k: _strings(v) for k, v in extras.items() if isinstance(k, str)}
             if isinstance(extras, dict) else {},
             python_requires=python.strip() or None if isinstance(python, str) else None,
+            name=name.strip() or None if isinstance(name, str) else None,
         )
     return SetupPy()

@@ -178,6 +178,24 @@ def pack_directory(root: Path, out: BinaryIO, limit: int) -> None:
     packer.close()
 
 
+def files_tar(files: dict[str, bytes], mtime: int, limit: int) -> bytes:
+    """``files`` (tree path → bytes) as sandbox-layout tar entries under ``repo/``, with their directories, the
+    sandbox user's as the tree's own are; :class:`RepositoryTooLarge` past ``limit`` bytes."""
+    buf = io.BytesIO()
+    packer = _Packer(buf, limit, mtime)
+    made: set[str] = set()
+    for path, data in sorted(files.items()):
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if parent not in made:
+                made.add(parent)
+                packer.add(parent, "dir")
+        packer.add(path, "file", 0o644, io.BytesIO(data), len(data))
+    packer.close()
+    return buf.getvalue()
+
+
 def owned_files_tar(directory: str, files: dict[str, bytes], removable_by: int = 0) -> bytes:
     """A directory of read-only files owned by root: the sandbox user can run them but not change them. With
     ``removable_by`` (a uid), the directory is that user's, who can then remove the files (never change them)."""

@@ -49,6 +49,17 @@ def full_wheel(dest: Path, distribution: str) -> Path:
     return write_wheel(dest, distribution, dist.version, files)
 
 
+def vendored_wheel(dest: Path, name: str) -> Path:
+    """The release of ``name`` that this Python's setuptools vendors, packed as a wheel."""
+    import setuptools
+
+    vendor = Path(setuptools.__file__).parent / "_vendor"
+    info = next(vendor.glob(f"{name}-*.dist-info"))
+    files = {str(path.relative_to(vendor)): path.read_bytes() for path in sorted((vendor / name).rglob("*"))
+             if path.is_file() and "__pycache__" not in path.parts}
+    return write_wheel(dest, name, info.name[len(name) + 1:-len(".dist-info")], files)
+
+
 def build_wheel(dest: Path, name: str, version: str, source: str) -> Path:
     """A one-module wheel: ``<name>/__init__.py`` holding ``source``."""
     return write_wheel(dest, name, version, {f"{name.replace('-', '_')}/__init__.py": source.encode()})

@@ -14,7 +14,7 @@ from sandbox.environment import install_script, not_installed
 from sandbox.limits import SandboxLimits
 from tests.gitfixture import RepoBuilder
 from tests.images import SANDBOX_IMAGE
-from tests.sandbox.index import full_wheel, one_package_index, serve_index, write_sdist, write_wheel
+from tests.sandbox.index import full_wheel, one_package_index, serve_index, vendored_wheel, write_sdist
 
 IMAGE = SANDBOX_IMAGE
 TESTS = "from lm_rates import rate\n\n\ndef test_rate():\n    assert rate('TEN') == 10\n"
@@ -74,17 +74,6 @@ def test_a_resolved_set_that_fails_whole_is_installed_artefact_by_artefact_each_
     assert "-r /setup/locked.txt" in pip_calls[0] and "-r /tmp/logomesh-one.txt" in pip_calls[1]
     # one line (with its hash) per file: a hashed requirement is never split from its hash
     assert "printf '%s\\n' \"$requirement\" > /tmp/logomesh-one.txt" in script
-
-
-def vendored_wheel(dest: Path, name: str) -> Path:
-    """The release of ``name`` that this Python's setuptools vendors, packed as a wheel."""
-    import setuptools
-
-    vendor = Path(setuptools.__file__).parent / "_vendor"
-    info = next(vendor.glob(f"{name}-*.dist-info"))
-    files = {str(path.relative_to(vendor)): path.read_bytes() for path in sorted((vendor / name).rglob("*"))
-             if path.is_file() and "__pycache__" not in path.parts}
-    return write_wheel(dest, name, info.name[len(name) + 1:-len(".dist-info")], files)
 
 
 @pytest.fixture(scope="module")
