@@ -230,6 +230,9 @@ class EnvironmentPlan(Model):
                                        "first release); None: today's")
     left_out: tuple[DeclaredRequirement, ...] = Field(default=(), description="optional requirements the project "
                                                       "declares (extras) that the plan does not install")
+    release_data: str | None = Field(default=None, description="the wheel whose data files stood in for what the "
+                                     "project generates and leaves out of git, in this run's tree "
+                                     "(sandbox/release_data.py)")
 
 
 class ToolchainPlan(Model):

@@ -428,7 +428,8 @@ class DockerSandbox:
             plan = await asyncio.to_thread(self._plan, tree, spec)
             release = await asyncio.to_thread(self.release_data)
             if release.note is not None and not spec.setup_command:
-                plan = plan.model_copy(update={"sources": (*plan.sources, release.note)})
+                filled = release.wheel if release.for_tree(tree.paths()) else None
+                plan = plan.model_copy(update={"sources": (*plan.sources, release.note), "release_data": filled})
             base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image_for(plan.python),
                                     "absent_submodules": await asyncio.to_thread(self._absent_submodules, tree)}
             if plan.error:

@@ -69,6 +69,7 @@ class Wanted:
 class Fill:
     files: dict[str, bytes] = field(default_factory=dict)  # tree path → bytes, for every run
     note: str | None = None  # the environment line's words; None: release data did not concern this change
+    wheel: str | None = None  # the file name of the wheel they came from
 
     def for_tree(self, paths: Collection[str]) -> dict[str, bytes]:
         """The files a run's tree does not have itself (nor a file or link where one of their directories is)."""
@@ -312,6 +313,6 @@ def fill(read_base: Reader, base_paths: Collection[str], before: str, index: Rel
         return Fill(note=f"release data of {want.project} not used: the change edits {edited}, which names "
                          f"{', '.join(sorted(names))}, left out of git (the release's copy is not the head's)")
     shown = ", ".join(f"{root}/{name}" for name, root in sorted(names.items()))
-    return Fill(files=files, note=f"release data: {len(files)} files the base leaves out of git ({shown}) "
-                                  f"from {filename}")
+    return Fill(files=files, wheel=filename,
+                note=f"release data: {len(files)} files the base leaves out of git ({shown}) from {filename}")
 

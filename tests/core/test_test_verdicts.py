@@ -207,6 +207,43 @@ def test_a_new_test_failing_its_own_way_or_by_assertion_still_fails_the_change()
     assert not alone.regressed and verdict_of(alone)[0] == "neutral"
 
 
+def _with_release(result: TestRunResult, wheel: str | None = "babel-2.18.0-py3-none-any.whl") -> TestRunResult:
+    return result.model_copy(update={"environment": EnvironmentPlan(python="3.11", release_data=wheel)})
+
+
+def test_a_regression_under_release_data_the_base_already_fails_with_is_the_environment_s() -> None:
+    """babel#1309 with its tables filled from babel 2.18 (CLDR 47) while its tests expect CLDR 48: 35 tests fail at
+    base and head alike, and the change's new plural rules (from CLDR 48.1) name a locale the stand-in lacks: a
+    test that passed at base fails. The stand-in is not the base's own data: neutral, named, never pass."""
+    stale = [case("failed", f"tests/test_units.py::test_{i}", "tests/test_units.py:65: AssertionError\n"
+                  "AssertionError: assert '3 pixely' == '3 px'") for i in range(35)]
+    base = _with_release(run(*stale, case("passed", "tests/messages/test_checkers.py::test_4_num_plurals")))
+    head = _with_release(run(*stale, case("failed", "tests/messages/test_checkers.py::test_4_num_plurals",
+                                          "babel.core.UnknownLocaleError: unknown locale 'kw'")))
+    diff = classify(base, head, None, changed_tests=(), changed_paths={"babel/messages/plurals.py"})
+    assert not diff.regressed and [c.name for c in diff.environmental] == [
+        "tests/messages/test_checkers.py::test_4_num_plurals"]
+    assert "35 tests already fail at base with the data of babel-2.18.0-py3-none-any.whl" in (
+        diff.environmental[0].cause or "")
+    verdict, reasons = verdict_of(diff)
+    assert verdict == "neutral" and "Rule of the Environment" in reasons[-1]
+
+
+def test_a_regression_under_release_data_the_base_passes_with_is_the_change_s() -> None:
+    """Hostile twins: the same regression where the stand-in is whole (every base test passes with it), where it
+    stood in at head only, or with no release data at all, fails the change."""
+    base = run(case("passed", "tests/test_units.py::test_ok"), case("passed", "tests/test_plurals.py::test_kw"))
+    head = run(case("passed", "tests/test_units.py::test_ok"),
+               case("failed", "tests/test_plurals.py::test_kw", "babel.core.UnknownLocaleError: unknown locale 'kw'"))
+    stale_base = run(case("failed", "tests/test_units.py::test_ok", "AssertionError: assert 1 == 2"),
+                     case("passed", "tests/test_plurals.py::test_kw"))
+    for before, after in ((_with_release(base), _with_release(head)), (stale_base, _with_release(head)),
+                          (_with_release(stale_base, None), head), (stale_base, head)):
+        diff = classify(before, after, None, changed_tests=(), changed_paths={"babel/messages/plurals.py"})
+        assert [c.name for c in diff.regressed] == ["tests/test_plurals.py::test_kw"] and not diff.environmental
+        assert verdict_of(diff)[0] == "fail"
+
+
 def test_an_environment_error_inside_a_warns_block_is_the_environment_s() -> None:
     """babel#1302: the new test's ``pytest.warns`` block raised the missing-data error, which pytest reports with
     its own "DID NOT WARN" last: the error is one of the failure's parts, and 12 base tests fail with it."""
