@@ -592,6 +592,9 @@ class DockerSandbox:
             "import_roots": list(plan.import_roots),
             "pytest_args": args,
             "coverage_paths": sorted({m.path for m in spec.mutants}),
+            # only the mutated lines' tests are asked for: every line of a file 7,500 tests run outgrows the record
+            "coverage_lines": {path: sorted({m.line for m in spec.mutants if m.path == path})
+                               for path in sorted({m.path for m in spec.mutants})},
             "mutants": mutants,
             "mutation_seconds": spec.mutation_seconds,
             "mutation_grace": MUTATION_GRACE_SECONDS,

@@ -63,8 +63,11 @@ def _location(report, repo: str) -> str | None:
 
 
 class Collector:
-    def __init__(self, out: str, coverage_paths: list, repo: str) -> None:
+    def __init__(self, out: str, coverage_paths: list, repo: str, coverage_lines: dict | None = None) -> None:
         self.out = out
+        # path -> the lines whose tests are asked for (the mutated ones); None: every line of the paths
+        self.coverage_lines = {p: {str(n) for n in lines} for p, lines in (coverage_lines or {}).items()} \
+            if coverage_lines is not None else None
         self.repo = repo
         self.tests: dict = {}
         self.raw: dict = {}
@@ -188,9 +191,12 @@ class Collector:
                 if not filename.startswith(self.repo + "/"):
                     continue
                 lines = data.contexts_by_lineno(filename)
+                path = filename[len(self.repo) + 1:]
+                wanted = self.coverage_lines.get(path, set()) if self.coverage_lines is not None else None
                 # "" is the context outside any test: the line ran when the module was imported
-                coverage_map[filename[len(self.repo) + 1:]] = {
-                    str(line): sorted(c or IMPORT_CONTEXT for c in contexts) for line, contexts in lines.items()}
+                coverage_map[path] = {
+                    str(line): sorted(c or IMPORT_CONTEXT for c in contexts) for line, contexts in lines.items()
+                    if wanted is None or str(line) in wanted}
         record = {"exit_code": exit_code, "seconds": round(seconds, 3), "collected": self.collected,
                   "collected_total": self.collected_total,
                   "deselected": self.deselected[:MAX_TESTS], "errors": self.errors[:200],

@@ -384,7 +384,7 @@ def main() -> None:
         return
     import pytest
 
-    plugin = collector.Collector(config["out"], config.get("coverage_paths") or [], REPO)
+    plugin = collector.Collector(config["out"], config.get("coverage_paths") or [], REPO, config.get("coverage_lines"))
     started = time.monotonic()
     code = pytest.main(list(config.get("args") or []), plugins=[plugin])
     plugin.finish(int(code), time.monotonic() - started)

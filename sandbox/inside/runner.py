@@ -196,7 +196,8 @@ def main() -> None:
         return
     results["install"] = install_project(config, env)
     code, record, output = run_pytest(config, env, list(config.get("pytest_args") or []),
-                                      {"coverage_paths": config.get("coverage_paths") or []}, timeout=None)
+                                      {"coverage_paths": config.get("coverage_paths") or [],
+                                       "coverage_lines": config.get("coverage_lines")}, timeout=None)
     results["exit_code"] = code
     results["record"] = record
     sys.stderr.write(output.decode("utf-8", "replace"))
@@ -209,6 +210,8 @@ def main() -> None:
     if record is not None and config.get("mutants"):
         results["mutation_started"] = True
         mutate(config, env, results)
+    if record is not None:
+        record.pop("coverage", None)  # read here, for the mutants alone: the host never needs it
     write(results)
 
 
