@@ -53,6 +53,7 @@ from sandbox.limits import SANDBOX_UID, SandboxLimits
 from sandbox.redact import clean_output, clean_test_output
 from sandbox.release_data import Fill, ReleaseIndex
 from sandbox.release_data import fill as release_fill
+from sandbox.release_data import wanted as wanted_release
 from sandbox.resolve import tooling_before
 from sandbox.results import read_results
 from sandbox.runtime import DEFAULT_RUNTIME
@@ -475,13 +476,18 @@ class DockerSandbox:
                 base, head = self.base, self.head
                 if not (self.setup.allow and isinstance(base, GitTree) and isinstance(head, GitTree) and base.mtime):
                     self._release = Fill()
+                elif wanted_release(base.read, base.paths(), "") is None:
+                    self._release = Fill()  # the base ignores no data of its packages: nothing to read
                 else:
                     before = datetime.datetime.fromtimestamp(base.mtime, datetime.UTC).isoformat()
                     index = ReleaseIndex(self.setup.release_index_url or self.setup.index_url, self.setup.ca_bundle)
                     ours, theirs = base.entries(), head.entries()
-                    changed = {path: (base.read(path), head.read(path)) for path in sorted(set(ours) | set(theirs))
-                               if ours.get(path) != theirs.get(path)}
-                    self._release = release_fill(base.read, base.paths(), before, index, changed)
+                    try:
+                        changed = {path: (base.read(path), head.read(path))
+                                   for path in sorted(set(ours) | set(theirs)) if ours.get(path) != theirs.get(path)}
+                        self._release = release_fill(base.read, base.paths(), before, index, changed)
+                    except (RuntimeError, OSError, ValueError) as exc:  # git could not read a tree
+                        self._release = Fill(note=f"release data not read: {type(exc).__name__}: {exc}"[:300])
             return self._release
 
     def _with_release_data(self, extra: bytes, tree: Tree, prepared: Prepared) -> bytes:
