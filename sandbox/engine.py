@@ -13,9 +13,9 @@ with an empty image store. So at start-up the worker:
    refused and removed, so a swapped archive or a moved tag never becomes the sandbox. An image in the store that
    is not ``current`` (the caller's test: an older sandbox layout kept in an engine's volume across an upgrade of
    the App) is replaced the same way, loaded or pulled, rather than refused at every start; an archive or registry
-   that offers no current image either is named. Loading or pulling an image of hundreds of megabytes on a busy
-   node takes longer than an API call: the engine is given :data:`TRANSFER_SECONDS` to answer, and an engine that
-   still does not answer is named, as any other refusal, never a traceback.
+   that offers no current image either is named. Loading an image of hundreds of megabytes on a busy node takes
+   longer than an API call: the engine is given :data:`TRANSFER_SECONDS` to answer, and an engine that still does
+   not answer is named, as any other refusal, never a traceback (a pull streams its progress with no read timeout).
 """
 
 from __future__ import annotations
