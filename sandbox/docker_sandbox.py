@@ -429,8 +429,7 @@ class DockerSandbox:
             plan = await asyncio.to_thread(self._plan, tree, spec)
             release = await asyncio.to_thread(self.release_data)
             if release.note is not None and not spec.setup_command:
-                filled = release.wheel if release.for_tree(tree.paths()) else None
-                plan = plan.model_copy(update={"sources": (*plan.sources, release.note), "release_data": filled})
+                plan = plan.model_copy(update={"sources": (*plan.sources, release.note)})
             base: dict[str, Any] = {"tree": spec.tree, "environment": plan, "image": self.image_for(plan.python),
                                     "absent_submodules": await asyncio.to_thread(self._absent_submodules, tree)}
             if plan.error:
@@ -441,7 +440,12 @@ class DockerSandbox:
                 return TestRunResult(status="env_error", reason=prepared.failure, output=prepared.output,
                                      **base)
             config = self._runner_config(spec, plan, prepared)
-            extra = self._with_release_data(self._logomesh_files(spec, config), tree, prepared)
+            extra, left_out = await asyncio.to_thread(self._with_release_data, self._logomesh_files(spec, config),
+                                                      tree, prepared)
+            if release.wheel is not None and prepared.copy_from is None:  # what went into this tree, or why not
+                update = ({"release_data": release.wheel} if left_out is None
+                          else {"sources": (*plan.sources, left_out)})
+                base["environment"] = plan = plan.model_copy(update=update)
             await self._thread(run, self._start, run, prepared.image, extra, tree, prepared.copy_from)
             python = prepared.python
             async with self.test_slot():
@@ -474,35 +478,44 @@ class DockerSandbox:
         with self._release_lock:
             if self._release is None:
                 base, head = self.base, self.head
-                if not (self.setup.allow and isinstance(base, GitTree) and isinstance(head, GitTree) and base.mtime):
-                    self._release = Fill()
-                elif wanted_release(base.read, base.paths(), "") is None:
-                    self._release = Fill()  # the base ignores no data of its packages: nothing to read
+                if self.setup.allow and isinstance(base, GitTree) and isinstance(head, GitTree) and base.mtime:
+                    self._release = self._read_release(base, head)
                 else:
-                    before = datetime.datetime.fromtimestamp(base.mtime, datetime.UTC).isoformat()
-                    index = ReleaseIndex(self.setup.release_index_url or self.setup.index_url, self.setup.ca_bundle)
-                    ours, theirs = base.entries(), head.entries()
-                    try:
-                        changed = {path: (base.read(path), head.read(path))
-                                   for path in sorted(set(ours) | set(theirs)) if ours.get(path) != theirs.get(path)}
-                        self._release = release_fill(base.read, base.paths(), before, index, changed)
-                    except (RuntimeError, OSError, ValueError) as exc:  # git could not read a tree
-                        self._release = Fill(note=f"release data not read: {type(exc).__name__}: {exc}"[:300])
+                    self._release = Fill()
             return self._release
 
-    def _with_release_data(self, extra: bytes, tree: Tree, prepared: Prepared) -> bytes:
+    def _read_release(self, base: GitTree, head: GitTree) -> Fill:
+        try:
+            want = wanted_release(base.read, base.paths())
+            if want is None:  # the base ignores no data of its packages
+                return Fill()
+
+            def changed() -> dict[str, tuple[str | None, str | None]]:
+                ours, theirs = base.entries(), head.entries()
+                return {path: (base.read(path), head.read(path))
+                        for path in sorted(set(ours) | set(theirs)) if ours.get(path) != theirs.get(path)}
+
+            before = datetime.datetime.fromtimestamp(base.mtime, datetime.UTC).isoformat()
+            index = ReleaseIndex(self.setup.release_index_url or self.setup.index_url, self.setup.ca_bundle)
+            return release_fill(want, base.read, base.paths(), before, index, changed)
+        except (RuntimeError, OSError, ValueError) as exc:  # git could not read a tree
+            return Fill(note=f"release data not read: {type(exc).__name__}: {exc}"[:300])
+
+    def _with_release_data(self, extra: bytes, tree: Tree, prepared: Prepared) -> tuple[bytes, str | None]:
         """``extra`` and, after it, the release data this run's tree lacks (none into a prepared tree: a
-        repository's own setup command made that one)."""
-        files = self.release_data().for_tree(tree.paths()) if prepared.copy_from is None else {}
+        repository's own setup command made that one); with why the data was left out when it was."""
+        release = self.release_data()
+        if prepared.copy_from is not None or not release.files:
+            return extra, None
+        files = release.for_tree(tree.paths())
         if not files:
-            return extra
+            return extra, "release data left out: the tree has its own"
         room = self.limits.work_mb * 1024 * 1024 - len(self._tar(tree))
         try:
             data = files_tar(files, tree.mtime if isinstance(tree, GitTree) else 0, room)
         except RepositoryTooLarge:
-            log.info("release data left out of the %s run: the tree and it outgrow the work dir", tree.name)
-            return extra
-        return joined_tar([extra, data])
+            return extra, "release data left out: the tree and it outgrow the work dir"
+        return joined_tar([extra, data]), None
 
     def _fits(self, tree: Tree | None) -> bool:
         if tree is None:
@@ -632,7 +645,7 @@ class DockerSandbox:
             prepared, config = await self._probe_environment(tree)
             config = {**config, "probe": f"{HERE}/{PROBE_FILE}", "probe_timeout": timeout_seconds}
             files = self._logomesh_files(TestSpec(), config, {PROBE_FILE: code.encode("utf-8", "surrogatepass")})
-            files = await asyncio.to_thread(self._with_release_data, files, tree, prepared)
+            files, _left_out = await asyncio.to_thread(self._with_release_data, files, tree, prepared)
             await self._thread(run, self._start, run, prepared.image, files, tree, prepared.copy_from)
             limits = self.limits.with_timeout(timeout_seconds + PROBE_INSTALL_SECONDS)
             result = await self._exec(run, [prepared.python, "-I", "-S", f"{HERE}/runner.py", f"{HERE}/config.json"],

@@ -62,7 +62,6 @@ class Wanted:
 
     project: str
     packages: tuple[str, ...]
-    before: str  # ISO 8601: releases uploaded before the base commit
 
 
 @dataclass(frozen=True)
@@ -192,13 +191,17 @@ def packages(paths: Collection[str]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def wanted(read: Reader, paths: Collection[str], before: str) -> Wanted | None:
+def _ignore_files(paths: Collection[str]) -> list[str]:
+    return [p for p in paths if p == ".gitignore" or p.endswith("/.gitignore")]
+
+
+def wanted(read: Reader, paths: Collection[str]) -> Wanted | None:
     """What a base asks its release for, or None: it has no name, no package, or ignores no data inside one."""
     name = project_name(read)
     roots = packages(paths)
     if not name or not roots:
         return None
-    for ignore in (p for p in paths if p == ".gitignore" or p.endswith("/.gitignore")):
+    for ignore in _ignore_files(paths):
         where = ignore[: -len(".gitignore")].rstrip("/")
         for pattern in _patterns(read(ignore) or ""):
             anchored = f"{where}/{pattern}" if where else pattern
@@ -206,7 +209,7 @@ def wanted(read: Reader, paths: Collection[str], before: str) -> Wanted | None:
                 where == root or where.startswith(root + "/") for root in roots)
             if inside and not pattern.rstrip("/").endswith(CODE_SUFFIXES) \
                     and pattern.rstrip("/").rsplit("/", 1)[-1] not in NOT_DATA:
-                return Wanted(name, roots, before)
+                return Wanted(name, roots)
     return None
 
 
@@ -251,7 +254,7 @@ def ignored(read: Reader, paths: Collection[str], wanted_paths: Collection[str])
     with tempfile.TemporaryDirectory(prefix="logomesh-ignore-") as scratch:
         root = Path(scratch)
         subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
-        for ignore in (p for p in paths if p == ".gitignore" or p.endswith("/.gitignore")):
+        for ignore in _ignore_files(paths):
             target = root / ignore
             if ".." in PurePosixPath(ignore).parts:
                 continue
@@ -291,12 +294,11 @@ def generator_edited(changed: dict[str, tuple[str | None, str | None]], names: C
     return None
 
 
-def fill(read_base: Reader, base_paths: Collection[str], before: str, index: ReleaseIndex,
-         changed: dict[str, tuple[str | None, str | None]]) -> Fill:
-    """The release data every run of this change gets (:class:`Fill`; nothing, named, when it gets none)."""
-    want = wanted(read_base, base_paths, before)
-    if want is None:
-        return Fill()
+def fill(want: Wanted, read_base: Reader, base_paths: Collection[str], before: str, index: ReleaseIndex,
+         changed: Callable[[], dict[str, tuple[str | None, str | None]]]) -> Fill:
+    """The release data every run of this change gets (:class:`Fill`; nothing, named, when it gets none), from the
+    newest release uploaded before ``before`` (ISO 8601: the base commit's time); ``changed`` gives the changed
+    files' base and head texts, read only when there is something to fill."""
     try:
         filename, wheel = index.wheel(want.project, before)
         found = candidates(wheel, want, base_paths)
@@ -308,7 +310,7 @@ def fill(read_base: Reader, base_paths: Collection[str], before: str, index: Rel
     if not files:
         return Fill()
     names = markers(files, want)
-    edited = generator_edited(changed, names, want)
+    edited = generator_edited(changed(), names, want)
     if edited is not None:
         return Fill(note=f"release data of {want.project} not used: the change edits {edited}, which names "
                          f"{', '.join(sorted(names))}, left out of git (the release's copy is not the head's)")

@@ -27,6 +27,7 @@ from sandbox.release_data import Fill, ReleaseIndex, fill, newest_wheel, project
 from sandbox.trees import GitTree
 from tests.gitfixture import RepoBuilder
 from tests.images import SANDBOX_IMAGE
+from tests.realworld.conftest import FIXTURES, clone_bundles
 from tests.sandbox.index import full_wheel, serve_index, vendored_wheel, write_wheel
 
 BEFORE = "2026-06-01T00:00:00+00:00"
@@ -111,22 +112,28 @@ def _changed(base: GitTree, head: GitTree) -> dict[str, tuple[str | None, str | 
     return {p: (base.read(p), head.read(p)) for p in set(ours) | set(theirs) if ours.get(p) != theirs.get(p)}
 
 
+def _fill_trees(base: GitTree, head: GitTree, url: str) -> Fill:
+    want = wanted(base.read, base.paths())
+    assert want is not None
+    return fill(want, base.read, base.paths(), BEFORE, ReleaseIndex(url), lambda: _changed(base, head))
+
+
 def _fill(tmp_path: Path, head_files: dict[str, str | None], **index: Any) -> Fill:
     base, head = _trees(tmp_path, head_files)
     with json_index(tmp_path, {"tabledata": [(_release(tmp_path), "2026-01-02T00:00:00Z")]}, **index) as url:
-        return fill(base.read, base.paths(), BEFORE, ReleaseIndex(url), _changed(base, head))
+        return _fill_trees(base, head, url)
 
 
 # --- what a base asks for ------------------------------------------------------------------------------------------
 
 def test_a_base_that_ignores_data_inside_its_package_asks_its_release_for_it() -> None:
     paths = list(BASE_FILES)
-    found = wanted(BASE_FILES.get, paths, BEFORE)
+    found = wanted(BASE_FILES.get, paths)
     assert found is not None and found.project == "tabledata" and found.packages == ("tabledata",)
     root_rule = {**BASE_FILES, ".gitignore": "src/tabledata/global.dat\n", "tabledata/data/.gitignore": None}
     moved = {k.replace("tabledata/", "src/tabledata/", 1) if k.startswith("tabledata/") else k: v
              for k, v in root_rule.items() if v is not None}
-    assert wanted(moved.get, list(moved), BEFORE) is not None  # src layout, a root rule naming a file in it
+    assert wanted(moved.get, list(moved)) is not None  # src layout, a root rule naming a file in it
 
 
 @pytest.mark.parametrize("rules", [
@@ -136,14 +143,24 @@ def test_a_base_that_ignores_data_inside_its_package_asks_its_release_for_it() -
 ])
 def test_a_base_that_ignores_no_data_of_its_package_asks_for_nothing(rules: str) -> None:
     files = {**{k: v for k, v in BASE_FILES.items() if not k.endswith(".gitignore")}, ".gitignore": rules}
-    assert wanted(files.get, list(files), BEFORE) is None
+    assert wanted(files.get, list(files)) is None
 
 
 def test_a_base_without_a_name_or_without_a_package_asks_for_nothing() -> None:
     nameless = {k: v for k, v in BASE_FILES.items() if k != "setup.py"}
-    assert wanted(nameless.get, list(nameless), BEFORE) is None
+    assert wanted(nameless.get, list(nameless)) is None
     flat = {k: v for k, v in BASE_FILES.items() if k != "tabledata/__init__.py"}
-    assert wanted(flat.get, list(flat), BEFORE) is None
+    assert wanted(flat.get, list(flat)) is None
+
+
+def test_no_base_of_the_real_fixture_projects_asks_for_release_data(tmp_path: Path) -> None:
+    """The twenty real merged PRs of tests/realworld/: none of their bases ignores data inside its package, so none
+    of their reviews reads an index for it."""
+    projects = clone_bundles(FIXTURES, tmp_path)
+    prs = json.loads((FIXTURES / "prs.json").read_text(encoding="utf-8"))
+    for pr in prs:
+        base = GitTree(GitRepo.open(projects / pr["repo"]).git_bytes, pr["base"], "base")
+        assert base.paths() and wanted(base.read, base.paths()) is None, pr["id"]
 
 
 def test_the_project_name_is_read_from_pyproject_setup_cfg_or_a_literal_setup_call() -> None:
@@ -210,7 +227,7 @@ def test_a_wheel_entry_that_climbs_out_of_its_package_is_never_filled(tmp_path: 
                "tabledata/data/ok.json": b"{}"}
     base, head = _trees(tmp_path, {"tabledata/__init__.py": LOADER + "\n"})
     with json_index(tmp_path, {"tabledata": [(_release(tmp_path, hostile), "2026-01-02T00:00:00Z")]}) as url:
-        got = fill(base.read, base.paths(), BEFORE, ReleaseIndex(url), _changed(base, head))
+        got = _fill_trees(base, head, url)
     assert set(got.files) == {"tabledata/data/table.json", "tabledata/data/ok.json"}
 
 
@@ -248,6 +265,7 @@ async def test_a_projects_tests_run_with_its_release_data_at_base_and_head(tmp_p
         assert (result.passed, result.failed) == (1, 0), result.output
         assert result.environment is not None
         assert any(s.startswith("release data: 1 files") for s in result.environment.sources)
+        assert result.environment.release_data == "tabledata-1.0-py3-none-any.whl"  # what went into this tree
 
 
 @pytest.mark.docker
@@ -266,3 +284,4 @@ async def test_a_change_that_deletes_committed_data_still_fails_its_test(tmp_pat
         result = await sandbox.run_tests(TestSpec(tree="head"))
     assert result.status == "ran", result.reason
     assert (result.passed, result.failed) == (0, 1)  # the release's table is never put back
+    assert result.environment is not None and result.environment.release_data is None
