@@ -39,6 +39,7 @@ import tempfile
 import time
 import tomllib
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,28 @@ CASES = (
          "MIT OR Apache-2.0", "lock so that several tasks can wait() on a process"),
     Case("encode/httpx", "56afde1f9f84311b9582b413b6e70bb9973e5921",
          "BSD-3-Clause", "lock around stream.write and stream.close"),
+    # the same rule over the projects mirrored next (loguru, APScheduler, OpenTelemetry's Python SDK,
+    # python-zeroconf, huggingface_hub, sentry-python, google-auth, botocore, blinker)
+    Case("Delgan/loguru", "8f218c642ba38ab0c3449fbd4fc9750f533b41cc",
+         "MIT", "thread safety of enable()/disable() while logging"),
+    Case("Delgan/loguru", "2bc0cda1a0ca069f83ab6eb223b0f62770301f15",
+         "MIT", "race permitting a write on a stopped handler"),
+    Case("agronholm/apscheduler", "0a6b0f683edee8bf22d85dc655ad61a8285fd312",
+         "MIT", "subscriptions of the synchronous local event broker guarded by a lock"),
+    Case("open-telemetry/opentelemetry-python", "2578b37177afe1c9f19123acd400e9c06612da6d",
+         "Apache-2.0", "Counter and MinMaxSumCount aggregators made thread safe"),
+    Case("open-telemetry/opentelemetry-python", "78672025f7fb49737356e5c50f7cb33992a3da55",
+         "Apache-2.0", "race in set_tracer_provider()"),
+    Case("open-telemetry/opentelemetry-python", "87160d0920472303e6edb864ca8a642e4239169c",
+         "Apache-2.0", "instrument creation race"),
+    Case("open-telemetry/opentelemetry-python", "cd298d545dfdd04a16906e934a0f8b31bf834090",
+         "Apache-2.0", "FixedSizeExemplarReservoirABC methods made thread safe"),
+    Case("python-zeroconf/python-zeroconf", "24a06191ea35469948d12124a07429207b3c1b3b",
+         "LGPL-2.1-or-later", "a listener gets a message before the lock is created"),
+    Case("huggingface/huggingface_hub", "36ad912feeba9c704c7fac1999ec586b8c0e194a",
+         "Apache-2.0", "thread safety when fetching a user secret in Google Colab"),
+    Case("huggingface/huggingface_hub", "ec8418fe13a028e6cd44356ffba65a65003eee07",
+         "Apache-2.0", "file lock scope widened for concurrent downloads"),
 )
 # fixes committed from this year on are the modern subset (Python 3.8-era code or newer)
 MODERN_SINCE = 2019
@@ -256,11 +279,26 @@ def interpreter(tree: Path, year: int) -> str:
     return installed[min(installed)] if installed else sys.executable
 
 
-def environment(tree: Path, year: int) -> tuple[str, list[str]]:
-    """The project's interpreter (:func:`interpreter`) with its declared dependencies installed from the package
-    index (one virtual environment per interpreter and set of names, kept between runs). Returns the
-    interpreter and the names that would not install."""
-    names = declared_dependencies(tree)
+def package_dirs(tree: Path, paths: list[str]) -> list[Path]:
+    """The directories of a monorepo's packages that hold the changed files (the nearest directory above each
+    with its own ``pyproject.toml``, ``setup.py`` or ``setup.cfg``), the root excluded."""
+    found: list[Path] = []
+    for path in paths:
+        for parent in (tree / path).parents:
+            if parent == tree or tree not in parent.parents:
+                break
+            if any((parent / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
+                if parent not in found:
+                    found.append(parent)
+                break
+    return found
+
+
+def environment(tree: Path, year: int, packages: Sequence[Path] = ()) -> tuple[str, list[str]]:
+    """The project's interpreter (:func:`interpreter`) with the dependencies its root and the monorepo packages
+    holding the changed files declare installed from the package index (one virtual environment per interpreter
+    and set of names, kept between runs). Returns the interpreter and the names that would not install."""
+    names = sorted({*declared_dependencies(tree), *(n for d in packages for n in declared_dependencies(d))})
     base = interpreter(tree, year)
     version = subprocess.run([base, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
                              text=True, check=True).stdout.strip()
@@ -313,6 +351,35 @@ def generate_build_files(tree: Path, python: str) -> list[str]:
     return sorted(written)
 
 
+CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def release_data(mirror: Path, parent: str, *trees: Path) -> str | None:
+    """Fill the trees with the data files the base leaves out of git from its newest release before the base
+    commit, as the review's sandbox does (:mod:`sandbox.release_data`). Returns what was done, None when the base
+    asks for none."""
+    from sandbox.release_data import ReleaseIndex, fill, wanted
+
+    base = trees[0]
+    paths = [p for p in git(mirror, "ls-tree", "-r", "--name-only", parent).splitlines()]
+
+    def read(path: str) -> str | None:
+        file = base / path
+        return file.read_text(encoding="utf-8", errors="replace") if file.is_file() else None
+
+    want = wanted(read, paths)
+    if want is None:
+        return None
+    when = git(mirror, "show", "-s", "--format=%cI", parent).strip()
+    index = ReleaseIndex("https://pypi.org/simple", CA_BUNDLE if CA_BUNDLE.is_file() else None)
+    filled = fill(want, read, paths, when, index, lambda: {})
+    for tree in trees:
+        for path, data in filled.for_tree(paths).items():
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            (tree / path).write_bytes(data)
+    return filled.note
+
+
 def outcome_kind(result: dict[str, Any]) -> str:
     """What one probed function's probes came to: confirmed, not reached (import or construction failed),
     inconclusive (the reference or the control disagreed) or no race seen."""
@@ -325,10 +392,23 @@ def outcome_kind(result: dict[str, Any]) -> str:
 
 
 def export(mirror: Path, commit: str, dest: Path) -> Path:
+    """The tree of ``commit`` in ``dest``; a mirror may lack its largest blobs (a binary tool), which are left out."""
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "--git-dir", str(mirror), "archive", commit], capture_output=True,
-                             check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    archive = subprocess.run(["git", "--git-dir", str(mirror), "archive", commit], capture_output=True)
+    if archive.returncode == 0:
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+        return dest
+    for entry in git(mirror, "ls-tree", "-r", "-z", commit).split("\0"):
+        if not entry:
+            continue
+        meta, path = entry.split("\t", 1)
+        mode, kind, sha = meta.split()
+        if kind != "blob" or mode == "120000":
+            continue
+        blob = subprocess.run(["git", "--git-dir", str(mirror), "cat-file", "blob", sha], capture_output=True)
+        if blob.returncode == 0:
+            (dest / path).parent.mkdir(parents=True, exist_ok=True)
+            (dest / path).write_bytes(blob.stdout)
     return dest
 
 
@@ -338,18 +418,27 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
     parent = git(mirror, "rev-parse", f"{fix}^").strip()
     row: dict[str, Any] = {"repo": case.repo, "fix": fix, "parent": parent, "licence": case.licence,
                            "what": case.what, "functions": []}
+    branch = git(mirror, "symbolic-ref", "HEAD").strip()
+    row["merged"] = subprocess.run(["git", "--git-dir", str(mirror), "merge-base", "--is-ancestor", fix, branch],
+                                   capture_output=True).returncode == 0
+    if not row["merged"]:  # a pull request's commit that never reached the default branch is no merged fix
+        row["year"] = int(git(mirror, "show", "-s", "--format=%cd", "--date=format:%Y", fix).strip())
+        row["error"] = f"not merged: not on {branch.removeprefix('refs/heads/')}"
+        row["confirmed_before"] = row["confirmed_after"] = False
+        return row
     paths = [p for p in git(mirror, "show", "--format=", "--name-only", fix).splitlines()
              if p.endswith(".py") and not is_test_path(p)]
     before = export(mirror, parent, scratch / f"{fix[:10]}-before")
     after = export(mirror, fix, scratch / f"{fix[:10]}-after")
     year = int(git(mirror, "show", "-s", "--format=%cd", "--date=format:%Y", fix).strip())
     row["year"] = year
-    python, missing = environment(before, year)
+    python, missing = environment(before, year, package_dirs(before, paths))
     version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     row["environment"] = {"python": version, "declared": declared_dependencies(before), "not installed": missing,
                           "generated": generate_build_files(before, python)}
     generate_build_files(after, python)
+    row["environment"]["release data"] = release_data(mirror, parent, before, after)
     for path in paths:
         if not (after / path).exists() or not (before / path).exists():
             continue
@@ -471,8 +560,10 @@ async def main() -> None:
             outcomes[kind] = outcomes.get(kind, 0) + 1
     print("functions before the fix: " + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items())))
     print()
-    for label, chosen in (("cases", rows), (f"modern cases (fixed in {MODERN_SINCE} or later)",
-                                            [r for r in rows if r["year"] >= MODERN_SINCE])):
+    merged = [r for r in rows if r.get("merged", True)]
+    print(f"not merged (left out of the totals): {len(rows) - len(merged)}")
+    for label, chosen in (("merged cases", merged), (f"modern merged cases (fixed in {MODERN_SINCE} or later)",
+                                                     [r for r in merged if r["year"] >= MODERN_SINCE])):
         confirmed = sum(r["confirmed_before"] for r in chosen if r["functions"])
         fixed = sum(r["confirmed_after"] for r in chosen if r["functions"])
         print(f"{label} {len(chosen)}, with a probed function {sum(bool(r['functions']) for r in chosen)}; "

@@ -5,7 +5,8 @@ or instance state without a lock) is probed by the race program (``checks/red/pr
 the changed callable ``THREADS × CALLS`` times three ways — one after another (the reference), from threads that
 never overlap (the control), and from threads released together by a barrier while a trace hook on the changed
 module yields at every line or opcode under a tiny switch interval — for at most ``TRIALS`` seeded trials per way
-of calling it (alone, and paired with each method touching the same state), within a share of the probe's time, with
+of calling it (alone, alone with one argument set repeated when the tests give several, and paired with each
+method touching the same state), within a share of the probe's time, with
 the clocks frozen. :func:`judge_race` confirms when a concurrent run gives what no sequential order gives: more
 successes than the limit allows, other results, another final state, or an exception; and only when the control
 gives the reference (so thread-local state or thread ids are not taken for a race).
@@ -56,7 +57,11 @@ def _literal(text: object) -> str | None:
 
 
 def module_of(path: str) -> str:
-    path = path.removeprefix("src/")
+    """The changed file's module name, as the probe imports it: below the first ``src`` directory on its path (a
+    src layout, also in one package of a monorepo), else below the repository's root."""
+    parts = path.split("/")
+    if "src" in parts[:-1]:
+        path = "/".join(parts[parts.index("src") + 1:])
     name = path[:-3].replace("/", ".") if path.endswith(".py") else path
     return name.removesuffix(".__init__")
 
@@ -145,7 +150,9 @@ def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
     if isinstance(data.get("inconclusive"), str):
         return False, f"inconclusive: {data['inconclusive']}"[:400]
     paired = [str(p) for p in data.get("paired") or []][:5]
-    ways = f": alone and with {', '.join(paired)}, {TRIALS} each in turn" if paired else ""
+    alone = ["alone", *(["alone with one argument set repeated"] if data.get("repeated") is True else [])]
+    ways = f": {', '.join(alone)}{' and with ' + ', '.join(paired) if paired else ''}, {TRIALS} each in turn" \
+        if paired or len(alone) > 1 else ""
     skipped = [str(x) for x in data.get("skipped") or []]
     if skipped:
         ways += f"; {len(skipped)} not compared ({'; '.join(skipped[:2])})"

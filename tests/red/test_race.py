@@ -290,7 +290,8 @@ async def test_a_metaclass_cache_is_driven_through_its_classes_with_the_tests_ar
     locked = _locked(ZONES, {"__call__": ""})
     fixed = await _probe(tmp_path, {"shop/zones.py": locked, "tests/test_zones.py": ZONE_TESTS}, "shop/zones.py",
                          "_Cached.__call__")
-    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 10 trial(s)"), fixed.effect
+    assert fixed.effect.endswith("alone, alone with one argument set repeated, 5 each in turn"), fixed.effect
 
 
 async def test_a_check_in_one_method_and_an_act_in_another_are_driven_together(
@@ -446,6 +447,47 @@ async def test_a_private_helper_only_called_under_its_callers_lock_is_probed_thr
     assert raced.confirmed and raced.effect.startswith("results no sequential order gives"), raced.effect
 
 
+AGGREGATE = '''"""Sums what it is given."""
+
+
+class Sum:
+    def __init__(self) -> None:
+        self.current = 0
+
+    def update(self, value: float) -> None:
+        self.current += value
+'''
+AGGREGATE_TESTS = """from shop.aggregate import Sum
+
+
+def test_sums():
+    total = Sum()
+    total.update(123)
+    total.update(4.0)
+    total.update(1.0)
+    assert total.current == 128.0
+"""
+
+
+async def test_a_lost_update_between_calls_with_several_argument_sets_is_confirmed_by_one_set_repeated(
+        tmp_path: Path) -> None:
+    """The tests call ``update`` with three values: their calls in another order may give another state (only the
+    invariants could tell a race), but one argument set repeated has one order, so a lost update shows; the
+    locked version shows none, and a state the calls set at random is no race."""
+    modules = {"shop/aggregate.py": AGGREGATE, "tests/test_aggregate.py": AGGREGATE_TESTS}
+    raced = await _probe(tmp_path, modules, "shop/aggregate.py", "Sum.update")
+    assert raced.confirmed and raced.effect.startswith("a lost update"), raced.effect
+    assert "(every call with one argument set)" in raced.effect
+    assert raced.reproducer is not None and "CALLS = [((123,), {})]" in raced.reproducer
+    fixed = await _probe(tmp_path, {**modules, "shop/aggregate.py": _locked(AGGREGATE, {"update": ""})},
+                         "shop/aggregate.py", "Sum.update")
+    assert not fixed.confirmed and "alone with one argument set repeated" in fixed.effect, fixed.effect
+    noisy = AGGREGATE.replace('"""Sums what it is given."""\n', '"""Samples."""\nimport random\n').replace(
+        "self.current += value", "self.current = random.random() * value")
+    sampled = await _probe(tmp_path, {**modules, "shop/aggregate.py": noisy}, "shop/aggregate.py", "Sum.update")
+    assert not sampled.confirmed, sampled.effect
+
+
 async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> None:
     modules = {"src/tally/__init__.py": "", "src/tally/base.py": "START = 0\n",
                "src/tally/counter.py": COUNTER.replace("import threading\n",
@@ -455,6 +497,36 @@ async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> No
     (race,) = analysis.findings
     assert race.confirmed and race.effect is not None and "lost update" in race.effect
     assert race.reproducer is not None and "import tally.counter as target" in race.reproducer
+
+
+async def test_a_module_of_one_package_of_a_monorepo_is_reached_with_its_siblings(attack: Attack) -> None:
+    """A monorepo of src-layout packages sharing one namespace package (``acme``): the changed module of
+    ``acme-sdk`` imports ``acme.api`` from ``acme-api`` beside it, as a development install of the repository
+    has it; the reproducer names the module as installed."""
+    modules = {"acme-api/src/acme/api/__init__.py": "START = 0\n",
+               "acme-sdk/src/acme/sdk/__init__.py": "",
+               "acme-sdk/src/acme/sdk/counter.py": COUNTER.replace(
+                   "import threading\n", "import threading\n\nfrom acme.api import START\n")
+               .replace("self.value = 0", "self.value = START")}
+    analysis, _agent, _sandbox = await attack(modules)
+    (race,) = analysis.findings
+    assert race.confirmed and race.effect is not None and "lost update" in race.effect, race.effect
+    assert race.reproducer is not None and "import acme.sdk.counter as target" in race.reproducer
+
+
+def test_the_host_and_the_probe_name_a_module_alike() -> None:
+    from checks.red.probe_source import COMMON
+    from checks.red.race import module_of
+
+    namespace: dict[str, Any] = {}
+    exec(compile("import json\nCONFIG_JSON = json.dumps({'nonce': 'n'})\nclass Sightings:\n"
+                 "    def __init__(self, repo): pass\n" + COMMON, "common", "exec"), namespace)
+    for path, root in (("shop/counter.py", ""), ("src/tally/counter.py", "src"),
+                       ("acme-sdk/src/acme/sdk/counter.py", "acme-sdk/src"), ("pkg/__init__.py", ""),
+                       ("tools/src.py", "")):
+        assert namespace["source_root"](path) == root
+        probe_name = namespace["module_name"](path[len(root) + 1:] if root else path)
+        assert module_of(path) == probe_name, path
 
 
 def test_the_race_program_is_written_for_python_3_9_and_newer() -> None:
@@ -541,7 +613,7 @@ async def test_a_metaclass_singleton_is_driven_through_a_concrete_class_with_the
         racy.effect
     locked = {**modules, "locks/_api.py": _locked(SINGLETONS, {"__call__": ""})}
     fixed = await _probe(tmp_path, locked, "locks/_api.py", "_OnePerPath.__call__")
-    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 5 trial(s)"), fixed.effect
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 10 trial(s)"), fixed.effect
 
 
 def _race_program() -> dict[str, object]:

@@ -6,6 +6,7 @@ from checks.red.probe_program import CONFIG_JSON
 from checks.red.sightings import Sightings
 
 # --- program ---
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -33,15 +34,42 @@ def module_name(path: str) -> str:
     return name[: -len(".__init__")] if name.endswith(".__init__") else name
 
 
+def source_root(path: str) -> str:
+    """The directory the changed file's package is imported from, relative to the repository: the root, or the
+    first ``src`` directory on its path (a src layout, at the top or in one package of a monorepo). The host's
+    :func:`checks.red.race.module_of` names modules by the same rule."""
+    parts = path.split("/")[:-1]
+    return "/".join(parts[: parts.index("src") + 1]) if "src" in parts else ""
+
+
+def import_roots(root: str) -> list[str]:
+    """The directories to import from, the changed file's own first: its source root, and for a package of a
+    monorepo (``<dir>/<package>/src``) the source roots of the packages beside it, as a development install of
+    the whole repository puts them on the path (their namespace packages join)."""
+    if not root:
+        return [REPO]
+    roots = [os.path.join(REPO, root)]
+    package_dir = os.path.dirname(root)
+    if package_dir:
+        beside = os.path.join(REPO, os.path.dirname(package_dir))
+        with contextlib.suppress(OSError):
+            roots += sorted(os.path.join(beside, entry, "src") for entry in os.listdir(beside)
+                            if os.path.isdir(os.path.join(beside, entry, "src"))
+                            and os.path.join(beside, entry, "src") != roots[0])
+    return [*roots, REPO]
+
+
 def import_module(path: str) -> ModuleType:
     """The changed module under its real name: from the repository's root, or from its ``src/`` directory (a src
-    layout); a file outside any package is loaded on its own. An import that fails inside the project (a missing
-    dependency, a syntax this Python rejects) fails with its own error."""
-    roots = [REPO] + ([os.path.join(REPO, "src")] if path.startswith("src/") else [])
-    for root in reversed(roots):
-        if root not in sys.path:
-            sys.path.insert(0, root)
-    name = module_name(path.removeprefix("src/") if path.startswith("src/") else path)
+    layout, also inside one package of a monorepo, whose sibling packages' ``src`` directories join the path); a
+    file outside any package is loaded on its own. An import that fails inside the project (a missing dependency, a
+    syntax this Python rejects) fails with its own error."""
+    root = source_root(path)
+    for directory in reversed(import_roots(root)):
+        if directory in sys.path:
+            sys.path.remove(directory)
+        sys.path.insert(0, directory)
+    name = module_name(path[len(root) + 1:] if root else path)
     if os.path.isfile(os.path.join(os.path.dirname(os.path.join(REPO, path)), "__init__.py")):
         return importlib.import_module(name)
     try:

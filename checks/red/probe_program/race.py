@@ -244,7 +244,7 @@ def is_value(obj: object) -> bool:
 class Subject:
     """A fresh copy of the changed module, the receiver the calls share, and the calls each thread makes."""
 
-    def __init__(self, companion: str | None = None) -> None:
+    def __init__(self, companion: str | None = None, repeated: bool = False) -> None:
         loaded = set(sys.modules)
         module = import_module(CONFIG["path"])
         self.module = importlib.reload(module) if module.__name__ in loaded else module
@@ -267,6 +267,8 @@ class Subject:
             for part in parts:
                 self.target = getattr(self.target, part)
         self.calls = self.calls_of(self.name, self.target)
+        if repeated:  # one argument set for every call: any order of the calls is the same sequence
+            self.calls = self.calls[:1]
         self.companion = companion
         self.companion_target = getattr(self.owner, companion) if companion else None
         self.companion_calls = self.calls_of(companion, self.companion_target) if companion else []
@@ -545,9 +547,10 @@ def deadlocked(other: dict[str, Any]) -> bool:
 
 
 def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
-        patience: float = PATIENCE_SECONDS) -> dict[str, Any]:
-    """One run of the calls in ``mode``; threads still running ``patience`` seconds after they started are hung."""
-    subject = Subject(companion)
+        patience: float = PATIENCE_SECONDS, repeated: bool = False) -> dict[str, Any]:
+    """One run of the calls in ``mode`` (``repeated``: every call with the first argument set); threads still
+    running ``patience`` seconds after they started are hung."""
+    subject = Subject(companion, repeated)
     began = _clock()
     done: list[tuple[int, tuple[str, object]]] = []
     hung = 0
@@ -686,51 +689,64 @@ def main() -> None:
              "them, not alone", trials=0, **described)
         return
     pairs: list[str | None] = [None, *companions(subject)]
-    described["ways"] = len(pairs)
+    # alone, with each companion, and — when the calls cycle through several argument sets, so that only the
+    # invariants can tell a race — alone with one argument set repeated, whose every order is the same sequence
+    ways = [(pair, False) for pair in pairs] + ([(None, True)] if len(subject.calls) > 1 else [])
+    described["ways"] = len(ways)
     sys.setswitchinterval(1e-6)
     skipped: list[str] = []
     # every way of calling (alone, with each companion) gets its own trials, taken in turns: a check-then-act split
     # over two methods is hit by a fraction of the schedules, as a read-modify-write in one is
-    total = trials * len(pairs)
+    total = trials * len(ways)
     for trial in range(total):
         if trial and isinstance(budget, (int, float)) and _clock() - started > budget:
             emit("race", ok=True, trials=trial, of=total, budget=budget, paired=[p for p in pairs if p],
-                 skipped=skipped[:5], **described)
+                 repeated=len(ways) > len(pairs), skipped=skipped[:5], **described)
             return
-        pair = pairs[trial % len(pairs)]
+        pair, repeated = ways[trial % len(ways)]
+        way = "one argument set" if repeated else str(pair)
         try:
-            first = reference if pair is None else run(threads, calls, "sequential", 0, pair)
-            serial = [first] if first["identical"] else \
-                [first, *(run(threads, calls, order, 0, pair) for order in orders(threads * calls))]
+            first = reference if pair is None and not repeated else run(threads, calls, "sequential", 0, pair,
+                                                                         repeated=repeated)
+            if repeated:  # the same calls one after another twice: state that varies from run to run is no race
+                serial = [first, run(threads, calls, "sequential", 0, pair, repeated=True)]
+            elif first["identical"]:
+                serial = [first]
+            else:
+                serial = [first, *(run(threads, calls, order, 0, pair) for order in orders(threads * calls))]
             # a thread is hung only when it outlives several times what the same calls take one after another (a
             # call that waits on the network or a timeout is slow in every order, not deadlocked)
             patience = max(PATIENCE_SECONDS, PATIENCE_FACTOR * max(each["seconds"] for each in serial))
-            control = run(threads, calls, "control", trial, pair, patience)
+            control = run(threads, calls, "control", trial, pair, patience, repeated)
         except Exception as exc:
-            skipped.append(f"{pair}: {type(exc).__name__}")
+            skipped.append(f"{way}: {type(exc).__name__}")
             continue
         if (why := control_differs(serial, control)) is not None:
-            if pair is None:
+            if pair is None and not repeated:
                 emit("race", ok=True, inconclusive="threads change the result even when their calls never overlap: "
                      + why, trials=trial + 1, **described)
                 return
-            skipped.append(f"{pair}: {why}"[:100])
+            skipped.append(f"{way}: {why}"[:100])
             continue
-        concurrent = run(threads, calls, CONFIG["family"], CONFIG["seed"] + trial, pair, patience)
+        concurrent = run(threads, calls, CONFIG["family"], CONFIG["seed"] + trial, pair, patience, repeated)
         if concurrent["hung"] and not deadlocked(concurrent):
             # threads that wait on a queue, a condition, a poll loop (its clock frozen) or the network wait by
             # design, or for calls that never came: that is no race, and what the others did is not comparable
-            skipped.append(f"{pair}: {concurrent['hung']} thread(s) waited outside the module's locks"[:100])
+            skipped.append(f"{way}: {concurrent['hung']} thread(s) waited outside the module's locks"[:100])
             continue
         found = compare([*serial, control], concurrent)
         if found is not None:
             if pair is not None:
                 found = f"{found} ({CONFIG['qualname'].split('.')[-1]} and {pair} called together)"
                 described["companion"] = pair
+            if repeated:
+                found = f"{found} (every call with one argument set)"
+                described["call_args"] = repr(first["subject"].calls)[:2000]
             emit("race", ok=True, confirmed=found, trials=trial + 1, of=total, concurrent=dict(concurrent["results"]),
                  **described)
             return
-    emit("race", ok=True, trials=total, of=total, paired=[p for p in pairs if p], skipped=skipped[:5], **described)
+    emit("race", ok=True, trials=total, of=total, paired=[p for p in pairs if p], repeated=len(ways) > len(pairs),
+         skipped=skipped[:5], **described)
 
 
 main()
