@@ -488,6 +488,51 @@ async def test_a_lost_update_between_calls_with_several_argument_sets_is_confirm
     assert not sampled.confirmed, sampled.effect
 
 
+CATALOG = '''"""Names and whether each is enabled, kept for the whole process."""
+
+
+class Catalog:
+    _entries: dict = {}
+    LIMIT = 10
+
+    def enable_all(self) -> int:
+        enabled = 0
+        for name in Catalog._entries:
+            Catalog._entries[name] = True
+            enabled += 1
+        return 0
+
+    def touch(self) -> None:
+        Catalog._entries["n%d" % len(Catalog._entries)] = False
+
+    def limit(self) -> int:
+        return self.LIMIT
+'''
+
+
+async def test_a_registry_kept_on_the_class_pairs_the_methods_that_share_it(tmp_path: Path) -> None:
+    """``enable_all`` iterates a dict the class keeps for every instance while ``touch`` adds to it: only
+    together does the dict change size during the iteration; a method that reads a class constant is no pair."""
+    modules = {"shop/catalog.py": CATALOG}
+    raced = await _probe(tmp_path, modules, "shop/catalog.py", "Catalog.enable_all")
+    assert raced.confirmed and "RuntimeError" in raced.effect and "touch called together" in raced.effect, \
+        raced.effect
+    locked = _locked(CATALOG, {"enable_all": "", "touch": ""})
+    fixed = await _probe(tmp_path, {"shop/catalog.py": locked}, "shop/catalog.py", "Catalog.enable_all")
+    assert not fixed.confirmed and fixed.effect.endswith("alone and with touch, 5 each in turn"), fixed.effect
+
+
+async def test_a_module_its_package_uses_at_import_starts_every_run_alike(tmp_path: Path) -> None:
+    """The package's ``__init__`` registers a default at import: the first run (a fresh import) and every later
+    one (a reload) must start from the same state, or the calls one after another differ and nothing is seen."""
+    modules = {"tally/__init__.py": "from .counter import Counter\n\nCounter.total += 5\n",
+               "tally/counter.py": COUNTER.replace("    def __init__(self) -> None:\n        self.value = 0\n",
+                                                   "    total = 0\n").replace("self.value += 1",
+                                                                               "Counter.total += 1")}
+    raced = await _probe(tmp_path, modules, "tally/counter.py", "Counter.bump")
+    assert raced.confirmed and raced.effect.startswith("a lost update"), raced.effect
+
+
 async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> None:
     modules = {"src/tally/__init__.py": "", "src/tally/base.py": "START = 0\n",
                "src/tally/counter.py": COUNTER.replace("import threading\n",

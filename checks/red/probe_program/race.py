@@ -245,9 +245,9 @@ class Subject:
     """A fresh copy of the changed module, the receiver the calls share, and the calls each thread makes."""
 
     def __init__(self, companion: str | None = None, repeated: bool = False) -> None:
-        loaded = set(sys.modules)
-        module = import_module(CONFIG["path"])
-        self.module = importlib.reload(module) if module.__name__ in loaded else module
+        # reloaded even when first imported: the package's own import may have used the module's state (a default
+        # handler added to a class-level registry), which no later reload repeats, and every run must start alike
+        self.module = importlib.reload(import_module(CONFIG["path"]))
         parts = CONFIG["qualname"].split(".")
         self.owner: Any = None
         self.init_args: Call = ((), {})
@@ -451,7 +451,11 @@ def companions(subject: Subject) -> list[str]:
     if owner is None or isinstance(owner, type):
         return []
     code = getattr(getattr(subject.target, "__func__", None), "__code__", None)
-    state = set(getattr(owner, "__dict__", {}))
+    # the instance's attributes and the class's containers (a registry kept on the class is shared by every
+    # instance; its constants are not state)
+    state = set(getattr(owner, "__dict__", {})) | {
+        k for klass in type(owner).__mro__[:-1] for k, v in vars(klass).items()
+        if not k.startswith("__") and isinstance(v, (dict, list, set, collections.deque))}
     if code is None or not state:
         return []
     touched = set(code.co_names) & state
