@@ -105,18 +105,24 @@ def yielder(frame, event, arg):  # yield at every {"opcode" if opcodes else "lin
         return local
     return local
 
+class Raised(str):
+    __repr__ = str.__str__
+
 def one(call, index):
     args, kwargs = CALLS[index % len(CALLS)]
     try:
-        return repr(call(*args, **kwargs))
+        return call(*args, **kwargs)
     except Exception as exc:
-        return "raised " + type(exc).__name__
+        return Raised("raised " + type(exc).__name__)
+
+def shown(values):  # what the calls returned, read once they are all over
+    return collections.Counter(repr(value) for value in values)
 
 def run(together):
     importlib.reload(target)
     call = {build}
     if not together:
-        return collections.Counter(one(call, i) for i in range({total}))
+        return shown([one(call, i) for i in range({total})])
     results, barrier, installing = [], threading.Barrier({THREADS}), threading.Lock()
     def worker(number):
         barrier.wait()
@@ -129,7 +135,7 @@ def run(together):
     threads = [threading.Thread(target=worker, args=(n,)) for n in range({THREADS})]
     [t.start() for t in threads]
     [t.join() for t in threads]
-    return collections.Counter(results)
+    return shown(results)
 
 sys.setswitchinterval(1e-6)
 print("one after another:", dict(sorted(run(False).items())))

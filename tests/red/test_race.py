@@ -533,6 +533,42 @@ async def test_a_module_its_package_uses_at_import_starts_every_run_alike(tmp_pa
     assert raced.confirmed and raced.effect.startswith("a lost update"), raced.effect
 
 
+BROKER = '''"""Subscriptions to events."""
+
+
+class Subscription:
+    def __init__(self, broker: "Broker", name: str) -> None:
+        self.broker = broker
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Subscription({self.name!r}, one of {len(self.broker._subscriptions)})"
+
+
+class Broker:
+    def __init__(self) -> None:
+        self._subscriptions: list = []
+
+    def subscribe(self, name: str) -> Subscription:
+        subscription = Subscription(self, name)
+        self._subscriptions.append(subscription)
+        return subscription
+'''
+
+
+async def test_what_a_call_returns_is_read_once_the_calls_are_over(tmp_path: Path) -> None:
+    """``subscribe`` appends in one step (no race), and returns an object whose text shows how many subscriptions
+    the broker holds: read while the other threads still subscribe, it differs from any order's text, which is
+    the probe's reading, not the code's race."""
+    honest = await _probe(tmp_path, {"events/broker.py": BROKER}, "events/broker.py", "Broker.subscribe")
+    assert not honest.confirmed and honest.effect.startswith("no race seen"), honest.effect
+    # hostile: the same text, but the append is a read-modify-write of the list: the lost update is still seen
+    racy = BROKER.replace("self._subscriptions.append(subscription)",
+                          "self._subscriptions = self._subscriptions + [subscription]")
+    raced = await _probe(tmp_path, {"events/broker.py": racy}, "events/broker.py", "Broker.subscribe")
+    assert raced.confirmed, raced.effect
+
+
 async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> None:
     modules = {"src/tally/__init__.py": "", "src/tally/base.py": "START = 0\n",
                "src/tally/counter.py": COUNTER.replace("import threading\n",

@@ -229,12 +229,25 @@ def mangled(owner: str, name: str) -> str:
     return name
 
 
+RETURNED = ""  # a call's text until the run is over: what it returned is shown then (:func:`shown`)
+
+
 def outcome(call: Any) -> tuple[str, object]:
     try:
-        value = call()
-        return ADDRESS.sub("", repr(value))[:200], value
+        return RETURNED, call()
     except Exception as exc:
         return "raised " + type(exc).__name__, None
+
+
+def shown(value: object) -> str:
+    """What a call returned, as text, once every call of the run is over: a returned object that shows the shared
+    state (a subscription showing its broker's registry) is not shown while other threads change that state (its
+    ``repr`` would fail or differ for the probe's own reading, not the code's), and a ``repr`` that fails is no
+    exception of the call."""
+    try:
+        return ADDRESS.sub("", repr(value))[:200]
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 def is_value(obj: object) -> bool:
@@ -497,8 +510,7 @@ def run_tasks(subject: Subject, threads: int, calls: int, mode: str) -> list[tup
     async def one(index: int) -> tuple[int, tuple[str, object]]:
         args, kwargs = subject.calls[index % len(subject.calls)]
         try:
-            value = await subject.target(*args, **kwargs)
-            return index, (ADDRESS.sub("", repr(value))[:200], value)
+            return index, (RETURNED, await subject.target(*args, **kwargs))
         except Exception as exc:
             return index, ("raised " + type(exc).__name__, None)
 
@@ -596,6 +608,7 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
             thread.join(timeout=max(0.0, deadline - _clock()))
         hung = sum(thread.is_alive() for thread in workers)
         blocked = [waiting_at(thread, filename) for thread in workers if thread.is_alive()]
+    done = [(index, (text or shown(value), value)) for index, (text, value) in done]
     objects: dict[str, set[int]] = collections.defaultdict(set)
     for index, (_, value) in done:
         if not is_value(value):
