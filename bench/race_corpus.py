@@ -279,17 +279,23 @@ def interpreter(tree: Path, year: int) -> str:
     return installed[min(installed)] if installed else sys.executable
 
 
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
 def package_dirs(tree: Path, paths: list[str]) -> list[Path]:
     """The directories of a monorepo's packages that hold the changed files (the nearest directory above each
-    with its own ``pyproject.toml``, ``setup.py`` or ``setup.cfg``), the root excluded."""
+    with its own ``pyproject.toml``, ``setup.py`` or ``setup.cfg``), the root excluded, and the src-layout
+    packages beside them: the probe imports those from the tree too, as a development install of the repository
+    has them, so their dependencies are the environment's."""
     found: list[Path] = []
     for path in paths:
         for parent in (tree / path).parents:
             if parent == tree or tree not in parent.parents:
                 break
-            if any((parent / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
-                if parent not in found:
-                    found.append(parent)
+            if any((parent / name).is_file() for name in PROJECT_FILES):
+                beside = sorted(d for d in parent.parent.iterdir() if (d / "src").is_dir()
+                                and any((d / name).is_file() for name in PROJECT_FILES))
+                found += [d for d in [parent, *beside] if d not in found]
                 break
     return found
 

@@ -569,6 +569,62 @@ async def test_what_a_call_returns_is_read_once_the_calls_are_over(tmp_path: Pat
     assert raced.confirmed, raced.effect
 
 
+RESERVOIR = '''"""Keeps a random sample of what it is offered."""
+from abc import ABC, abstractmethod
+from random import randrange
+
+
+class Reservoir(ABC):
+    def __init__(self, size: int = 2) -> None:
+        self.size = size
+        self.seen = 0
+        self.kept: dict = {}
+
+    def offer(self, value: float) -> None:
+        index = self._slot()
+        if index is not None:
+            self.kept[index] = value
+
+    @abstractmethod
+    def _slot(self) -> "int | None": ...
+
+
+class Sample(Reservoir):
+    def _slot(self) -> "int | None":
+        self.seen += 1
+        if self.seen <= self.size:
+            return self.seen - 1
+        index = randrange(self.seen)
+        return index if index < self.size else None
+'''
+RESERVOIR_TESTS = """from stats.reservoir import Sample
+
+
+def test_keeps_two():
+    sample = Sample(2)
+    sample.offer(1.0)
+    sample.offer(2.0)
+    sample.offer(3.0)
+    assert len(sample.kept) == 2
+"""
+
+
+async def test_an_abstract_class_method_is_driven_through_its_subclass_and_calls_that_draw_are_not_compared(
+        tmp_path: Path) -> None:
+    """``Reservoir.offer`` is the abstract class's: it is driven on ``Sample``, the class that inherits it as it is.
+    Its calls draw random numbers, so overlapping calls get other draws than in any order one after another (a draw
+    and its use are two steps): what they leave is not compared, locked or not, and the probe says why."""
+    modules = {"stats/__init__.py": "", "stats/reservoir.py": RESERVOIR, "tests/test_reservoir.py": RESERVOIR_TESTS}
+    drawn = await _probe(tmp_path, modules, "stats/reservoir.py", "Reservoir.offer")
+    assert not drawn.confirmed and "its calls draw random numbers" in drawn.effect, drawn.effect
+    # the same abstract method without the draw: reached through the subclass, its unlocked count loses updates
+    counted = RESERVOIR.replace("        index = randrange(self.seen)\n", "        index = self.seen % 3\n")
+    raced = await _probe(tmp_path, {**modules, "stats/reservoir.py": counted}, "stats/reservoir.py",
+                         "Reservoir.offer")
+    assert raced.confirmed, raced.effect
+    assert raced.reproducer is None  # built through a subclass: the effect names what was called
+
+
 async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> None:
     modules = {"src/tally/__init__.py": "", "src/tally/base.py": "START = 0\n",
                "src/tally/counter.py": COUNTER.replace("import threading\n",
