@@ -625,6 +625,18 @@ async def test_an_abstract_class_method_is_driven_through_its_subclass_and_calls
     assert raced.reproducer is None  # built through a subclass: the effect names what was called
 
 
+async def test_objects_per_call_are_counted_only_where_every_call_is_the_same(tmp_path: Path) -> None:
+    """With the tests' two services the calls differ (the order of calls may decide what a bounded cache keeps,
+    so objects per call are not counted there); the same service repeated shows the client built twice."""
+    tests = ("from shop.registry import Registry\n\n\ndef test_clients():\n    registry = Registry()\n"
+             "    assert registry.client('billing') is registry.client('billing')\n"
+             "    assert registry.client('search').name == 'search'\n")
+    raced = await _probe(tmp_path, {"shop/registry.py": REGISTRY, "tests/test_registry.py": tests},
+                         "shop/registry.py", "Registry.client")
+    assert raced.confirmed and raced.effect.startswith("one object expected, several built"), raced.effect
+    assert "(every call with one argument set)" in raced.effect, raced.effect
+
+
 async def test_a_module_of_a_src_layout_package_is_reached(attack: Attack) -> None:
     modules = {"src/tally/__init__.py": "", "src/tally/base.py": "START = 0\n",
                "src/tally/counter.py": COUNTER.replace("import threading\n",
