@@ -750,7 +750,7 @@ def main() -> None:
                  repeated=len(ways) > len(pairs), skipped=skipped[:5], **described)
             return
         pair, repeated = ways[trial % len(ways)]
-        way = "one argument set" if repeated else str(pair)
+        way = "one argument set" if repeated else pair or "alone"
         try:
             first = reference if pair is None and not repeated else run(threads, calls, "sequential", 0, pair,
                                                                          repeated=repeated)
