@@ -15,9 +15,10 @@ A case is confirmed when the probe confirms a race in one of its functions befor
 give none. ``--precision`` instead counts the race hypotheses on the twenty honest merged PRs of
 ``tests/realworld/fixtures`` (as written, and as if each said its code runs concurrently), and probes every
 function and method each PR changes, hypothesis or not: an honest PR must give no confirmed race.
-Each tree gets the modules its build generates (a version module) before it is probed. The cases after the first
-fifteen were chosen by the rule written above them in ``CASES``; the totals are given for the whole corpus and for
-the fixes of 2019 or later.
+Each tree gets the modules its build generates (a version module) and the data files its release holds and git
+does not (as the sandbox fills them) before it is probed. The cases after the first fifteen were chosen by the rule
+written above them in ``CASES``; a fix that is not on its project's default branch (a pull request's commit never
+merged) is left out of the totals, which are given for the merged cases and for those fixed in 2019 or later.
 Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_corpus.py [--mirrors DIR] [--json OUT] [--precision]
 [--fixes SHA-PREFIX…]``.
 """
