@@ -625,6 +625,14 @@ async def test_an_abstract_class_method_is_driven_through_its_subclass_and_calls
     assert raced.reproducer is None  # built through a subclass: the effect names what was called
 
 
+async def test_a_module_that_draws_at_import_is_still_compared(tmp_path: Path) -> None:
+    """A module that draws a random token when it is imported: its calls draw nothing, so they are compared (the
+    draw at import is the same in every run) and the lost update is seen."""
+    drawing = COUNTER.replace("import threading\n", "import random\nimport threading\n\nTOKEN = random.random()\n")
+    raced = await _probe(tmp_path, {"shop/counter.py": drawing}, "shop/counter.py", "Counter.bump")
+    assert raced.confirmed and "lost update" in raced.effect, raced.effect
+
+
 async def test_objects_per_call_are_counted_only_where_every_call_is_the_same(tmp_path: Path) -> None:
     """With the tests' two services the calls differ (the order of calls may decide what a bounded cache keeps,
     so objects per call are not counted there); the same service repeated shows the client built twice."""

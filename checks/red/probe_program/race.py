@@ -590,10 +590,11 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
         patience: float = PATIENCE_SECONDS, repeated: bool = False) -> dict[str, Any]:
     """One run of the calls in ``mode`` (``repeated``: every call with the first argument set); threads still
     running ``patience`` seconds after they started are hung."""
-    # the random module starts alike in every run, so that calls which draw from it are told apart (below)
+    # the random module starts alike in every run (a module or constructor that draws from it draws the same), so
+    # that calls which draw from it are told apart (below)
     random.seed(CONFIG["seed"])
-    seeded = random.getstate()
     subject = Subject(companion, repeated)
+    seeded = random.getstate()
     began = _clock()
     done: list[tuple[int, tuple[str, object]]] = []
     hung = 0
