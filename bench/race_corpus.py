@@ -368,7 +368,7 @@ def release_data(mirror: Path, parent: str, *trees: Path) -> str | None:
     from sandbox.release_data import ReleaseIndex, fill, wanted
 
     base = trees[0]
-    paths = [p for p in git(mirror, "ls-tree", "-r", "--name-only", parent).splitlines()]
+    paths = git(mirror, "ls-tree", "-r", "--name-only", parent).splitlines()
 
     def read(path: str) -> str | None:
         file = base / path
@@ -425,11 +425,12 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
     parent = git(mirror, "rev-parse", f"{fix}^").strip()
     row: dict[str, Any] = {"repo": case.repo, "fix": fix, "parent": parent, "licence": case.licence,
                            "what": case.what, "functions": []}
+    year = int(git(mirror, "show", "-s", "--format=%cd", "--date=format:%Y", fix).strip())
+    row["year"] = year
     branch = git(mirror, "symbolic-ref", "HEAD").strip()
     row["merged"] = subprocess.run(["git", "--git-dir", str(mirror), "merge-base", "--is-ancestor", fix, branch],
                                    capture_output=True).returncode == 0
     if not row["merged"]:  # a pull request's commit that never reached the default branch is no merged fix
-        row["year"] = int(git(mirror, "show", "-s", "--format=%cd", "--date=format:%Y", fix).strip())
         row["error"] = f"not merged: not on {branch.removeprefix('refs/heads/')}"
         row["confirmed_before"] = row["confirmed_after"] = False
         return row
@@ -437,8 +438,6 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
              if p.endswith(".py") and not is_test_path(p)]
     before = export(mirror, parent, scratch / f"{fix[:10]}-before")
     after = export(mirror, fix, scratch / f"{fix[:10]}-after")
-    year = int(git(mirror, "show", "-s", "--format=%cd", "--date=format:%Y", fix).strip())
-    row["year"] = year
     python, missing = environment(before, year, package_dirs(before, paths))
     version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              capture_output=True, text=True, check=True).stdout.strip()

@@ -157,8 +157,8 @@ def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
         return False, f"inconclusive: {data['inconclusive']}"[:400]
     paired = [str(p) for p in data.get("paired") or []][:5]
     alone = ["alone", *(["alone with one argument set repeated"] if data.get("repeated") is True else [])]
-    ways = f": {', '.join(alone)}{' and with ' + ', '.join(paired) if paired else ''}, {TRIALS} each in turn" \
-        if paired or len(alone) > 1 else ""
+    named = ", ".join(alone) + (" and with " + ", ".join(paired) if paired else "")
+    ways = f": {named}, {TRIALS} each in turn" if paired or len(alone) > 1 else ""
     skipped = [str(x) for x in data.get("skipped") or []]
     if skipped:
         ways += f"; {len(skipped)} not compared ({'; '.join(skipped[:2])})"
