@@ -231,7 +231,7 @@ def declared_dependencies(tree: Path) -> list[str]:
                 try:
                     names += [str(r) for r in ast.literal_eval(value)]
                 except (ValueError, TypeError, SyntaxError):
-                    continue
+                    names += requirement_files(tree, value)
     config = configparser.ConfigParser()
     try:
         config.read(tree / "setup.cfg", encoding="utf-8")
@@ -252,6 +252,23 @@ def declared_dependencies(tree: Path) -> list[str]:
         if (match := REQUIREMENT_NAME.match(requirement)) and match.group(1).lower() not in found:
             found.append(match.group(1).lower())
     return sorted(found)
+
+
+def requirement_files(tree: Path, value: ast.AST) -> list[str]:
+    """The requirements of the files an ``install_requires`` expression reads (``get_requirements("main.txt")``):
+    each string in it naming a file of the tree, or of its ``requirements/`` folder; comments, options and
+    includes left out."""
+    found: list[str] = []
+    for node in ast.walk(value):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        for file in (tree / node.value, tree / "requirements" / node.value):
+            if node.value and file.is_file() and tree.resolve() in file.resolve().parents:
+                found += [line.split("#", 1)[0].strip() for line in
+                          file.read_text(encoding="utf-8", errors="replace").splitlines()
+                          if line.strip() and not line.lstrip().startswith(("#", "-"))]
+                break
+    return found
 
 
 def installed_python(minor: int) -> str | None:

@@ -4,7 +4,8 @@ What: in one function or method, a write to state that outlives the call and tha
 module-level mutable globals (in a module that uses threads), and attributes of ``self``/``cls`` (in a module that
 uses threads, or when the change says the code runs concurrently): ``self.n += 1``; ``self.x = f(self.x)``;
 ``self.d[k] = …`` or ``self.d.append(…)`` after reading ``self.d``. A function that takes a lock (``with
-…lock…:``, ``….acquire()``) is left out, as are constructors and other dunder methods but ``__call__``.
+…lock…:``, ``with …locks[key]:``, ``….acquire()``) is left out, as are constructors and other dunder methods but
+``__call__``.
 Why: a read-modify-write is where an interleaving loses an update or lets two callers through a check; a lone
 ``self.d[k] = v`` or ``append`` is one atomic operation and is not flagged.
 Example: ``recent = self._hits.get(c, []); …; self._hits[c] = recent`` → a hypothesis at the write.
@@ -34,7 +35,11 @@ def dotted(node: ast.AST) -> str | None:
 
 def takes_lock(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     def lockish(expr: ast.AST) -> bool:
-        name = (dotted(expr.func) if isinstance(expr, ast.Call) else dotted(expr)) or ""
+        if isinstance(expr, ast.Call):
+            expr = expr.func
+        if isinstance(expr, ast.Subscript):  # one lock of a table of them: ``with self.locks[key]:``
+            expr = expr.value
+        name = dotted(expr) or ""
         return any(word in name.lower() for word in LOCK_WORDS)
 
     for node in ast.walk(func):

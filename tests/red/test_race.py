@@ -845,3 +845,80 @@ def test_an_exception_is_a_race_only_where_no_sequential_order_raised() -> None:
     # threads another error is no race
     misuse = [run(none=6, raised_RuntimeError=2), run(none=6, raised_RuntimeError=2)]
     assert broken(misuse, run(none=6, raised_OperationalError=2)) is None
+
+
+
+SENDER = '''"""Sends in the background."""
+import threading
+
+
+class Job:
+    def __init__(self) -> None:
+        self.started = False
+
+    def start(self) -> None:
+        if self.started:
+            raise RuntimeError("a job can only be started once")
+        self.started = True
+
+
+class Sender:
+    def __init__(self) -> None:
+        self.job = Job()
+        self.job.start()
+
+    def send(self, n: int = 1) -> int:
+        self._schedule(n > 0)
+        return n
+
+    def _schedule(self, due: bool = False) -> None:
+        if due:
+            self.job = Job()
+            self.job.start()
+'''
+
+
+async def test_a_private_helper_is_driven_through_the_methods_that_call_it(tmp_path: Path) -> None:
+    """Alone, the helper is called as no caller calls it (its default leaves it idle, as a timer still running
+    leaves a scheduler idle): its callers are its companions, and through them one job is started twice; the
+    locked helper starts none twice."""
+    modules = {"shop/sender.py": SENDER}
+    raced = await _probe(tmp_path, modules, "shop/sender.py", "Sender._schedule")
+    assert raced.confirmed and raced.effect.startswith("an exception only under concurrency: raised RuntimeError"), \
+        raced.effect
+    locked = SENDER.replace("import threading\n", "import threading\n\nLOCK = threading.Lock()\n").replace(
+        "        if due:\n            self.job = Job()\n            self.job.start()\n",
+        "        with LOCK:\n            if due:\n                self.job = Job()\n                self.job.start()\n")
+    assert "with LOCK:" in locked
+    fixed = await _probe(tmp_path, {"shop/sender.py": locked}, "shop/sender.py", "Sender._schedule")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen") and "with send" in fixed.effect, \
+        fixed.effect
+
+
+TICKER = '''"""Counts hits and wakes a flusher for each."""
+import threading
+
+
+class Ticker:
+    def __init__(self) -> None:
+        self.hits = 0
+        self.flusher = threading.Thread(target=lambda: None)
+
+    def hit(self) -> None:
+        flusher = threading.Thread(target=lambda: None)
+        flusher.start()
+        self.flusher = flusher
+        self.hits += 1
+'''
+
+
+async def test_a_thread_the_calls_start_is_state_by_its_type_not_its_name(tmp_path: Path) -> None:
+    """Each run names its threads anew (``Thread-12``) and finds them alive or done: that is when they ran, not
+    what the calls computed, so runs one after another still agree and the lost update of the count shows; the
+    locked count is no race."""
+    raced = await _probe(tmp_path, {"shop/ticker.py": TICKER}, "shop/ticker.py", "Ticker.hit")
+    assert raced.confirmed and raced.effect.startswith("a lost update"), raced.effect
+    locked = TICKER.replace("import threading\n", "import threading\n\nLOCK = threading.Lock()\n").replace(
+        "        self.hits += 1\n", "        with LOCK:\n            self.hits += 1\n")
+    fixed = await _probe(tmp_path, {"shop/ticker.py": locked}, "shop/ticker.py", "Ticker.hit")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen"), fixed.effect

@@ -29,6 +29,8 @@ def kinds(source: str, network: tuple[str, ...] = ()) -> list[tuple[str, str | N
     ("def walk(tree):\n    return [walk(c) for c in tree]\n", [("resource-exhaustion", "walk", ("tree",))]),
     ("import threading\nHITS = {}\ndef hit(k):\n    HITS[k] = HITS.get(k, 0) + 1\n",
      [("unlocked-shared-state", "hit", ())]),
+    ("import threading\nclass C:\n    def hit(self, k):\n        with self.files[k]:\n"
+     "            self.n[k] = self.n.get(k, 0) + 1\n", [("unlocked-shared-state", "C.hit", ())]),
     ("import sys\ndef main():\n    eval(sys.argv[1])\n", []),  # a source, but no parameter a probe can drive
 ])
 def test_sinks_reached_by_untrusted_input(
@@ -48,6 +50,8 @@ def test_sinks_reached_by_untrusted_input(
     "import random\ndef shuffle_deck(cards):\n    random.shuffle(cards)\n",
     "def walk(tree, depth):\n    return [walk(c, depth - 1) for c in tree] if depth else []\n",
     "import threading\nLOCK = threading.Lock()\nHITS = {}\ndef hit(k):\n    with LOCK:\n        HITS[k] = 1\n",
+    "import threading\nclass C:\n    def hit(self, k):\n        with self._locks[k]:\n"
+    "            self.n[k] = self.n.get(k, 0) + 1\n",  # one lock of a table of them
     "PASSWORD_FIELD = 'password'\nTOKEN_URL = 'https://example.com/token'\n",
     "import os\nAPI_KEY = os.environ['API_KEY']\n",
 ])

@@ -194,7 +194,8 @@ TESTS = TestCalls()
 
 def snapshot(value: object, depth: int = 0) -> object:
     """A comparable picture of a state value: containers as sorted multisets (order of equal calls is no race),
-    objects by their attributes, locks and callables by their type."""
+    objects by their attributes, locks, threads (a timer the calls start: its name and liveness tell when it ran,
+    not what the calls computed), events and callables by their type."""
     if isinstance(value, (bool, int, str, bytes, type(None))):
         return value
     if isinstance(value, float):
@@ -205,7 +206,8 @@ def snapshot(value: object, depth: int = 0) -> object:
         return sorted((repr(snapshot(k, depth + 1)), repr(snapshot(v, depth + 1))) for k, v in value.items())[:500]
     if isinstance(value, (list, tuple, set, frozenset, collections.deque)):
         return sorted(repr(snapshot(v, depth + 1)) for v in value)[:500]
-    if callable(value) or isinstance(value, ModuleType) or "lock" in type(value).__name__.lower():
+    if callable(value) or isinstance(value, (ModuleType, threading.Thread, threading.Event)) \
+            or "lock" in type(value).__name__.lower():
         return type(value).__name__
     attributes = getattr(value, "__dict__", None)
     if isinstance(attributes, dict):
@@ -483,7 +485,9 @@ def guarded_by_callers(subject: Subject, name: str) -> list[int]:
 
 def companions(subject: Subject) -> list[str]:
     """Other methods of the receiver's class that read or write the attributes the target touches: a check in one
-    and an act in the other race as surely as a read-modify-write in one."""
+    and an act in the other race as surely as a read-modify-write in one; and for a private helper, the methods
+    that call it, the ways in that callers have (the state that makes it act — a timer run out, an argument its
+    default leaves out — may be theirs to set)."""
     owner = subject.owner
     if owner is None or isinstance(owner, type):
         return []
@@ -493,15 +497,17 @@ def companions(subject: Subject) -> list[str]:
     state = set(getattr(owner, "__dict__", {})) | {
         k for klass in type(owner).__mro__[:-1] for k, v in vars(klass).items()
         if not k.startswith("__") and isinstance(v, (dict, list, set, collections.deque))}
-    if code is None or not state:
+    if code is None:
         return []
     touched = set(code.co_names) & state
+    private = subject.name.startswith("_") and not subject.name.endswith("__")
     found = []
     for name, member in sorted(vars(type(owner)).items()):
         func = getattr(member, "__code__", None)
         if name == subject.name or func is None or (name.startswith("__") and name not in PROTOCOL):
             continue
-        if touched & set(func.co_names) and not guarded_by_callers(subject, name):
+        caller = private and subject.name in func.co_names
+        if (caller or touched & set(func.co_names)) and not guarded_by_callers(subject, name):
             found.append(name)
     # the container protocol first (get/set pairs are where a cache checks and acts), then public methods, then
     # the private helpers a public method hands the state to (returning a connection to a pool)
