@@ -922,3 +922,34 @@ async def test_a_thread_the_calls_start_is_state_by_its_type_not_its_name(tmp_pa
         "        self.hits += 1\n", "        with LOCK:\n            self.hits += 1\n")
     fixed = await _probe(tmp_path, {"shop/ticker.py": locked}, "shop/ticker.py", "Ticker.hit")
     assert not fixed.confirmed and fixed.effect.startswith("no race seen"), fixed.effect
+
+
+TOGGLE = '''"""Records while a switch is on."""
+import threading
+
+LOCK = threading.Lock()
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.on = False
+        self.items = []
+
+    def record(self) -> None:
+        with LOCK:
+            if self.on:
+                self.items.append(1)
+
+    def switch(self) -> None:
+        with LOCK:
+            self.on = not self.on
+'''
+
+
+async def test_a_size_that_depends_on_the_order_of_different_calls_is_no_race(tmp_path: Path) -> None:
+    """Every call takes the lock, so any run is some order of the calls one after another; how many items are
+    recorded depends on that order (0 to 16), and a few orders tried are not all of them: a size the sequential
+    orders disagree on is not compared, and the locked pair is no race."""
+    locked = await _probe(tmp_path, {"shop/recorder.py": TOGGLE}, "shop/recorder.py", "Recorder.record")
+    assert not locked.confirmed and locked.effect.startswith("no race seen") and "with switch" in locked.effect, \
+        locked.effect
