@@ -191,14 +191,16 @@ def locked_targets(path: str, source: str, added: set[int]) -> list[Target]:
     return found
 
 
-def static_hypothesis(path: str, source: str, qualname: str) -> bool:
-    return any(h.kind == RACE_KIND and h.target is not None and h.target.qualname == qualname
-               for h in TaintPass(path, source, concurrent=True).run())
+def static_hypothesis(path: str, source: str, qualname: str) -> str | None:
+    """The state the static pass names for ``qualname`` (``self.n``, ``file:self.path``), or None."""
+    return next((h.sink for h in TaintPass(path, source, concurrent=True).run()
+                 if h.kind == RACE_KIND and h.target is not None and h.target.qualname == qualname), None)
 
 
-async def probe(tree: Path, target: Target, python: str) -> dict[str, Any]:
+async def probe(tree: Path, target: Target, python: str, sink: str | None = None) -> dict[str, Any]:
+    """The race probe of ``target`` as a review runs it: from processes where the static pass names a file."""
     sandbox = LocalProbeSandbox(tree, python)
-    hyp = Hypothesis(kind=RACE_KIND, path=target.path, line=1, sink="corpus", detail="corpus", target=target)
+    hyp = Hypothesis(kind=RACE_KIND, path=target.path, line=1, sink=sink or "corpus", detail="corpus", target=target)
     tried = []
     for family in families(RACE_KIND):
         attack = Attack(hyp, "*", family.name)
@@ -470,11 +472,11 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
         for target in locked_targets(path, fixed_source, added_lines(mirror, fix, path)):
             if f"def {target.qualname.split('.')[-1]}" not in old_source:
                 continue
+            sink = static_hypothesis(path, old_source, target.qualname)
             row["functions"].append({
-                "path": path, "qualname": target.qualname,
-                "static_before": static_hypothesis(path, old_source, target.qualname),
-                "before": await probe(before, target, python),
-                "after": await probe(after, target, python),
+                "path": path, "qualname": target.qualname, "static_before": sink is not None, "state": sink,
+                "before": await probe(before, target, python, sink),
+                "after": await probe(after, target, python, sink),
             })
     row["confirmed_before"] = any(f["before"]["confirmed"] for f in row["functions"])
     row["confirmed_after"] = any(f["after"]["confirmed"] for f in row["functions"])

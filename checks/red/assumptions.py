@@ -15,7 +15,7 @@ import re
 CONCURRENCY = re.compile(
     r"thread[- ]?safe(?:ty)?|(?:shared|used|called)\s+(?:by|from|across|between)\s+(?:\S+\s+){0,4}?"
     r"(?:threads|workers|requests|coroutines|tasks|processes)|concurrent(?:ly)?\s+(?:\S+\s+){0,2}?"
-    r"(?:requests|calls|use|access|threads|workers)|(?:multiple|several|many)\s+threads|multi-?threaded|"
+    r"(?:requests|calls|use|access|threads|workers)|(?:multiple|several|many)\s+(?:threads|processes)|multi-?threaded|"
     r"(?:one|a single|the same)\s+(?:\S+\s+){0,3}?instance\s+(?:is\s+)?shared",
     re.IGNORECASE)
 

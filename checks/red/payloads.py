@@ -19,9 +19,10 @@ path-traversal    dotdot, absolute                            a secret file outs
                                                               nonce comes back) or overwritten
 resource-exh.     deep-list, deep-dict, long-string           RecursionError / MemoryError, a timeout or an
                                                               OOM kill after a benign call completed
-unlocked-shared-  opcode-yield, line-yield                    threads released together give a result, a
-state                                                         final state or an exception that the same calls
-                                                              one after another never give (checks.red.race)
+unlocked-shared-  opcode-yield, line-yield                    threads (processes, for a file) released
+state                                                         together give a result, a final state or an
+                                                              exception that the same calls one after another
+                                                              never give (checks.red.race)
 ================  ==========================================  =============================================
 """
 
@@ -74,10 +75,10 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         Family("long-string", "a string of a million characters", 0.5),
     ),
     "unlocked-shared-state": (
-        Family("opcode-yield", "threads released together; a trace hook yields at every opcode of the changed module",
-               1.0),
-        Family("line-yield", "threads released together; a trace hook yields at every line of the changed module",
-               0.7),
+        Family("opcode-yield", "threads (for a file: processes) released together; a trace hook yields at every "
+               "opcode of the changed module", 1.0),
+        Family("line-yield", "threads (for a file: processes) released together; a trace hook yields at every line "
+               "of the changed module", 0.7),
     ),
 }
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from checks import pyast
 from checks.red.hypotheses import Attack
+from checks.red.shared_state import FILE_PREFIX
 
 THREADS = 8
 CALLS = 4
@@ -43,7 +44,7 @@ def race_config(attack: Attack, nonce: str, seed: int, timeout_seconds: float | 
     budget = None if timeout_seconds is None else round(timeout_seconds * BUDGET_SHARE, 3)
     return {"nonce": nonce, "path": target.path, "qualname": target.qualname, "is_method": target.is_method,
             "family": attack.family, "threads": THREADS, "calls": CALLS, "trials": TRIALS, "seed": seed % 1_000_003,
-            "budget": budget, "patience": PATIENCE}
+            "budget": budget, "patience": PATIENCE, "processes": attack.hypothesis.sink.startswith(FILE_PREFIX)}
 
 
 def _literal(text: object) -> str | None:
@@ -68,7 +69,8 @@ def module_of(path: str) -> str:
 
 def reproducer(attack: Attack, data: dict[str, Any]) -> str | None:
     """A short script that shows the race outside LogoMesh: the same calls one after another, then from threads
-    released together while a trace hook yields in the changed module. None when the probe's report is not plain,
+    (for a file: processes, each run in a fresh directory, the files left shown) released together while a trace
+    hook yields in the changed module. None when the probe's report is not plain,
     for a coroutine (its race is shown by the effect: tasks gathered together), for a pair of methods and for a
     metaclass's method (the effect names what was called)."""
     target = attack.hypothesis.target
@@ -89,9 +91,13 @@ def reproducer(attack: Attack, data: dict[str, Any]) -> str | None:
     else:
         build = f"target.{target.qualname}"
     opcodes = attack.family == "opcode-yield"
-    total = THREADS * CALLS
-    return f'''# {target.qualname} ({target.path}): {THREADS} threads × {CALLS} calls, one after another, then together
-import collections, importlib, sys, threading, time
+    processes = data.get("processes") is True
+    runner = (_PROCESSES_RUN if processes else _THREADS_RUN).replace("THREADS", str(THREADS)).replace(
+        "CALLS_EACH", str(CALLS)).replace("TOTAL", str(THREADS * CALLS)).replace("BUILD", build)
+    drivers = "processes" if processes else "threads"
+    return f'''# {target.qualname} ({target.path}): {THREADS} {drivers} × {CALLS} calls, one after another, then
+# together
+import collections, importlib, sys, threading, time{", json, os, tempfile" if processes else ""}
 import {module} as target
 
 CALLS = {calls}
@@ -117,29 +123,59 @@ def one(call, index):
 
 def shown(values):  # what the calls returned, read once they are all over
     return collections.Counter(repr(value) for value in values)
+{runner}
+sys.setswitchinterval(1e-6)
+print("one after another:", dict(sorted(run(False).items())))
+print("together:         ", dict(sorted(run(True).items())))
+'''
 
+
+_THREADS_RUN = '''
 def run(together):
     importlib.reload(target)
-    call = {build}
+    call = BUILD
     if not together:
-        return shown([one(call, i) for i in range({total})])
-    results, barrier, installing = [], threading.Barrier({THREADS}), threading.Lock()
+        return shown([one(call, i) for i in range(TOTAL)])
+    results, barrier, installing = [], threading.Barrier(THREADS), threading.Lock()
     def worker(number):
         barrier.wait()
         with installing:
             sys.settrace(yielder)
-        for i in range({CALLS}):
-            results.append(one(call, i * {THREADS} + number))
+        for i in range(CALLS_EACH):
+            results.append(one(call, i * THREADS + number))
         with installing:
             sys.settrace(None)
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range({THREADS})]
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(THREADS)]
     [t.start() for t in threads]
     [t.join() for t in threads]
     return shown(results)
+'''
+_PROCESSES_RUN = '''
+def files():  # what the calls left in the run's directory
+    return {name: open(name, "rb").read(200).decode(errors="replace") for name in sorted(os.listdir("."))}
 
-sys.setswitchinterval(1e-6)
-print("one after another:", dict(sorted(run(False).items())))
-print("together:         ", dict(sorted(run(True).items())))
+def run(together):
+    os.chdir(tempfile.mkdtemp())
+    importlib.reload(target)
+    call = BUILD
+    if not together:
+        return {**shown([one(call, i) for i in range(TOTAL)]), "files": files()}
+    outputs = tempfile.mkdtemp()
+    gate, release = os.pipe()
+    for number in range(THREADS):
+        if os.fork() == 0:
+            os.read(gate, 1)
+            sys.settrace(yielder)
+            mine = [repr(one(call, i * THREADS + number)) for i in range(CALLS_EACH)]
+            sys.settrace(None)
+            with open(os.path.join(outputs, str(number)), "w") as out:
+                json.dump(mine, out)
+            os._exit(0)
+    os.write(release, b"x" * THREADS)
+    for number in range(THREADS):
+        os.wait()
+    returned = [r for n in range(THREADS) for r in json.load(open(os.path.join(outputs, str(n))))]
+    return {**collections.Counter(returned), "files": files()}
 '''
 
 
@@ -147,12 +183,13 @@ def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
     """Whether the race probe's report confirms a race, and what it saw."""
     if data is None:
         return False, "the race probe did not report"
+    drivers = f"{THREADS} {'processes' if data.get('processes') is True else 'threads'} × {CALLS} calls"
     found = data.get("confirmed")
     trials = data.get("trials")
     total = data.get("of", TRIALS)
     if isinstance(found, str) and found:
         seen = f"one after another: {data.get('sequential')}, together: {data.get('concurrent')}"
-        return True, f"{found} ({THREADS} threads × {CALLS} calls, trial {trials} of {total}; {seen})"[:600]
+        return True, f"{found} ({drivers}, trial {trials} of {total}; {seen})"[:600]
     if isinstance(data.get("inconclusive"), str):
         return False, f"inconclusive: {data['inconclusive']}"[:400]
     paired = [str(p) for p in data.get("paired") or []][:5]
@@ -163,7 +200,7 @@ def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
     if skipped:
         ways += f"; {len(skipped)} not compared ({'; '.join(skipped[:2])})"
     if "budget" in data and trials != total:
-        return False, (f"no race seen in {trials} of {total} trial(s) of {THREADS} threads × {CALLS} calls with "
+        return False, (f"no race seen in {trials} of {total} trial(s) of {drivers} with "
                        f"forced interleavings{ways}: the probe's time budget ({data['budget']} s) ended the rest")[:400]
-    return False, (f"no race seen in {trials} trial(s) of {THREADS} threads × {CALLS} calls with forced "
+    return False, (f"no race seen in {trials} trial(s) of {drivers} with forced "
                    f"interleavings{ways}")[:400]

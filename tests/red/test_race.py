@@ -6,6 +6,7 @@ import ast
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -250,12 +251,14 @@ def _locked(source: str, methods: dict[str, str]) -> str:
     return "\n".join(out) + "\n"
 
 
-async def _probe(tmp_path: Path, modules: dict[str, str], path: str, qualname: str) -> ProbeOutcome:
-    """The race probe of one callable, run for real whatever the static pass says (a locked version too)."""
+async def _probe(tmp_path: Path, modules: dict[str, str], path: str, qualname: str, sink: str = "state",
+                 sandbox_for: Callable[[Path], Any] = LocalProbeSandbox) -> ProbeOutcome:
+    """The race probe of one callable, run for real whatever the static pass says (a locked version too), in the
+    sandbox ``sandbox_for`` makes of the repository; a ``file:`` sink drives it from processes."""
     repo = write_repo(tmp_path / f"direct{len(list(tmp_path.iterdir()))}", modules)
     target = Target(path=path, qualname=qualname, params=(), is_method="." in qualname)
-    hypothesis = Hypothesis(kind=RACE_KIND, path=path, line=1, sink="state", detail="state", target=target)
-    sandbox = LocalProbeSandbox(repo)
+    hypothesis = Hypothesis(kind=RACE_KIND, path=path, line=1, sink=sink, detail="state", target=target)
+    sandbox = sandbox_for(repo)
     for family in families(RACE_KIND):
         probe = Probe(hypothesis, "*", family.name)
         nonce = probe_nonce(7, probe)

@@ -82,3 +82,30 @@ def test_enclosing_target_for_a_scanner_line() -> None:
     target = enclosing_target("m.py", source, 4)
     assert target is not None and (target.qualname, target.params, target.is_method) == ("A.m", ("p", "q"), True)
     assert enclosing_target("m.py", source, 1) is None
+
+
+def file_races(source: str) -> list[tuple[str | None, str]]:
+    return [(h.target.qualname if h.target else None, h.sink) for h in TaintPass("m.py", source).run()
+            if h.kind == "unlocked-shared-state"]
+
+
+COUNTER_FILE = ("import threading\nclass Store:\n    def add(self):\n        with open(self.path) as f:\n"
+                "            n = int(f.read())\n        with open(self.path, 'w') as f:\n"
+                "            f.write(str(n + 1))\n")
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    (COUNTER_FILE, [("Store.add", "file:self.path")]),
+    ("import threading\nfrom pathlib import Path\ndef bump(path):\n    n = int(Path(path).read_text())\n"
+     "    Path(path).write_text(str(n + 1))\n", [("bump", "file:path")]),
+    ("import json, os, multiprocessing\ndef save(p, k):\n    data = json.load(open(p))\n    data[k] = 1\n"
+     "    json.dump(data, open(p + '.tmp', 'w'))\n    os.replace(p + '.tmp', p)\n", [("save", "file:p")]),
+    # under a file lock, appended to, only read, or in a module that uses neither threads nor processes
+    (COUNTER_FILE.replace("    def add(self):\n", "    def add(self):\n        fcntl.flock(self.fd, fcntl.LOCK_EX)\n"),
+     []),
+    (COUNTER_FILE.replace("'w'", "'a'"), []),
+    ("import threading\ndef read(p):\n    with open(p) as f:\n        return f.read()\n", []),
+    (COUNTER_FILE.replace("import threading\n", ""), []),
+])
+def test_a_file_read_and_written_again_is_shared_state(source: str, expected: list[tuple[str, str]]) -> None:
+    assert file_races(source) == expected

@@ -26,14 +26,20 @@ from checks.red.probe_program.common import CONFIG, REPO, WATCH, emit, failure, 
 # --- program ---
 import ast
 import asyncio
+import atexit
 import collections
+import fcntl
 import importlib
 import inspect
+import json
 import linecache
 import os
 import random
 import re
+import shutil
+import signal
 import sys
+import tempfile
 import threading
 import time
 from types import FrameType, ModuleType
@@ -54,6 +60,13 @@ PATIENCE_SECONDS = float(CONFIG.get("patience") or 5.0)
 PATIENCE_FACTOR = 4.0
 # methods that are a class's way in for callers: a check and an act on the same state are usually two of these
 PROTOCOL = ("__getitem__", "__setitem__", "__delitem__", "__contains__", "__len__", "__call__", "__iter__")
+MAX_FILES = 200
+FILE_BYTES = 4096
+# the state is a file: the calls run in processes (which share files, not memory), each run in a fresh directory
+PROCESSES = bool(CONFIG.get("processes"))
+WORK = tempfile.mkdtemp(prefix="race-") if PROCESSES else ""
+if WORK:
+    atexit.register(shutil.rmtree, WORK, True)
 _sleep = time.sleep
 _clock = time.monotonic  # the real clock (the trials' budget): every other clock is frozen
 # Installing a trace function runs audit hooks, which may switch threads: two threads installing at once fail.
@@ -394,12 +407,16 @@ class Subject:
         return f"{self.name}#{(index // (2 if self.companion else 1)) % len(self.calls)}"
 
     def state(self) -> object:
+        if PROCESSES:  # the processes' memory is their own: what they share is the files they leave
+            return {"files": files_left()}
         if self.owner is not None:
             return {"instance": snapshot(self.owner), "class": snapshot(
                 {k: v for k, v in vars(type(self.owner)).items() if not k.startswith("__")})}
         return snapshot({k: v for k, v in vars(self.module).items() if not k.startswith("__")})
 
     def sizes(self) -> dict[str, int]:
+        if PROCESSES:
+            return {}
         if self.owner is not None:
             return sizes({**{f"class.{k}": v for k, v in vars(type(self.owner)).items()},
                           **{f"self.{k}": v for k, v in getattr(self.owner, "__dict__", {}).items()}})
@@ -411,6 +428,77 @@ class Subject:
             if "__new__" in self.init_args[1] else "init" if self.owner is not None else "function"
         return {"receiver": receiver, "init_args": repr(self.init_args), "call_args": repr(self.calls)[:2000],
                 **({"concrete": self.concrete} if self.concrete else {})}
+
+
+def files_left() -> dict[str, str]:
+    """The files of the run's directory (the calls' relative paths land there) and the start of each."""
+    found: dict[str, str] = {}
+    for root, directories, names in sorted(os.walk(".")):
+        directories.sort()
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            try:
+                with open(path, "rb") as handle:
+                    found[os.path.relpath(path)] = handle.read(FILE_BYTES).decode("utf-8", "replace")
+            except OSError as exc:
+                found[os.path.relpath(path)] = f"<{type(exc).__name__}>"
+            if len(found) >= MAX_FILES:
+                return found
+    return found
+
+
+def run_processes(subject: Subject, threads: int, calls: int, mode: str, seed: int, patience: float
+                  ) -> tuple[list[tuple[int, tuple[str, object]]], int]:
+    """The calls from ``threads`` forked processes released together through a pipe (each yielding in the changed
+    module as a thread would), or, for the control, taking turns under a file lock; and how many were hung."""
+    filename = getattr(subject.module, "__file__", "") or ""
+    outputs = tempfile.mkdtemp(dir=WORK, prefix="out-")
+    gate, release = os.pipe()
+    children: dict[int, int] = {}
+    for number in range(threads):
+        pid = os.fork()
+        if pid == 0:  # the child: its calls, then what each returned, as text, in a file of its own
+            try:
+                os.close(release)
+                os.read(gate, 1)
+                if mode != "control":
+                    sys.settrace(interleaver(filename, mode == "opcode-yield", random.Random(seed * 1000 + number)))  # noqa: S311 - a schedule, not a secret
+                mine = []
+                for call in range(calls):
+                    index = call * threads + number
+                    if mode == "control":
+                        with open(os.path.join(WORK, "turns.lock"), "a") as turn:
+                            fcntl.flock(turn, fcntl.LOCK_EX)
+                            text, value = subject.call(index)
+                    else:
+                        text, value = subject.call(index)
+                    mine.append([index, text or shown(value)])
+                sys.settrace(None)
+                with open(os.path.join(outputs, str(number)), "w", encoding="utf-8") as out:
+                    json.dump(mine, out)
+            finally:
+                os._exit(0)
+        children[pid] = number
+    os.close(gate)
+    os.write(release, b"go" * threads)
+    os.close(release)
+    deadline = _clock() + patience
+    while children and _clock() < deadline:
+        for pid in list(children):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                del children[pid]
+        _sleep(0.005)
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    done: list[tuple[int, tuple[str, object]]] = []
+    for number in set(range(threads)) - set(children.values()):
+        try:
+            with open(os.path.join(outputs, str(number)), encoding="utf-8") as out:
+                done += [(index, (text, None)) for index, text in json.load(out)]
+        except (OSError, ValueError):  # a process that died in its calls: each call it made is lost
+            done += [(call * threads + number, ("raised (the process died)", None)) for call in range(calls)]
+    return done, len(children)
 
 
 def project_modules(module: ModuleType) -> list[tuple[str, ModuleType]]:
@@ -614,6 +702,8 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
     # the random module starts alike in every run (a module or constructor that draws from it draws the same), so
     # that calls which draw from it are told apart (below)
     random.seed(CONFIG["seed"])
+    if PROCESSES:
+        os.chdir(tempfile.mkdtemp(dir=WORK))
     subject = Subject(companion, repeated)
     seeded = random.getstate()
     began = _clock()
@@ -625,6 +715,8 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
     elif mode.startswith("sequential"):
         order = orders(threads, calls).get(mode, list(range(threads * calls)))
         done = [(index, subject.call(index)) for index in order]
+    elif PROCESSES:
+        done, hung = run_processes(subject, threads, calls, mode, seed, patience)
     else:
         barrier = threading.Barrier(threads)
         serial = threading.Lock()
@@ -723,6 +815,11 @@ def compare(serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
         return "results no sequential order gives: " + ", ".join(
             f"{v} ×{n}" for v, n in sorted(other["results"].items()))[:300]
     if other["state"] != reference["state"]:
+        if PROCESSES:  # the files the processes left: the first that differs, with what it holds either way
+            left, after = other["state"]["files"], reference["state"]["files"]
+            name = next(n for n in sorted({*left, *after}) if left.get(n) != after.get(n))
+            return (f"a lost update: {name} holds {left.get(name, '(no file)')!r:.60}, after every sequential order "
+                    f"{after.get(name, '(no file)')!r:.60}")
         return "a lost update: the final state differs from the one every sequential order leaves"
     return None
 
@@ -745,7 +842,7 @@ def main() -> None:
         return
     emit("import", ok=True, sightings=WATCH.take())
     subject: Subject = reference["subject"]
-    described = {**subject.describe(), "coroutine": inspect.iscoroutinefunction(subject.target),
+    described = {**subject.describe(), "coroutine": inspect.iscoroutinefunction(subject.target), "processes": PROCESSES,
                  "sequential": dict(reference["results"])}
     again = run(threads, calls, "sequential", 0, None)
     if again["results"] != reference["results"] or again["state"] != reference["state"]:

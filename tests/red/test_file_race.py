@@ -1,0 +1,111 @@
+"""Races on files: a file read and written again by one call, confirmed by driving the call from processes."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from checks.red.hypotheses import RACE_KIND
+from tests.red.conftest import Attack
+from tests.red.fixtures import write_repo
+from tests.red.test_race import _probe
+
+VISITS = '''"""Counts the visits of the site in one file."""
+import os
+
+
+class Visits:
+    def __init__(self, path: str = "visits.txt") -> None:
+        self.path = path
+
+    def record(self) -> int:
+        count = 0
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as stored:
+                count = int(stored.read() or 0)
+        with open(self.path, "w", encoding="utf-8") as stored:
+            stored.write(str(count + 1))
+        return count + 1
+'''
+LOCKED_VISITS = '''"""Counts the visits of the site in one file."""
+import fcntl
+import os
+
+
+class Visits:
+    def __init__(self, path: str = "visits.txt") -> None:
+        self.path = path
+
+    def record(self) -> int:
+        with open(self.path + ".lock", "a") as guard:
+            fcntl.flock(guard, fcntl.LOCK_EX)
+            count = 0
+            if os.path.exists(self.path):
+                with open(self.path, encoding="utf-8") as stored:
+                    count = int(stored.read() or 0)
+            with open(self.path, "w", encoding="utf-8") as stored:
+                stored.write(str(count + 1))
+            return count + 1
+'''
+STATED = "The visit counter is shared by the server's worker processes."
+
+
+async def test_a_file_read_and_written_again_by_processes_is_a_lost_update(attack: Attack, tmp_path: Path) -> None:
+    """Processes share files, not memory: the counter is read and written again by every call, and processes
+    released together while each yields in the module lose updates that 32 calls one after another never lose."""
+    analysis, _agent, _sandbox = await attack({"web/visits.py": VISITS}, body=STATED)
+    (race,) = [f for f in analysis.findings if f.id.startswith(RACE_KIND)]
+    assert race.confirmed and race.severity == "high", race.effect
+    assert race.effect is not None, race
+    assert race.effect.startswith(("results no sequential order gives", "a lost update: visits.txt holds")), race.effect
+    assert "8 processes × 4 calls" in race.effect
+    # the reproducer shows it outside LogoMesh: forked processes, each run in a directory of its own
+    assert race.reproducer is not None and "os.fork()" in race.reproducer
+    repo = write_repo(tmp_path / "again", {"web/visits.py": VISITS})
+    shown = subprocess.run([sys.executable, "-c", race.reproducer], cwd=repo, capture_output=True, text=True,
+                           timeout=60, check=True).stdout
+    alone, together = (ast.literal_eval(line.split(":", 1)[1].strip()) for line in shown.splitlines())
+    assert alone == {**{str(n): 1 for n in range(1, 33)}, "files": {"visits.txt": "32"}}
+    assert together["files"] != {"visits.txt": "32"}
+
+
+async def test_a_file_taken_under_a_file_lock_is_no_race(attack: Attack, tmp_path: Path) -> None:
+    analysis, _agent, _sandbox = await attack({"web/visits.py": LOCKED_VISITS}, body=STATED)
+    assert not [f for f in analysis.findings if f.id.startswith(RACE_KIND)]
+    # probed all the same (as if the static pass had missed the lock): the processes take turns, the count holds
+    fixed = await _probe(tmp_path, {"web/visits.py": LOCKED_VISITS}, "web/visits.py", "Visits.record",
+                         sink="file:self.path")
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen"), fixed.effect
+    bare = await _probe(tmp_path, {"web/visits.py": VISITS}, "web/visits.py", "Visits.record",
+                        sink="file:self.path")
+    assert bare.confirmed, bare.effect
+
+
+TAGS = '''"""Tags kept in a JSON file, replaced whole on every change."""
+import json
+import os
+
+
+def tag(name: str, path: str = "tags.json") -> None:
+    tags = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as stored:
+            tags = json.load(stored)
+    tags.append(name)
+    fresh = f"{path}.{os.getpid()}"
+    with open(fresh, "w", encoding="utf-8") as written:
+        json.dump(tags, written)
+    os.replace(fresh, path)
+'''
+
+
+async def test_a_file_replaced_whole_loses_what_another_process_added(tmp_path: Path) -> None:
+    """Each call returns nothing, so only the file tells: a process that read the list before another replaced
+    it writes its own list back, and tags added in between are lost (an atomic replace, from a file of each
+    process's own, is no lock)."""
+    found = await _probe(tmp_path, {"web/tags.py": TAGS}, "web/tags.py", "tag", sink="file:path")
+    assert found.confirmed, found.effect
+    assert found.effect.startswith("a lost update: tags.json holds '[\"k\""), found.effect
+    assert "after every sequential order '[\"k\", \"k\"" in found.effect
