@@ -109,3 +109,26 @@ async def test_a_file_replaced_whole_loses_what_another_process_added(tmp_path: 
     assert found.confirmed, found.effect
     assert found.effect.startswith("a lost update: tags.json holds '[\"k\""), found.effect
     assert "after every sequential order '[\"k\", \"k\"" in found.effect
+
+
+ENDS_IN_A_CHILD = '''"""Keeps a count in a file, and ends any process but the one that loaded it."""
+import os
+
+LOADED_BY = os.getpid()
+
+
+def bump(path: str = "count.txt") -> None:
+    if os.getpid() != LOADED_BY:
+        os._exit(3)
+    count = int(open(path).read()) if os.path.exists(path) else 0
+    with open(path, "w") as stored:
+        stored.write(str(count + 1))
+'''
+
+
+async def test_a_process_that_dies_before_it_reports_confirms_nothing(tmp_path: Path) -> None:
+    """A process the code ends (or the kernel kills: 8 at once hold more memory than one) tells nothing of its
+    calls: missing results are not taken for a race, the way is left uncompared and the probe says why."""
+    found = await _probe(tmp_path, {"web/count.py": ENDS_IN_A_CHILD}, "web/count.py", "bump", sink="file:path")
+    assert not found.confirmed, found.effect
+    assert "process(es) died before they reported" in found.effect, found.effect

@@ -448,9 +448,10 @@ def files_left() -> dict[str, str]:
 
 
 def run_processes(subject: Subject, threads: int, calls: int, mode: str, seed: int, patience: float
-                  ) -> tuple[list[tuple[int, tuple[str, object]]], int]:
+                  ) -> tuple[list[tuple[int, tuple[str, object]]], int, int]:
     """The calls from ``threads`` forked processes released together through a pipe (each yielding in the changed
-    module as a thread would), or, for the control, taking turns under a file lock; and how many were hung."""
+    module as a thread would), or, for the control, taking turns under a file lock; how many were hung, and how
+    many died before they reported (killed, or ended by the code): their calls are not known."""
     filename = getattr(subject.module, "__file__", "") or ""
     outputs = tempfile.mkdtemp(dir=WORK, prefix="out-")
     gate, release = os.pipe()
@@ -492,13 +493,14 @@ def run_processes(subject: Subject, threads: int, calls: int, mode: str, seed: i
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     done: list[tuple[int, tuple[str, object]]] = []
+    died = 0
     for number in set(range(threads)) - set(children.values()):
         try:
             with open(os.path.join(outputs, str(number)), encoding="utf-8") as out:
                 done += [(index, (text, None)) for index, text in json.load(out)]
-        except (OSError, ValueError):  # a process that died in its calls: each call it made is lost
-            done += [(call * threads + number, ("raised (the process died)", None)) for call in range(calls)]
-    return done, len(children)
+        except (OSError, ValueError):
+            died += 1
+    return done, len(children), died
 
 
 def project_modules(module: ModuleType) -> list[tuple[str, ModuleType]]:
@@ -708,7 +710,7 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
     seeded = random.getstate()
     began = _clock()
     done: list[tuple[int, tuple[str, object]]] = []
-    hung = 0
+    hung = died = 0
     blocked: list[str | None] = []
     if inspect.iscoroutinefunction(subject.target) and companion is None:
         done = run_tasks(subject, threads, calls, mode if mode in ("control", "sequential") else "concurrent")
@@ -716,7 +718,7 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
         order = orders(threads, calls).get(mode, list(range(threads * calls)))
         done = [(index, subject.call(index)) for index in order]
     elif PROCESSES:
-        done, hung = run_processes(subject, threads, calls, mode, seed, patience)
+        done, hung, died = run_processes(subject, threads, calls, mode, seed, patience)
     else:
         barrier = threading.Barrier(threads)
         serial = threading.Lock()
@@ -755,7 +757,7 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
         if not is_value(value):
             objects[subject.key(index)].add(id(value))
     return {"results": collections.Counter(text for _, (text, _) in done), "state": subject.state(),
-            "sizes": subject.sizes(), "distinct": {k: len(v) for k, v in objects.items()}, "hung": hung,
+            "sizes": subject.sizes(), "distinct": {k: len(v) for k, v in objects.items()}, "hung": hung, "died": died,
             "subject": subject, "keep": done, "identical": companion is None and len(subject.calls) == 1,
             "seconds": _clock() - began, "patience": patience, "blocked": blocked, "drew": random.getstate() != seeded}
 
@@ -893,10 +895,13 @@ def main() -> None:
             # what they leave may differ from every sequential order without a race in the code's state
             skipped.append(f"{way}: its calls draw random numbers")
             continue
+        if control["died"]:
+            skipped.append(f"{way}: {control['died']} process(es) died before they reported")
+            continue
         if (why := control_differs(serial, control)) is not None:
             if pair is None and not repeated:
-                emit("race", ok=True, inconclusive="threads change the result even when their calls never overlap: "
-                     + why, trials=trial + 1, **described)
+                emit("race", ok=True, inconclusive=f"{'processes' if PROCESSES else 'threads'} change the result "
+                     f"even when their calls never overlap: {why}", trials=trial + 1, **described)
                 return
             skipped.append(f"{way}: {why}"[:100])
             continue
@@ -904,7 +909,13 @@ def main() -> None:
         if concurrent["hung"] and not deadlocked(concurrent):
             # threads that wait on a queue, a condition, a poll loop (its clock frozen) or the network wait by
             # design, or for calls that never came: that is no race, and what the others did is not comparable
-            skipped.append(f"{way}: {concurrent['hung']} thread(s) waited outside the module's locks"[:100])
+            who = "process(es)" if PROCESSES else "thread(s)"
+            skipped.append(f"{way}: {concurrent['hung']} {who} waited outside the module's locks"[:100])
+            continue
+        if concurrent["died"]:
+            # a process killed (out of memory: 8 at once hold more than one) or ended by the code told nothing of
+            # its calls: what the others did is not comparable
+            skipped.append(f"{way}: {concurrent['died']} process(es) died before they reported")
             continue
         found = compare([*serial, control], concurrent)
         if found is not None:
