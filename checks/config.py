@@ -20,6 +20,7 @@ Example::
     review_request_changes: false          # the review asks for changes (REQUEST_CHANGES) on a fail, not COMMENT
     rubric:                                # deep-merged into the rubric; the result is validated and hashed
       constraints: {network: {prohibited: true}}
+      assumptions: {concurrent: ["app/limits/**"]}   # paths whose code runs concurrently: races are probed there
 """
 
 from __future__ import annotations

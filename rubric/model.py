@@ -302,6 +302,15 @@ class AuditRules(_Frozen):
     min_theory_terms: int = Field(4, ge=0)
 
 
+class Assumptions(_Frozen):
+    """What the repository states about how its code runs, which a change must not break."""
+
+    concurrent: tuple[Annotated[str, Field(min_length=1)], ...] = Field((), description=(
+        "globs of paths whose code runs concurrently (threads or processes), e.g. ratelimit/**: a read-modify-write "
+        "of shared state there is probed whatever the budget, and a missing lock is evidence before it is "
+        "confirmed"))
+
+
 class RubricDocument(_Frozen):
     """A rubric document: the rules every review (or audit) is judged by."""
 
@@ -322,6 +331,7 @@ class RubricDocument(_Frozen):
     criteria: tuple[Criterion, ...] = Field(min_length=1)
     judges: dict[str, JudgePersona] = Field(json_schema_extra={"minProperties": 1})
     audit: AuditRules = AuditRules()
+    assumptions: Assumptions = Assumptions()
 
 
 class Rubric(RubricDocument):

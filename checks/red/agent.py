@@ -18,12 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from checks.constraints import path_matches
 from checks.detectives.doc_analyst import is_test_path
 from checks.languages import go, javascript
 from checks.models import SEVERITY_ORDER, Case, RedAnalysis, RedFinding
 from checks.protocols import Sandbox
 from checks.red import go_targets, js_targets
-from checks.red.assumptions import stated_concurrency
+from checks.red.assumptions import assumed_concurrency, documented, stated_concurrency
 from checks.red.hypotheses import RACE_KIND, Attack, Hypothesis, merge
 from checks.red.mcts import MCTSPlanner, Rollout, SearchResult, State
 from checks.red.payloads import describe, families
@@ -69,7 +70,7 @@ def case_seed(case: Case, rubric: Rubric) -> int:
 def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSource] = ()) -> list[Hypothesis]:
     """Every hypothesis on the lines the change adds to its (non-test) Python, JavaScript, TypeScript and Go files."""
     network = rubric.constraints.network.modules if rubric.constraints.network.prohibited else ()
-    concurrent = stated_concurrency(case.intent_text) is not None
+    stated = stated_concurrency(case.intent_text) is not None
     found: list[Hypothesis] = []
     for changed in case.files:
         if (changed.status == "removed" or changed.is_binary or changed.is_symlink or changed.content is None
@@ -86,10 +87,30 @@ def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSo
             continue
         if not changed.path.endswith(".py") or is_test_path(changed.path):
             continue
+        # the code runs concurrently where the PR, the rubric's assumptions or the module's docstrings say so
+        concurrent = stated or any(path_matches(changed.path, g) for g in rubric.assumptions.concurrent) \
+            or bool(documented(changed.content))
         found += TaintPass(changed.path, changed.content, added, network, concurrent).run()
         for source in sources:
             found += [h for h in source.candidates(changed.path, changed.content) if added is None or h.line in added]
     return merge(found)
+
+
+def assumptions(case: Case, rubric: Rubric, hypotheses: Sequence[Hypothesis], stated: str | None
+                ) -> dict[str, str]:
+    """Who says the code of each race hypothesis runs concurrently (the PR's words ``stated``, the rubric's
+    ``assumptions.concurrent``, or a docstring of the changed module at head), by hypothesis key."""
+    sources = {f.path: f.content for f in case.files if f.content is not None and f.path.endswith(".py")}
+    docs = {path: documented(text) for path, text in sources.items()}
+    found = {}
+    for hyp in hypotheses:
+        if hyp.kind != RACE_KIND:
+            continue
+        reason = assumed_concurrency(hyp.path, hyp.target.qualname if hyp.target else None, stated,
+                                     rubric.assumptions.concurrent, docs.get(hyp.path, {}))
+        if reason is not None:
+            found[hyp.key] = reason
+    return found
 
 
 def too_large(case: Case) -> list[str]:
@@ -153,7 +174,9 @@ class RedSearchSpace:
     sandbox: Sandbox
     seed: int
     probe_timeout_seconds: float
-    assumed: bool = False  # the change says its code runs concurrently: race hypotheses come first
+    # the race hypotheses whose code the PR, the rubric or the code's docs say runs concurrently, with who says so:
+    # they come first, and each is probed whatever the budget
+    assumed: dict[str, str] = field(default_factory=dict)
     records: dict[str, ProbeRecord] = field(default_factory=dict)
     confirmed: dict[str, ProbeRecord] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -164,7 +187,7 @@ class RedSearchSpace:
 
     def _hypothesis_prior(self, hyp: Hypothesis) -> float:
         weight = {"critical": 1.0, "high": 0.8, "medium": 0.6, "low": 0.4}
-        if hyp.kind == RACE_KIND and self.assumed:
+        if hyp.key in self.assumed:
             return weight["high"]  # a confirmed race is high; the stated assumption also makes its probe required
         top = {"command-injection": "critical", "code-injection": "critical", "deserialization": "critical",
                "sql-injection": "high", "path-traversal": "high"}.get(hyp.kind, "medium")
@@ -221,13 +244,12 @@ class RedSearchSpace:
         return outcome
 
     async def run_required(self) -> list[str]:
-        """When the change says its code runs concurrently, every race hypothesis is probed, budget or not: one
-        probe (the first schedule) for each the search left untried. Returns the attacks it ran."""
+        """Where the PR, the rubric or the code's docs say the code runs concurrently, every race hypothesis is
+        probed, budget or not: one probe (the first schedule) for each the search left untried. Returns the
+        attacks it ran."""
         ran: list[str] = []
-        if not self.assumed:
-            return ran
         for hyp in self.hypotheses:
-            if hyp.kind != RACE_KIND or any(r.attack.hypothesis.key == hyp.key for r in self.records.values()):
+            if hyp.key not in self.assumed or any(r.attack.hypothesis.key == hyp.key for r in self.records.values()):
                 continue
             attack = Attack(hyp, "*", families(hyp.kind)[0].name)
             await self.run_attack(attack, self.probe_timeout_seconds)
@@ -268,6 +290,9 @@ class MCTSRedTeam:
                                       "probeable": len(probed)}
         if assumed is not None:
             search_log["assumed_concurrency"] = assumed
+        reasons = assumptions(case, rubric, hypotheses, assumed)
+        if assumed is None and reasons:  # stated by the rubric or the code's docs, not the PR
+            search_log["assumed_by"] = dict(sorted(reasons.items())[:50])
         if skipped := too_large(case):
             search_log["too_large"] = {"paths": skipped[:50], "count": len(skipped), "limit_chars": MAX_SOURCE_CHARS}
         imports = ImportRecord()
@@ -284,7 +309,7 @@ class MCTSRedTeam:
             search_log["ran"] = False
         else:
             red = rubric.red
-            space = RedSearchSpace(probed, sandbox, seed, red.probe_timeout_seconds, assumed=assumed is not None,
+            space = RedSearchSpace(probed, sandbox, seed, red.probe_timeout_seconds, assumed=reasons,
                                    imports=imports)
             planner = MCTSPlanner(space, seed=seed, max_steps=red.max_steps, max_time_seconds=red.max_time_seconds,
                                   branches=red.mcts_branches, exploration_weight=red.exploration_weight,
@@ -305,7 +330,7 @@ class MCTSRedTeam:
                       f"{result.stop_reason}); confirmed {len(space.confirmed)} of {len(probed)} exploitable "
                       "hypotheses")
         findings, settled = runtime_findings(rubric, hypotheses, imports)
-        findings += [self._finding(rubric, h, space, sandbox is not None, assumed) for h in hypotheses
+        findings += [self._finding(rubric, h, space, sandbox is not None, reasons.get(h.key)) for h in hypotheses
                      if h.key not in settled]
         findings.sort(key=lambda f: (-SEVERITY_ORDER[f.severity], f.id))
         worst = findings[0].severity if findings else "none"
@@ -352,7 +377,7 @@ class MCTSRedTeam:
                        else f"argument '{record.attack.argument}' ← {record.attack.family}: {described}")
             return rate(rubric, hyp, confirmed=True, payload=payload, effect=record.outcome.effect,
                         reproducer=record.outcome.reproducer)
-        stated = hyp.kind == RACE_KIND and assumed is not None
+        stated = assumed is not None
         if not sandboxed:
             effect = "not confirmed: no sandbox was available to run probes"
         else:
@@ -360,5 +385,5 @@ class MCTSRedTeam:
             effect = (f"not confirmed by {len(tried)} probes; last: {tried[-1].outcome.effect}" if tried
                       else "not confirmed: the search budget ran out before this hypothesis was probed")
         if stated:
-            effect = f"the change says the code runs concurrently ('{assumed}'): a missing lock is evidence; {effect}"
+            effect = f"{assumed}: a missing lock is evidence; {effect}"
         return rate(rubric, hyp, confirmed=False, payload=None, effect=effect, assumed=stated)

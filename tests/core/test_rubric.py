@@ -172,3 +172,26 @@ def test_repo_config_parses_commands_and_hash() -> None:
     assert config.test.setup == ("pip", "install", "-e", ".")
     assert config.sha256 and len(config.sha256) == 64
     assert parse_repo_config(None).sha256 is None
+
+
+def test_the_rubric_s_assumptions_come_from_the_repository_config_and_are_validated() -> None:
+    """``assumptions.concurrent``: the paths whose code runs concurrently; absent, none (the default rubric's hash
+    does not move); a path that is not a non-empty string, or an unknown assumption, is an error naming it."""
+    assert load_rubric().assumptions.concurrent == ()
+    config = parse_repo_config("rubric:\n  assumptions:\n    concurrent: [\"app/limits/**\", \"workers/*.py\"]\n")
+    r = load_rubric(None, config.rubric_overrides())
+    assert r.assumptions.concurrent == ("app/limits/**", "workers/*.py") and r.sha256 != load_rubric().sha256
+    with pytest.raises(RubricError) as empty:
+        load_rubric(None, {"assumptions": {"concurrent": [""]}})
+    assert empty.value.field == "assumptions.concurrent.0"
+    with pytest.raises(RubricError) as unknown:
+        load_rubric(None, {"assumptions": {"reentrant": ["app/**"]}})
+    assert unknown.value.field == "assumptions.reentrant"
+
+
+def test_the_readme_s_repository_config_parses_and_its_rubric_loads() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Per-repository configuration", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    rubric = load_rubric(None, parse_repo_config(example).rubric_overrides())
+    assert rubric.assumptions.concurrent == ("app/limits/**",) and rubric.constraints.network.prohibited
