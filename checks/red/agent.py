@@ -99,13 +99,13 @@ def collect_hypotheses(case: Case, rubric: Rubric, sources: Sequence[CandidateSo
 def assumptions(case: Case, rubric: Rubric, hypotheses: Sequence[Hypothesis], stated: str | None
                 ) -> dict[str, str]:
     """Who says the code of each race hypothesis runs concurrently (the PR's words ``stated``, the rubric's
-    ``assumptions.concurrent``, or a docstring of the changed module at head), by hypothesis key."""
-    sources = {f.path: f.content for f in case.files if f.content is not None and f.path.endswith(".py")}
-    docs = {path: documented(text) for path, text in sources.items()}
+    ``assumptions.concurrent``, or a docstring of the changed module at head), by hypothesis key. Only the
+    modules that hold a race hypothesis have their docstrings read."""
+    races = [h for h in hypotheses if h.kind == RACE_KIND]
+    sources = {f.path: f.content for f in case.files if f.content is not None}
+    docs = {path: documented(sources[path]) for path in {h.path for h in races} if path in sources}
     found = {}
-    for hyp in hypotheses:
-        if hyp.kind != RACE_KIND:
-            continue
+    for hyp in races:
         reason = assumed_concurrency(hyp.path, hyp.target.qualname if hyp.target else None, stated,
                                      rubric.assumptions.concurrent, docs.get(hyp.path, {}))
         if reason is not None:

@@ -23,7 +23,8 @@ from checks.red.hypotheses import RACE_KIND, Hypothesis, Target
 MUTATORS = frozenset({"append", "extend", "update", "add", "pop", "setdefault", "insert", "remove", "clear",
                       "discard", "popitem", "appendleft", "popleft"})
 LOCK_WORDS = ("lock", "mutex", "cond", "semaphore")
-FILE_LOCKS = frozenset({"acquire", "flock", "lockf", "locking"})  # ``fcntl.flock(f, LOCK_EX)``, ``msvcrt.locking``
+# calls that take a lock: ``lock.acquire()``, and a file's ``fcntl.flock(f, LOCK_EX)``/``lockf``, ``msvcrt.locking``
+LOCK_CALLS = frozenset({"acquire", "flock", "lockf", "locking"})
 PATH_WRAPPERS = frozenset({"Path", "pathlib.Path", "os.fspath", "PurePath"})
 FILE_PREFIX = "file:"  # the sink of a file's read-modify-write: its state is shared by processes too
 Hyp = Callable[[ast.AST, str, str], Hypothesis]
@@ -50,7 +51,7 @@ def takes_lock(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     for node in ast.walk(func):
         if isinstance(node, ast.With | ast.AsyncWith) and any(lockish(i.context_expr) for i in node.items):
             return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in FILE_LOCKS:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LOCK_CALLS:
             return True
     return False
 
@@ -162,7 +163,8 @@ def shared_state(func: ast.FunctionDef | ast.AsyncFunctionDef, target: Target, *
         node, name = found
         return [hyp(node, name, f"{func.name}() mutates module-level {name} in threaded code without a lock")]
     dunder = func.name.startswith("__") and func.name.endswith("__") and func.name != "__call__"
-    why = "in threaded code" if threaded else "in code the change says runs concurrently"
+    # not threaded: the PR, the rubric's assumptions or the module's docstrings say the code runs concurrently
+    why = "in threaded code" if threaded else "in code said to run concurrently"
     if target.is_method and not dunder and (found := attribute_rmw(func)):
         node, name = found
         return [hyp(node, f"self.{name}", f"{func.name}() reads and writes self.{name} {why} without a lock")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 from checks.red.hypotheses import RACE_KIND
@@ -29,26 +30,12 @@ class Visits:
             stored.write(str(count + 1))
         return count + 1
 '''
-LOCKED_VISITS = '''"""Counts the visits of the site in one file."""
-import fcntl
-import os
-
-
-class Visits:
-    def __init__(self, path: str = "visits.txt") -> None:
-        self.path = path
-
-    def record(self) -> int:
-        with open(self.path + ".lock", "a") as guard:
-            fcntl.flock(guard, fcntl.LOCK_EX)
-            count = 0
-            if os.path.exists(self.path):
-                with open(self.path, encoding="utf-8") as stored:
-                    count = int(stored.read() or 0)
-            with open(self.path, "w", encoding="utf-8") as stored:
-                stored.write(str(count + 1))
-            return count + 1
-'''
+RECORD = "    def record(self) -> int:\n"
+_HEAD, _BODY = VISITS.split(RECORD)
+# the same method, its whole body under an exclusive lock on a file beside the counter
+LOCKED_VISITS = (_HEAD.replace("import os\n", "import fcntl\nimport os\n") + RECORD
+                 + '        with open(self.path + ".lock", "a") as guard:\n'
+                 + "            fcntl.flock(guard, fcntl.LOCK_EX)\n" + textwrap.indent(_BODY, "    "))
 STATED = "The visit counter is shared by the server's worker processes."
 
 

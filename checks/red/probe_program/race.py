@@ -433,8 +433,8 @@ class Subject:
 def files_left() -> dict[str, str]:
     """The files of the run's directory (the calls' relative paths land there) and the start of each."""
     found: dict[str, str] = {}
-    for root, directories, names in sorted(os.walk(".")):
-        directories.sort()
+    for root, directories, names in os.walk("."):
+        directories.sort()  # walked in order: the same files in the same order every run
         for name in sorted(names):
             path = os.path.join(root, name)
             try:
