@@ -51,6 +51,7 @@ from checks.red.payloads import families
 from checks.red.probes import build_probe, judge_probe, probe_nonce
 from checks.red.shared_state import takes_lock
 from checks.red.taint import TaintPass
+from sandbox.environment import plan_environment
 from tests.red.local_sandbox import LocalProbeSandbox
 
 SEED = 20260201
@@ -256,6 +257,39 @@ def declared_dependencies(tree: Path) -> list[str]:
     return sorted(found)
 
 
+def tests_dependencies(tree: Path) -> list[str]:
+    """pytest, its plugins and the libraries the project's test files import, among what its test environment
+    declares (test extras, groups and requirement files, as the sandbox plans them:
+    :func:`sandbox.environment.plan_environment`): the race probe runs the tests to record the objects they build.
+    Linters, docs and release tools, and the build backend, are left out."""
+
+    def read(path: str) -> str | None:
+        file = tree / path
+        return file.read_text(encoding="utf-8", errors="replace") if file.is_file() else None
+
+    files = [p for p in tree.rglob("*") if p.is_file() and ".git" not in p.parts]
+    plan = plan_environment(read, [str(p.relative_to(tree)) for p in files], ("3.13", "3.12", "3.11", "3.10", "3.9"))
+    imported: set[str] = set()
+    for file in files:
+        if file.suffix == ".py" and is_test_path(str(file.relative_to(tree))):
+            try:
+                tree_ = ast.parse(file.read_text(encoding="utf-8", errors="replace"))
+            except (SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree_):
+                if isinstance(node, ast.Import):
+                    imported |= {a.name.split(".")[0].lower() for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    imported.add(node.module.split(".")[0].lower())
+    found = ["pytest"]
+    for requirement in plan.requirements:
+        match = REQUIREMENT_NAME.match(requirement)
+        name = match.group(1).lower() if match else ""
+        if name and name not in found and (name.startswith("pytest") or name.replace("-", "_") in imported):
+            found.append(name)
+    return found
+
+
 def requirement_files(tree: Path, value: ast.AST) -> list[str]:
     """The requirements of the files an ``install_requires`` expression reads (``get_requirements("main.txt")``):
     each string in it naming a file of the tree, or of its ``requirements/`` folder; comments, options and
@@ -324,7 +358,8 @@ def environment(tree: Path, year: int, packages: Sequence[Path] = ()) -> tuple[s
     """The project's interpreter (:func:`interpreter`) with the dependencies its root and the monorepo packages
     holding the changed files declare installed from the package index (one virtual environment per interpreter
     and set of names, kept between runs). Returns the interpreter and the names that would not install."""
-    names = sorted({*declared_dependencies(tree), *(n for d in packages for n in declared_dependencies(d))})
+    names = sorted({*declared_dependencies(tree), *(n for d in packages for n in declared_dependencies(d)),
+                    *tests_dependencies(tree), *(n for d in packages for n in tests_dependencies(d))})
     base = interpreter(tree, year)
     version = subprocess.run([base, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
                              text=True, check=True).stdout.strip()
@@ -460,7 +495,8 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
     python, missing = environment(before, year, package_dirs(before, paths))
     version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    row["environment"] = {"python": version, "declared": declared_dependencies(before), "not installed": missing,
+    row["environment"] = {"python": version, "declared": declared_dependencies(before),
+                          "tests": tests_dependencies(before), "not installed": missing,
                           "generated": generate_build_files(before, python)}
     generate_build_files(after, python)
     row["environment"]["release data"] = release_data(mirror, parent, before, after)

@@ -28,7 +28,7 @@ from checks.red.probe_source import (
     PROBE_TEMPLATE,
     RACE_TEMPLATE,
 )
-from checks.red.race import judge_race, race_config, reproducer
+from checks.red.race import judge_race, race_config, reproducer, with_recorded
 
 REWARD_CONFIRMED = 1.0
 REWARD_DEVIATION = 0.3
@@ -196,7 +196,7 @@ def judge_probe(attack: Attack, nonce: str, result: ProbeResult) -> ProbeOutcome
         why = _error(imported) if imported else f"no probe output (exit code {result.exit_code})"
         return ProbeOutcome(False, REWARD_UNREACHED, f"could not reach the target: {why}", sightings)
     if kind == RACE_KIND:
-        return _judge_race(attack, phases.get("race"), result, sightings)
+        return _judge_race(attack, with_recorded(phases.get("race"), phases.get("recorded")), result, sightings)
     baseline = phases.get("baseline")
     attack_data = phases.get("attack")
     if baseline is None:

@@ -179,17 +179,51 @@ def run(together):
 '''
 
 
+def with_recorded(data: dict[str, Any] | None, recorded: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The race report to judge, from the probe's two: the subject built from literals (``race``), and — when that
+    one confirmed nothing — the subject a test of the project built (``recorded``). The recorded one when it
+    confirms a race, else the first, with what the recorded subject showed (``recorded``: its test and summary)."""
+    if data is None or data.get("confirmed") or not isinstance(recorded, dict):
+        return data
+    test = recorded.get("recorded_from")
+    test = test[:200] if isinstance(test, str) else None
+    found = recorded.get("confirmed")
+    if isinstance(found, str) and found and test:
+        return recorded
+    if isinstance(recorded.get("note"), str):
+        showed = recorded["note"][:200]
+    elif isinstance(recorded.get("inconclusive"), str):
+        showed = f"inconclusive: {recorded['inconclusive']}"[:200]
+    else:
+        showed = f"no race seen in {recorded.get('trials')} trial(s)"
+    return {**data, "recorded": {"test": test, "showed": showed}}
+
+
 def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
     """Whether the race probe's report confirms a race, and what it saw."""
     if data is None:
         return False, "the race probe did not report"
     drivers = f"{THREADS} {'processes' if data.get('processes') is True else 'threads'} × {CALLS} calls"
+    test = data.get("recorded_from")
+    if data.get("receiver") == "recorded" and isinstance(test, str):
+        drivers += f" on the object {test[:200]} builds"
     found = data.get("confirmed")
     trials = data.get("trials")
     total = data.get("of", TRIALS)
     if isinstance(found, str) and found:
         seen = f"one after another: {data.get('sequential')}, together: {data.get('concurrent')}"
         return True, f"{found} ({drivers}, trial {trials} of {total}; {seen})"[:600]
+    confirmed, effect = _unconfirmed(data, drivers)
+    recorded = data.get("recorded")
+    if isinstance(recorded, dict):
+        test = recorded.get("test")
+        effect += f"; on the object the tests build{f' ({test})' if test else ''}: {recorded.get('showed')}"
+    return confirmed, effect[:700]
+
+
+def _unconfirmed(data: dict[str, Any], drivers: str) -> tuple[bool, str]:
+    trials = data.get("trials")
+    total = data.get("of", TRIALS)
     if isinstance(data.get("inconclusive"), str):
         return False, f"inconclusive: {data['inconclusive']}"[:400]
     paired = [str(p) for p in data.get("paired") or []][:5]

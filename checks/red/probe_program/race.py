@@ -28,12 +28,16 @@ import ast
 import asyncio
 import atexit
 import collections
+import contextlib
+import copyreg
 import fcntl
 import importlib
 import inspect
+import io
 import json
 import linecache
 import os
+import pickle
 import random
 import re
 import shutil
@@ -42,7 +46,7 @@ import sys
 import tempfile
 import threading
 import time
-from types import FrameType, ModuleType
+from types import BuiltinFunctionType, FrameType, FunctionType, ModuleType
 from typing import Any
 
 NUMERIC = re.compile(r"(limit|max|rate|capacity|count|size|burst|num|n$|amount|quota|tokens|per_)")
@@ -72,11 +76,19 @@ _clock = time.monotonic  # the real clock (the trials' budget): every other cloc
 # Installing a trace function runs audit hooks, which may switch threads: two threads installing at once fail.
 INSTALLING = threading.Lock()
 Call = tuple[tuple[object, ...], dict[str, object]]
+# a recorded subject: the project's tests run (in this process, for this long at most, from this many of the test
+# files that name the target) until one of them calls the target, whose receiver and arguments are kept
+RECORD_SECONDS = 20.0
+RECORD_MIN_SECONDS = 2.0  # tried only with this much of the budget left (half of what is left records)
+RECORD_FILES = 8
+REAL_CLOCKS: dict[str, Any] = {}
 
 
 def freeze_clocks() -> None:
     """Every clock reads one instant: time-based state (windows, timestamps) is the same in every run."""
     for name in ("time", "monotonic", "perf_counter"):
+        REAL_CLOCKS.setdefault(name, getattr(time, name))
+        REAL_CLOCKS.setdefault(name + "_ns", getattr(time, name + "_ns"))
         setattr(time, name, lambda: FROZEN)
         setattr(time, name + "_ns", lambda: int(FROZEN * 1e9))
 
@@ -207,6 +219,255 @@ class TestCalls:
 TESTS = TestCalls()
 
 
+@contextlib.contextmanager
+def thawed() -> Any:
+    """The real clocks and the default switch interval while the project's tests run (a test that polls a clock
+    until a deadline must see it move)."""
+    frozen = {name: getattr(time, name) for name in REAL_CLOCKS}
+    interval = sys.getswitchinterval()
+    for name, clock in REAL_CLOCKS.items():
+        setattr(time, name, clock)
+    sys.setswitchinterval(0.005)
+    try:
+        yield
+    finally:
+        for name, clock in frozen.items():
+            setattr(time, name, clock)
+        sys.setswitchinterval(interval)
+
+
+LIVE: list[object] = []  # what a recording shares rather than copies: a stream, a socket, a local function
+FRESH_KINDS: dict[type, str] = {type(threading.Lock()): "lock", type(threading.RLock()): "rlock"}
+
+
+def _live(index: int) -> object:
+    return LIVE[index]
+
+
+def _fresh(kind: str) -> object:
+    """A new lock in place of a recorded one: every run starts with its locks free."""
+    return threading.RLock() if kind == "rlock" else threading.Lock()
+
+
+def _named(module: str, qualname: str) -> object:
+    """A class or function by its module and name, as the module is now (reloaded: the fresh class)."""
+    found: object = sys.modules[module]
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def found_again(obj: Any) -> Any:
+    """What a class or function is found as by its module and name: itself, the one a reload of its module made
+    (same module, same name), or None."""
+    try:
+        found: Any = _named(obj.__module__, obj.__qualname__)
+    except (KeyError, AttributeError, TypeError):
+        return None
+    same = found is obj or (type(found) is type(obj) and getattr(found, "__qualname__", None) == obj.__qualname__)
+    return found if same else None
+
+
+class Keeper(pickle.Pickler):
+    """Pickles what a test built: classes and functions by module and name (so that, loaded after a reload, an
+    object is of the fresh class), modules by name, locks as new locks, and what cannot be pickled — a stream, a
+    socket, a lambda — shared as it is. ``owner`` (the receiver) is pickled by reference, for the arguments of
+    later calls on it."""
+
+    def __init__(self, file: io.BytesIO, owner: object = None) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.owner = owner
+
+    def persistent_id(self, obj: object) -> str | None:
+        return "owner" if self.owner is not None and obj is self.owner else None
+
+    def reducer_override(self, obj: Any) -> Any:
+        kind = type(obj)
+        if kind in FRESH_KINDS:
+            return _fresh, (FRESH_KINDS[kind],)
+        if isinstance(obj, ModuleType):
+            return importlib.import_module, (obj.__name__,)
+        if isinstance(obj, type) or kind in (FunctionType, BuiltinFunctionType):
+            found = found_again(obj)
+            if found is obj:
+                return NotImplemented  # by name, as pickle stores it
+            return self.shared(obj) if found is None else (_named, (obj.__module__, obj.__qualname__))
+        if copyreg.dispatch_table.get(kind) is not None:
+            return NotImplemented
+        try:
+            return obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            return self.shared(obj)
+
+    @staticmethod
+    def shared(obj: object) -> tuple[Any, tuple[int]]:
+        LIVE.append(obj)
+        return _live, (len(LIVE) - 1,)
+
+
+def kept(value: object, owner: object = None) -> bytes:
+    out = io.BytesIO()
+    Keeper(out, owner).dump(value)
+    return out.getvalue()
+
+
+class Loader(pickle.Unpickler):
+    def __init__(self, data: bytes, owner: object) -> None:
+        super().__init__(io.BytesIO(data))
+        self.owner = owner
+
+    def persistent_load(self, pid: object) -> object:
+        return self.owner
+
+
+class Recording:
+    """The receiver of the target's first call in a test of the project (as it was then) and the arguments of that
+    call and of the test's next calls on it, each loaded afresh for every run."""
+
+    def __init__(self, test: str, owner: bytes | None, calls: list[bytes]) -> None:
+        self.test, self.owner, self.calls = test, owner, calls
+
+    def load(self) -> tuple[object, list[Call]]:
+        owner = pickle.loads(self.owner) if self.owner is not None else None  # noqa: S301 - pickled by this program
+        return owner, [Loader(blob, owner).load() for blob in self.calls]
+
+
+def bound(frame: FrameType) -> tuple[list[object], dict[str, object]]:
+    """The arguments a call event's frame received, as a call would pass them again."""
+    code, values = frame.f_code, frame.f_locals
+    names = code.co_varnames
+    positional = code.co_argcount
+    args = [values[n] for n in names[:positional]]
+    kwargs = {n: values[n] for n in names[positional:positional + code.co_kwonlyargcount]}
+    at = positional + code.co_kwonlyargcount
+    if code.co_flags & inspect.CO_VARARGS:
+        args += list(values[names[at]])
+        at += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kwargs.update(values[names[at]])
+    return args, kwargs
+
+
+def target_code(module: ModuleType, parts: list[str], is_method: bool) -> Any:
+    """The code object of the changed callable (under its decorators)."""
+    if is_method:
+        member: Any = inspect.getattr_static(getattr(module, parts[0]), mangled(parts[0], parts[1]))
+    else:
+        member = module
+        for part in parts:
+            member = getattr(member, part)
+    member = getattr(member, "__func__", member)
+    return getattr(inspect.unwrap(member), "__code__", None)
+
+
+def naming_files(name: str) -> list[str]:
+    """The project's test files that name ``name``, those naming it most first."""
+    pattern = re.compile(rf"\b{re.escape(name)}\b")
+    found: list[tuple[int, str]] = []
+    for root, dirs, names in os.walk(REPO):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv"))
+        for file in sorted(names):
+            path = os.path.join(root, file)
+            if not file.endswith(".py") or not TEST_FILE.search(os.path.relpath(path, REPO).replace(os.sep, "/")):
+                continue
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    mentions = len(pattern.findall(handle.read(300_000)))
+            except OSError:
+                continue
+            if mentions:
+                found.append((-mentions, path))
+    return [path for _, path in sorted(found)[:RECORD_FILES]]
+
+
+class Recorder:
+    """A pytest plugin: traces calls while the tests run and keeps the first test's calls of the target — the
+    receiver as it was at the first call, and the arguments of each distinct call on it — then ends the session."""
+
+    def __init__(self, code: Any, is_method: bool, deadline: float) -> None:
+        self.where = (code.co_filename, code.co_firstlineno, code.co_name)
+        self.is_method, self.deadline = is_method, deadline
+        self.session: Any = None
+        self.current = ""
+        self.test = ""
+        self.owner: object = None
+        self.blob: bytes | None = None
+        self.calls: list[bytes] = []
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        self.session = session
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        sys.settrace(self.trace)
+
+    def pytest_sessionfinish(self, session: Any) -> None:
+        sys.settrace(None)
+
+    def pytest_runtest_setup(self, item: Any) -> None:
+        self.current = item.nodeid
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: object) -> None:
+        if self.calls or _clock() > self.deadline:
+            self.session.shouldstop = "recorded" if self.calls else "the time to record ended"
+
+    def trace(self, frame: FrameType, event: str, arg: object) -> None:
+        code = frame.f_code
+        if event == "call" and (code.co_filename, code.co_firstlineno, code.co_name) == self.where:
+            self.take(frame)
+
+    def take(self, frame: FrameType) -> None:
+        if (self.test and self.current != self.test) or len(self.calls) >= MAX_ARGUMENT_SETS:
+            return
+        args, kwargs = bound(frame)
+        owner = None
+        if self.is_method:
+            if not args or (self.test and args[0] is not self.owner):
+                return
+            owner, args = args[0], args[1:]
+        try:
+            blob = self.blob if self.test else (kept(owner) if self.is_method else None)
+            call = kept((tuple(args), kwargs), owner)
+        except Exception:  # a call whose state cannot be kept: the next one may be
+            return
+        if call not in self.calls:
+            self.test, self.owner, self.blob = self.current, owner, blob
+            self.calls.append(call)
+
+
+def record(seconds: float) -> Recording | str:
+    """The target as the first of the project's tests to call it builds and calls it (its receiver at that call),
+    or why there is none. The tests run in this process under pytest, for at most ``seconds``, output discarded."""
+    parts = CONFIG["qualname"].split(".")
+    try:
+        import pytest
+    except ImportError:
+        return "pytest is not installed"
+    code = target_code(import_module(CONFIG["path"]), parts, CONFIG["is_method"])
+    files = naming_files(parts[-1])
+    if code is None or not files:
+        return f"no test of the project names {parts[-1]}"
+    recorder = Recorder(code, CONFIG["is_method"], _clock() + seconds)
+    options = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "-p", "no:cov",
+               "-o", "addopts=", "--capture=fd", "-W", "ignore", "--rootdir", REPO]
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = io.StringIO()
+    try:
+        with thawed():
+            pytest.main([*options, *files], plugins=[recorder])
+    except BaseException as exc:  # a test suite that exits or crashes leaves no recording
+        return f"the tests ended with {type(exc).__name__}"
+    finally:
+        sys.settrace(None)
+        sys.stdout, sys.stderr = stdout, stderr
+        WATCH.take()
+    if not recorder.calls:
+        return f"no test of {len(files)} file(s) naming {parts[-1]} called it in {seconds:.0f} s"
+    return Recording(recorder.test, recorder.blob, recorder.calls)
+
+
+RECORDED: Recording | None = None
+
+
 def snapshot(value: object, depth: int = 0) -> object:
     """A comparable picture of a state value: containers as sorted multisets (order of equal calls is no race),
     objects by their attributes, locks, threads (a timer the calls start: its name and liveness tell when it ran,
@@ -283,10 +544,18 @@ class Subject:
         self.init_args: Call = ((), {})
         self.name = parts[-1]
         self.concrete: str | None = None  # the subclass an abstract class's method is driven through
+        # a recording, loaded after the reload: the recorded objects are of the fresh classes
+        recorded = RECORDED.load() if RECORDED is not None else None
         if CONFIG["is_method"]:
             cls = getattr(self.module, parts[0])
             self.name = mangled(parts[0], parts[1])
-            if inspect.isabstract(cls):
+            if recorded is not None:
+                self.owner = recorded[0]
+                if not any(k.__qualname__ == cls.__qualname__ and k.__module__ == cls.__module__
+                           for k in type(self.owner).__mro__):
+                    raise LookupError(f"the recorded receiver is a {type(self.owner).__qualname__}")
+                self.init_args = ((), {"__recorded__": RECORDED.test if RECORDED else ""})
+            elif inspect.isabstract(cls):
                 concrete = self.concrete_class(cls, self.name)
                 self.concrete = concrete.__qualname__
                 self.owner = self.receiver(concrete)
@@ -302,7 +571,7 @@ class Subject:
             self.target = self.module
             for part in parts:
                 self.target = getattr(self.target, part)
-        self.calls = self.calls_of(self.name, self.target)
+        self.calls = recorded[1] if recorded is not None else self.calls_of(self.name, self.target)
         if repeated:  # one argument set for every call: any order of the calls is the same sequence
             self.calls = self.calls[:1]
         self.companion = companion
@@ -424,6 +693,9 @@ class Subject:
 
     def describe(self) -> dict[str, object]:
         """How the subject was built and called, as literals (the reproducer rebuilds it from them)."""
+        if RECORDED is not None:  # built by a test: its object and arguments are no literals to rebuild from
+            return {"receiver": "recorded" if self.owner is not None else "function", "recorded_from": RECORDED.test,
+                    "call_args": shown(self.calls)[:2000]}
         receiver = "metaclass" if isinstance(self.owner, type) else "subclass" if self.concrete else "new" \
             if "__new__" in self.init_args[1] else "init" if self.owner is not None else "function"
         return {"receiver": receiver, "init_args": repr(self.init_args), "call_args": repr(self.calls)[:2000],
@@ -832,31 +1104,22 @@ def control_differs(serial: list[dict[str, Any]], control: dict[str, Any]) -> st
     return invariant_broken(serial, control)
 
 
-def main() -> None:
-    started = _clock()
-    freeze_clocks()
+def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
+    """The trials of every way of calling the subject ``reference`` was run on: what the race report says."""
     threads, calls, trials = CONFIG["threads"], CONFIG["calls"], CONFIG["trials"]
     budget = CONFIG.get("budget")
-    try:
-        reference = run(threads, calls, "sequential", 0, None)
-    except BaseException as exc:
-        emit("import", sightings=WATCH.take(), **failure(exc))
-        return
-    emit("import", ok=True, sightings=WATCH.take())
     subject: Subject = reference["subject"]
     described = {**subject.describe(), "coroutine": inspect.iscoroutinefunction(subject.target), "processes": PROCESSES,
                  "sequential": dict(reference["results"])}
     again = run(threads, calls, "sequential", 0, None)
     if again["results"] != reference["results"] or again["state"] != reference["state"]:
-        emit("race", ok=True, inconclusive="the same calls made one after another do not give the same result "
-             "twice", trials=0, **described)
-        return
+        return dict(inconclusive="the same calls made one after another do not give the same result twice",
+                    trials=0, **described)
     guarded = guarded_by_callers(subject, subject.name)
     if guarded:
-        emit("race", ok=True, inconclusive=f"every call of {subject.name} in its module is made holding a lock "
-             f"(line {', '.join(map(str, guarded[:5]))}): its callers' locking guards it, so it is probed through "
-             "them, not alone", trials=0, **described)
-        return
+        return dict(inconclusive=f"every call of {subject.name} in its module is made holding a lock "
+                    f"(line {', '.join(map(str, guarded[:5]))}): its callers' locking guards it, so it is probed "
+                    "through them, not alone", trials=0, guarded=True, **described)
     pairs: list[str | None] = [None, *companions(subject)]
     # alone, with each companion, and — when the calls cycle through several argument sets, so that only the
     # invariants can tell a race — alone with one argument set repeated, whose every order is the same sequence
@@ -869,9 +1132,8 @@ def main() -> None:
     total = trials * len(ways)
     for trial in range(total):
         if trial and isinstance(budget, (int, float)) and _clock() - started > budget:
-            emit("race", ok=True, trials=trial, of=total, budget=budget, paired=[p for p in pairs if p],
-                 repeated=len(ways) > len(pairs), skipped=skipped[:5], **described)
-            return
+            return dict(trials=trial, of=total, budget=budget, paired=[p for p in pairs if p],
+                        repeated=len(ways) > len(pairs), skipped=skipped[:5], **described)
         pair, repeated = ways[trial % len(ways)]
         way = "one argument set" if repeated else pair or "alone"
         try:
@@ -900,9 +1162,8 @@ def main() -> None:
             continue
         if (why := control_differs(serial, control)) is not None:
             if pair is None and not repeated:
-                emit("race", ok=True, inconclusive=f"{'processes' if PROCESSES else 'threads'} change the result "
-                     f"even when their calls never overlap: {why}", trials=trial + 1, **described)
-                return
+                return dict(inconclusive=f"{'processes' if PROCESSES else 'threads'} change the result "
+                            f"even when their calls never overlap: {why}", trials=trial + 1, **described)
             skipped.append(f"{way}: {why}"[:100])
             continue
         concurrent = run(threads, calls, CONFIG["family"], CONFIG["seed"] + trial, pair, patience, repeated)
@@ -924,12 +1185,49 @@ def main() -> None:
                 described["companion"] = pair
             if repeated:
                 found = f"{found} (every call with one argument set)"
-                described["call_args"] = repr(first["subject"].calls)[:2000]
-            emit("race", ok=True, confirmed=found, trials=trial + 1, of=total, concurrent=dict(concurrent["results"]),
-                 **described)
-            return
-    emit("race", ok=True, trials=total, of=total, paired=[p for p in pairs if p], repeated=len(ways) > len(pairs),
-         skipped=skipped[:5], **described)
+                described["call_args"] = first["subject"].describe()["call_args"]
+            return dict(confirmed=found, trials=trial + 1, of=total, concurrent=dict(concurrent["results"]),
+                        **described)
+    return dict(trials=total, of=total, paired=[p for p in pairs if p], repeated=len(ways) > len(pairs),
+                skipped=skipped[:5], **described)
+
+
+def recorded(started: float) -> dict[str, Any]:
+    """The probe again on the object the project's tests build (a receiver whose state only the tests' setup
+    gives: a map with rules, a console with output recorded), for when the subject built from literals shows no
+    race: the trials' report, or why there is none (``note``)."""
+    global RECORDED
+    budget = CONFIG.get("budget")
+    left = budget - (_clock() - started) if isinstance(budget, (int, float)) else 3 * RECORD_SECONDS
+    if left < RECORD_MIN_SECONDS:
+        return {"note": "not tried: the probe's time budget ended"}
+    found = record(min(RECORD_SECONDS, left / 2))
+    if isinstance(found, str):
+        return {"note": found}
+    RECORDED = found
+    try:
+        reference = run(CONFIG["threads"], CONFIG["calls"], "sequential", 0, None)
+    except Exception as exc:
+        return {"note": f"the calls {found.test} made do not load again ({type(exc).__name__})",
+                "recorded_from": found.test}
+    return analyse(reference, started)
+
+
+def main() -> None:
+    started = _clock()
+    freeze_clocks()
+    try:
+        reference = run(CONFIG["threads"], CONFIG["calls"], "sequential", 0, None)
+    except BaseException as exc:
+        emit("import", sightings=WATCH.take(), **failure(exc))
+        return
+    emit("import", ok=True, sightings=WATCH.take())
+    report = analyse(reference, started)
+    # reported before the project's tests run in this process (one that ends the process loses nothing of it)
+    emit("race", ok=True, **report)
+    # (a helper its callers' locking guards is no less guarded on a recorded object)
+    if not report.get("confirmed") and not report.get("guarded") and not isinstance(reference["subject"].owner, type):
+        emit("recorded", ok=True, **recorded(started))
 
 
 main()

@@ -1,0 +1,116 @@
+"""Races on objects only the project's tests can build: the race probe records the receiver and arguments of the
+target's first call in a test (the tests run under pytest in the probe's process) and drives them from threads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from checks.red.race import judge_race, with_recorded
+from tests.red.test_race import _probe
+
+CONSOLE = '''"""A console that records what it prints, to export it once."""
+import io
+import threading
+
+
+class Segment:
+    def __init__(self, text: str, style: str = "") -> None:
+        self.text, self.style = text, style
+
+
+class Console:
+    def __init__(self, record: bool = False) -> None:
+        self.record = record
+        self.file = io.StringIO()
+        self._buffer: list[Segment] = []
+        self._lock = threading.RLock()
+        self.render_hook = lambda segment: segment  # a local function: shared as it is, not copied
+
+    def print(self, *segments: Segment) -> None:
+        for segment in segments:
+            self.file.write(segment.text)
+            if self.record:
+                self._buffer.append(self.render_hook(segment))
+
+    def export_text(self, clear: bool = True) -> str:
+        text = "".join(segment.text for segment in self._buffer)
+        if clear:
+            del self._buffer[:]
+        return text
+'''
+LOCKED_CONSOLE = CONSOLE.replace('''        text = "".join(segment.text for segment in self._buffer)
+        if clear:
+            del self._buffer[:]
+        return text''', '''        with self._lock:
+            text = "".join(segment.text for segment in self._buffer)
+            if clear:
+                del self._buffer[:]
+            return text''')
+# the console's content comes from calls whose arguments are objects: no literal call builds it
+CONSOLE_TESTS = '''from term.console import Console, Segment
+
+
+def test_print_writes_to_the_file():
+    console = Console()
+    console.print(Segment("a"))
+    assert console.file.getvalue() == "a"
+
+
+def test_export_text_clears_the_record():
+    console = Console(record=True)
+    console.print(Segment("hello ", "bold"), Segment("world"))
+    assert console.export_text() == "hello world"
+    assert console.export_text() == ""
+'''
+
+
+async def test_a_receiver_the_tests_build_is_recorded_and_its_race_confirmed(tmp_path: Path) -> None:
+    """From literals the console records nothing (every export returns ""): the race shows only on the console
+    the test fills, whose text two exports together both return."""
+    files = {"term/console.py": CONSOLE, "tests/test_console.py": CONSOLE_TESTS}
+    bare = await _probe(tmp_path, files, "term/console.py", "Console.export_text")
+    assert bare.confirmed, bare.effect
+    assert bare.effect.startswith(("a limit exceeded", "results no sequential order gives")), bare.effect
+    assert "on the object tests/test_console.py::test_export_text_clears_the_record builds" in bare.effect
+    assert bare.reproducer is None  # a test's object is no literal a script could rebuild
+    # under its lock (a lock of the recording is a new lock in each run): no race
+    fixed = await _probe(tmp_path, {**files, "term/console.py": LOCKED_CONSOLE}, "term/console.py",
+                         "Console.export_text")
+    assert not fixed.confirmed, fixed.effect
+    assert "on the object the tests build (tests/test_console.py::test_export_text_clears_the_record): no race " \
+           "seen" in fixed.effect, fixed.effect
+
+
+async def test_without_a_test_that_calls_it_nothing_is_recorded(tmp_path: Path) -> None:
+    files = {"term/console.py": CONSOLE, "tests/test_console.py": CONSOLE_TESTS.split("\n\n\ndef test_export")[0]}
+    outcome = await _probe(tmp_path, files, "term/console.py", "Console.export_text")
+    assert not outcome.confirmed
+    assert "no test of the project names export_text" in outcome.effect, outcome.effect
+
+
+async def test_a_test_suite_that_exits_loses_no_report(tmp_path: Path) -> None:
+    """The project's tests run in the probe's process: one that raises ``SystemExit`` fails as a test and the
+    recording goes on; one that ends the process leaves the report of the subject built from literals, sent first."""
+    first, rest = CONSOLE_TESTS.split("\n\n\n", 1)
+    exits = first + "\n\n\ndef test_a_exit():\n    raise SystemExit(3)\n\n\n" + rest
+    outcome = await _probe(tmp_path, {"term/console.py": CONSOLE, "tests/test_console.py": exits},
+                           "term/console.py", "Console.export_text")
+    assert outcome.confirmed, outcome.effect
+    ends = first + "\n\n\ndef test_a_end():\n    import os\n    os._exit(0)\n\n\n" + rest
+    outcome = await _probe(tmp_path, {"term/console.py": CONSOLE, "tests/test_console.py": ends},
+                           "term/console.py", "Console.export_text")
+    assert not outcome.confirmed
+    assert outcome.effect.startswith("no race seen in 10 trial(s)") and "the tests build" not in outcome.effect
+
+
+def test_the_judge_names_what_the_recorded_subject_showed() -> None:
+    literal = {"trials": 5, "of": 5}
+    recorded = {"trials": 5, "of": 5, "recorded_from": "tests/t.py::test_a"}
+    confirmed, effect = judge_race(with_recorded(literal, recorded))
+    assert not confirmed
+    assert effect.endswith("; on the object the tests build (tests/t.py::test_a): no race seen in 5 trial(s)")
+    confirmed, effect = judge_race(with_recorded(literal, {"note": "pytest is not installed"}))
+    assert not confirmed and effect.endswith("; on the object the tests build: pytest is not installed")
+    # a recorded report confirms only with the test that built its object named
+    assert with_recorded(literal, {"confirmed": "a lost update"})["recorded"]["test"] is None
+    assert with_recorded({"confirmed": "x"}, {"confirmed": "y", "recorded_from": "t"}) == {"confirmed": "x"}
