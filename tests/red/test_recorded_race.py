@@ -85,7 +85,7 @@ async def test_without_a_test_that_calls_it_nothing_is_recorded(tmp_path: Path) 
     files = {"term/console.py": CONSOLE, "tests/test_console.py": CONSOLE_TESTS.split("\n\n\ndef test_export")[0]}
     outcome = await _probe(tmp_path, files, "term/console.py", "Console.export_text")
     assert not outcome.confirmed
-    assert "no test of the project names export_text" in outcome.effect, outcome.effect
+    assert "no test of 1 file(s) naming export_text or Console called it" in outcome.effect, outcome.effect
 
 
 async def test_a_test_suite_that_exits_loses_no_report(tmp_path: Path) -> None:

@@ -238,6 +238,7 @@ def thawed() -> Any:
 
 LIVE: list[object] = []  # what a recording shares rather than copies: a stream, a socket, a local function
 FRESH_KINDS: dict[type, str] = {type(threading.Lock()): "lock", type(threading.RLock()): "rlock"}
+DOUBLES = ("unittest.mock", "mock.mock")  # the modules of test doubles (mocks)
 
 
 def _live(index: int) -> object:
@@ -294,6 +295,8 @@ class Keeper(pickle.Pickler):
             return self.shared(obj) if found is None else (_named, (obj.__module__, obj.__qualname__))
         if copyreg.dispatch_table.get(kind) is not None:
             return NotImplemented
+        if any(k.__module__ in DOUBLES for k in kind.__mro__):  # a test double answers every attribute: shared
+            return self.shared(obj)
         try:
             return obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
         except Exception:
@@ -360,23 +363,25 @@ def target_code(module: ModuleType, parts: list[str], is_method: bool) -> Any:
     return getattr(inspect.unwrap(member), "__code__", None)
 
 
-def naming_files(name: str) -> list[str]:
-    """The project's test files that name ``name``, those naming it most first."""
-    pattern = re.compile(rf"\b{re.escape(name)}\b")
-    found: list[tuple[int, str]] = []
-    for root, dirs, names in os.walk(REPO):
+def naming_files(names: list[str]) -> list[str]:
+    """The project's test files that name the target (``names``: its name, then its class's), those naming the
+    target itself first (a method may be reached through another: ``bind`` calls ``update``), then by how often."""
+    patterns = [re.compile(rf"\b{re.escape(name)}\b") for name in names]
+    found: list[tuple[tuple[int, ...], str]] = []
+    for root, dirs, files in os.walk(REPO):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv"))
-        for file in sorted(names):
+        for file in sorted(files):
             path = os.path.join(root, file)
             if not file.endswith(".py") or not TEST_FILE.search(os.path.relpath(path, REPO).replace(os.sep, "/")):
                 continue
             try:
                 with open(path, encoding="utf-8", errors="replace") as handle:
-                    mentions = len(pattern.findall(handle.read(300_000)))
+                    text = handle.read(300_000)
             except OSError:
                 continue
-            if mentions:
-                found.append((-mentions, path))
+            mentions = [len(pattern.findall(text)) for pattern in patterns]
+            if any(mentions):
+                found.append((tuple(-m for m in mentions), path))
     return [path for _, path in sorted(found)[:RECORD_FILES]]
 
 
@@ -427,6 +432,7 @@ class Recorder:
         try:
             blob = self.blob if self.test else (kept(owner) if self.is_method else None)
             call = kept((tuple(args), kwargs), owner)
+            Recording(self.current, blob, [call]).load()  # what does not load again is no recording
         except Exception:  # a call whose state cannot be kept: the next one may be
             return
         if call not in self.calls:
@@ -443,25 +449,39 @@ def record(seconds: float) -> Recording | str:
     except ImportError:
         return "pytest is not installed"
     code = target_code(import_module(CONFIG["path"]), parts, CONFIG["is_method"])
-    files = naming_files(parts[-1])
+    files = naming_files(list(reversed(parts)))
     if code is None or not files:
-        return f"no test of the project names {parts[-1]}"
+        return f"no test of the project names {' or '.join(reversed(parts))}"
     recorder = Recorder(code, CONFIG["is_method"], _clock() + seconds)
     options = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "-p", "no:cov",
                "-o", "addopts=", "--capture=fd", "-W", "ignore", "--rootdir", REPO]
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = io.StringIO()
+    # the project's configuration, else none (one this pytest no longer reads: a ``[pytest]`` section of setup.cfg)
+    bare = os.path.join(tempfile.mkdtemp(), "pytest.ini")
+    with open(bare, "w", encoding="utf-8") as ini:
+        ini.write("[pytest]\n")
+    ended: BaseException | None = None
     try:
-        with thawed():
-            pytest.main([*options, *files], plugins=[recorder])
-    except BaseException as exc:  # a test suite that exits or crashes leaves no recording
-        return f"the tests ended with {type(exc).__name__}"
+        for configured in ([], ["-c", bare]):
+            ended = None
+            try:
+                with thawed():
+                    pytest.main([*options, *configured, *files], plugins=[recorder])
+            except BaseException as exc:  # a test suite that exits or crashes leaves no recording
+                ended = exc
+            if recorder.session is not None:
+                break
     finally:
         sys.settrace(None)
         sys.stdout, sys.stderr = stdout, stderr
         WATCH.take()
+    if recorder.session is None:
+        return f"pytest could not start on the project's tests{f' ({type(ended).__name__})' if ended else ''}"
+    if not recorder.calls and ended is not None:
+        return f"the tests ended with {type(ended).__name__}"
     if not recorder.calls:
-        return f"no test of {len(files)} file(s) naming {parts[-1]} called it in {seconds:.0f} s"
+        return f"no test of {len(files)} file(s) naming {' or '.join(reversed(parts))} called it in {seconds:.0f} s"
     return Recording(recorder.test, recorder.blob, recorder.calls)
 
 
