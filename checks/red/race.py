@@ -9,7 +9,9 @@ of calling it (alone, alone with one argument set repeated when the tests give s
 method touching the same state), within a share of the probe's time, with
 the clocks frozen. :func:`judge_race` confirms when a concurrent run gives what no sequential order gives: more
 successes than the limit allows, other results, another final state, or an exception; and only when the control
-gives the reference (so thread-local state or thread ids are not taken for a race).
+gives the reference (so thread-local state or thread ids are not taken for a race). When the subject built
+from literals confirms nothing, the probe records the one the project's tests build and tries again (its second
+report, ``recorded``; :func:`with_recorded` picks the one to judge).
 Why: CPython's GIL almost never switches between a check and its act, so a limiter without its lock passes every
 single-threaded test and most concurrent ones; forcing the switches finds the interleaving the language allows.
 Example: ``RateLimiter.allow`` without its lock, limit 3, 8 threads × 4 calls → 24 calls allowed, 3 one after

@@ -7,7 +7,9 @@ The subject is built the way the project builds it: a method's receiver from its
 arguments of a call the project's own tests make (literal arguments only) or, failing that, values inferred from
 the parameters' defaults, annotations and names; a metaclass method's receiver is a class built with that
 metaclass. Calls cycle through the literal argument sets the tests pass to the callable (so that a cache sees
-several keys), else use one inferred set (so that every call touches the same state).
+several keys), else use one inferred set (so that every call touches the same state). When that subject shows no
+race, the subject a test of the project builds is recorded (the tests run under pytest in this process until one
+calls the target: its receiver at that call and the test's arguments, pickled) and probed the same way.
 
 Each trial reloads the changed module (fresh module state) and builds a fresh receiver, then runs the same calls
 three ways: one after another in one thread (the reference), from threads serialised by one lock (the control:
