@@ -962,3 +962,28 @@ async def test_a_size_that_depends_on_the_order_of_different_calls_is_no_race(tm
     locked = await _probe(tmp_path, {"shop/recorder.py": TOGGLE}, "shop/recorder.py", "Recorder.record")
     assert not locked.confirmed and locked.effect.startswith("no race seen") and "with switch" in locked.effect, \
         locked.effect
+
+
+BAR = '''"""Progress bars, each registered with its class."""
+
+
+class Bar:
+    _instances: list = []
+
+    def __init__(self, total: int = 3) -> None:
+        self.total = None
+        self.n = 0
+        self._instances.append(self)
+        self.total = total
+
+    def __len__(self) -> int:
+        return self.total + 0
+'''
+
+
+async def test_a_constructor_is_paired_only_with_what_touches_its_class_state(tmp_path: Path) -> None:
+    """A constructor runs on a new object each time: reading the attributes of one object while it is built again
+    (``__len__`` sees ``total`` still None) is no use of the class, so ``__len__`` is not its pair."""
+    outcome = await _probe(tmp_path, {"ui/bar.py": BAR}, "ui/bar.py", "Bar.__init__")
+    assert not outcome.confirmed, outcome.effect
+    assert "__len__" not in outcome.effect, outcome.effect

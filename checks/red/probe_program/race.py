@@ -879,10 +879,12 @@ def companions(subject: Subject) -> list[str]:
         return []
     code = getattr(getattr(subject.target, "__func__", None), "__code__", None)
     # the instance's attributes and the class's containers (a registry kept on the class is shared by every
-    # instance; its constants are not state)
-    state = set(getattr(owner, "__dict__", {})) | {
-        k for klass in type(owner).__mro__[:-1] for k, v in vars(klass).items()
-        if not k.startswith("__") and isinstance(v, (dict, list, set, collections.deque))}
+    # instance; its constants are not state). A constructor runs on a new object each time: what its calls share
+    # is the class's containers only (another method reading the attributes of an object still being built again
+    # is no use of the class)
+    own = set() if subject.name == "__init__" else set(getattr(owner, "__dict__", {}))
+    state = own | {k for klass in type(owner).__mro__[:-1] for k, v in vars(klass).items()
+                   if not k.startswith("__") and isinstance(v, (dict, list, set, collections.deque))}
     if code is None:
         return []
     touched = set(code.co_names) & state
