@@ -456,6 +456,7 @@ def record(seconds: float) -> Recording | str:
         return f"no test of the project names {' or '.join(reversed(parts))}"
     recorder = Recorder(code, CONFIG["is_method"], _clock() + seconds)
     options = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "-p", "no:cov",
+               "--continue-on-collection-errors",
                "-o", "addopts=", "--capture=fd", "-W", "ignore", "--rootdir", REPO]
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = io.StringIO()
