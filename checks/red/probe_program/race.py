@@ -30,6 +30,7 @@ import ast
 import asyncio
 import atexit
 import collections
+import collections.abc
 import contextlib
 import copyreg
 import fcntl
@@ -84,6 +85,10 @@ RECORD_SECONDS = 20.0
 RECORD_MIN_SECONDS = 2.0  # tried only with this much of the budget left (half of what is left records)
 RECORD_FILES = 8
 REAL_CLOCKS: dict[str, Any] = {}
+# the containers whose size is state: the built-in ones and whatever is a mutable mapping, set or sequence (a
+# ``WeakSet`` of a class's instances, an ``OrderedDict``)
+CONTAINERS = (dict, list, set, collections.deque, collections.abc.MutableMapping, collections.abc.MutableSet,
+              collections.abc.MutableSequence)
 
 
 def freeze_clocks() -> None:
@@ -365,10 +370,13 @@ def target_code(module: ModuleType, parts: list[str], is_method: bool) -> Any:
     return getattr(inspect.unwrap(member), "__code__", None)
 
 
-def naming_files(names: list[str]) -> list[str]:
+def naming_files(names: list[str], module: str | None = None) -> list[str]:
     """The project's test files that name the target (``names``: its name, then its class's), those naming the
-    target itself first (a method may be reached through another: ``bind`` calls ``update``), then by how often."""
+    target itself first (a method may be reached through another: ``bind`` calls ``update``), then by how often;
+    or (``module``) those whose import lines name the module."""
     patterns = [re.compile(rf"\b{re.escape(name)}\b") for name in names]
+    if module is not None:
+        patterns = [re.compile(rf"^\s*(from|import)\s[^\n]*\b{re.escape(module)}\b", re.MULTILINE)]
     found: list[tuple[tuple[int, ...], str]] = []
     for root, dirs, files in os.walk(REPO):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv"))
@@ -450,10 +458,20 @@ def record(seconds: float) -> Recording | str:
         import pytest
     except ImportError:
         return "pytest is not installed"
+    # the project's modules imported afresh for the tests: the trials reloaded the changed module, and a class of
+    # it that another module bound before the reload is not the one its reloaded methods name (``super`` fails)
+    for name, loaded in list(sys.modules.items()):
+        file = os.path.realpath(getattr(loaded, "__file__", None) or "/")
+        if file.startswith(os.path.realpath(REPO) + os.sep) and "site-packages" not in file:
+            del sys.modules[name]
     code = target_code(import_module(CONFIG["path"]), parts, CONFIG["is_method"])
-    files = naming_files(list(reversed(parts)))
+    module = CONFIG["path"].rsplit("/", 1)[-1].removesuffix(".py")
+    if module == "__init__":
+        module = CONFIG["path"].rsplit("/", 2)[-2]
+    # the files naming the target or its class, else those importing its module (``from dateutil import tz``)
+    files = naming_files(list(reversed(parts))) or naming_files([], module)
     if code is None or not files:
-        return f"no test of the project names {' or '.join(reversed(parts))}"
+        return f"no test of the project names {' or '.join(reversed(parts))} or imports {module}"
     recorder = Recorder(code, CONFIG["is_method"], _clock() + seconds)
     options = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "-p", "no:cov",
                "--continue-on-collection-errors",
@@ -466,13 +484,22 @@ def record(seconds: float) -> Recording | str:
         ini.write("[pytest]\n")
     ended: BaseException | None = None
     try:
-        for configured in ([], ["-c", bare]):
+        # the project's configuration and plugins; else none of its configuration; else no plugin it did not ask
+        # for either (an installed plugin this pytest cannot load)
+        autoloading = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+        for configured, autoload in (([], True), (["-c", bare], True), (["-c", bare], False)):
             ended = None
+            if not autoload:
+                os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
             try:
                 with thawed():
                     pytest.main([*options, *configured, *files], plugins=[recorder])
             except BaseException as exc:  # a test suite that exits or crashes leaves no recording
                 ended = exc
+            finally:
+                os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+                if autoloading is not None:
+                    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoloading
             if recorder.session is not None:
                 break
     finally:
@@ -518,7 +545,7 @@ def sizes(values: dict[str, Any]) -> dict[str, int]:
     """The length of every container among ``values`` (a cache's size does not depend on the order of calls)."""
     found = {}
     for name, value in values.items():
-        if isinstance(value, (dict, list, set, collections.deque)) and not name.startswith("__"):
+        if isinstance(value, CONTAINERS) and not name.startswith("__"):
             found[name] = len(value)
     return found
 
@@ -885,7 +912,7 @@ def companions(subject: Subject) -> list[str]:
     # is no use of the class)
     own = set() if subject.name == "__init__" else set(getattr(owner, "__dict__", {}))
     state = own | {k for klass in type(owner).__mro__[:-1] for k, v in vars(klass).items()
-                   if not k.startswith("__") and isinstance(v, (dict, list, set, collections.deque))}
+                   if not k.startswith("__") and isinstance(v, CONTAINERS)}
     if code is None:
         return []
     touched = set(code.co_names) & state
