@@ -114,3 +114,50 @@ def test_the_judge_names_what_the_recorded_subject_showed() -> None:
     # a recorded report confirms only with the test that built its object named
     assert with_recorded(literal, {"confirmed": "a lost update"})["recorded"]["test"] is None
     assert with_recorded({"confirmed": "x"}, {"confirmed": "y", "recorded_from": "t"}) == {"confirmed": "x"}
+
+
+# the package binds the console class at import, and the class names itself in ``super``: after the probe reloads
+# the module, the package's class is not the one the reloaded methods name
+PACKAGE = "from term.console import Console, Segment\n"
+BASED = CONSOLE.replace("class Console:\n    def __init__(self, record: bool = False) -> None:\n",
+                        "class Screen:\n    def __init__(self) -> None:\n        self.width = 80\n\n\n"
+                        "class Console(Screen):\n    def __init__(self, record: bool = False) -> None:\n"
+                        "        super(Console, self).__init__()\n")
+PACKAGE_TESTS = CONSOLE_TESTS.replace("from term.console import Console, Segment", "from term import Console, Segment")
+
+
+async def test_the_tests_import_the_project_afresh(tmp_path: Path) -> None:
+    assert "super(Console, self)" in BASED
+    files = {"term/__init__.py": PACKAGE, "term/console.py": BASED, "tests/test_console.py": PACKAGE_TESTS}
+    outcome = await _probe(tmp_path, files, "term/console.py", "Console.export_text")
+    assert outcome.confirmed and "on the object tests/test_console.py::test_export_text" in outcome.effect, \
+        outcome.effect
+
+
+# a test that names neither the method nor its class: it reaches them through the module's functions
+DUMPED = CONSOLE + '''
+
+def recording() -> Console:
+    return Console(record=True)
+
+
+def dump(screen: Console) -> str:
+    return screen.export_text()
+'''
+DUMP_TESTS = '''from term import console as terminal
+
+
+def test_dump_returns_what_was_printed():
+    screen = terminal.recording()
+    screen.print(terminal.Segment("hi"), terminal.Segment(" there"))
+    assert terminal.dump(screen) == "hi there"
+'''
+
+
+async def test_the_tests_importing_the_module_are_run_when_none_names_the_target(tmp_path: Path) -> None:
+    files = {"term/console.py": DUMPED, "tests/test_dump.py": DUMP_TESTS}
+    outcome = await _probe(tmp_path, files, "term/console.py", "Console.export_text")
+    assert outcome.confirmed and "on the object tests/test_dump.py::test_dump_returns_what_was_printed builds" in \
+        outcome.effect, outcome.effect
+    alone = await _probe(tmp_path, {"term/console.py": DUMPED}, "term/console.py", "Console.export_text")
+    assert "no test of the project names export_text or Console or imports console" in alone.effect, alone.effect
