@@ -112,7 +112,8 @@ def test_the_judge_names_what_the_recorded_subject_showed() -> None:
     confirmed, effect = judge_race(with_recorded(literal, {"note": "pytest is not installed"}))
     assert not confirmed and effect.endswith("; on the object the tests build: pytest is not installed")
     # a recorded report confirms only with the test that built its object named
-    assert with_recorded(literal, {"confirmed": "a lost update"})["recorded"]["test"] is None
+    unnamed = with_recorded(literal, {"confirmed": "a lost update"})
+    assert unnamed is not None and unnamed["recorded"]["test"] is None
     assert with_recorded({"confirmed": "x"}, {"confirmed": "y", "recorded_from": "t"}) == {"confirmed": "x"}
 
 
