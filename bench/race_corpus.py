@@ -29,6 +29,7 @@ import argparse
 import ast
 import asyncio
 import configparser
+import functools
 import hashlib
 import json
 import os
@@ -257,6 +258,7 @@ def declared_dependencies(tree: Path) -> list[str]:
     return sorted(found)
 
 
+@functools.cache
 def tests_dependencies(tree: Path) -> list[str]:
     """pytest, its plugins and the libraries the project's test files import, among what its test environment
     declares (test extras, groups and requirement files, as the sandbox plans them:

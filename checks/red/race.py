@@ -215,19 +215,18 @@ def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
     if isinstance(found, str) and found:
         seen = f"one after another: {data.get('sequential')}, together: {data.get('concurrent')}"
         return True, f"{found} ({drivers}, trial {trials} of {total}; {seen})"[:600]
-    confirmed, effect = _unconfirmed(data, drivers)
+    effect = _unconfirmed(data, drivers, trials, total)
     recorded = data.get("recorded")
     if isinstance(recorded, dict):
         test = recorded.get("test")
         effect += f"; on the object the tests build{f' ({test})' if test else ''}: {recorded.get('showed')}"
-    return confirmed, effect[:700]
+    return False, effect[:700]
 
 
-def _unconfirmed(data: dict[str, Any], drivers: str) -> tuple[bool, str]:
-    trials = data.get("trials")
-    total = data.get("of", TRIALS)
+def _unconfirmed(data: dict[str, Any], drivers: str, trials: object, total: object) -> str:
+    """What a race report that confirms nothing saw: why it is inconclusive, or the ways and trials it ran."""
     if isinstance(data.get("inconclusive"), str):
-        return False, f"inconclusive: {data['inconclusive']}"[:400]
+        return f"inconclusive: {data['inconclusive']}"[:400]
     paired = [str(p) for p in data.get("paired") or []][:5]
     alone = ["alone", *(["alone with one argument set repeated"] if data.get("repeated") is True else [])]
     named = ", ".join(alone) + (" and with " + ", ".join(paired) if paired else "")
@@ -236,7 +235,6 @@ def _unconfirmed(data: dict[str, Any], drivers: str) -> tuple[bool, str]:
     if skipped:
         ways += f"; {len(skipped)} not compared ({'; '.join(skipped[:2])})"
     if "budget" in data and trials != total:
-        return False, (f"no race seen in {trials} of {total} trial(s) of {drivers} with "
-                       f"forced interleavings{ways}: the probe's time budget ({data['budget']} s) ended the rest")[:400]
-    return False, (f"no race seen in {trials} trial(s) of {drivers} with forced "
-                   f"interleavings{ways}")[:400]
+        return (f"no race seen in {trials} of {total} trial(s) of {drivers} with "
+                f"forced interleavings{ways}: the probe's time budget ({data['budget']} s) ended the rest")[:400]
+    return f"no race seen in {trials} trial(s) of {drivers} with forced interleavings{ways}"[:400]

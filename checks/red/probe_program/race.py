@@ -23,7 +23,7 @@ state.
 """
 
 # Above the program line: for linters and type checkers only (the joined program defines these names itself).
-from checks.red.probe_program.common import CONFIG, REPO, WATCH, emit, failure, import_module
+from checks.red.probe_program.common import CONFIG, REPO, WATCH, emit, failure, import_module, module_name
 
 # --- program ---
 import ast
@@ -150,6 +150,19 @@ def arguments(func: Any, skip_first: bool) -> dict[str, object]:
     return values
 
 
+def test_files() -> list[str]:
+    """The project's test files (by their path), in a fixed order: hidden folders, ``node_modules`` and ``venv``
+    left out."""
+    found = []
+    for root, dirs, names in os.walk(REPO):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv"))
+        for file in sorted(names):
+            path = os.path.join(root, file)
+            if file.endswith(".py") and TEST_FILE.search(os.path.relpath(path, REPO).replace(os.sep, "/")):
+                found.append(path)
+    return found
+
+
 class TestCalls:
     """The literal argument sets of the calls the project's tests make, by the called name."""
 
@@ -159,31 +172,24 @@ class TestCalls:
     def _scan(self) -> dict[str, list[Call]]:
         found: dict[str, list[Call]] = collections.defaultdict(list)
         seen: set[tuple[str, str]] = set()
-        files = 0
-        for root, dirs, names in os.walk(REPO):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv"))
-            for file in sorted(names):
-                rel = os.path.relpath(os.path.join(root, file), REPO).replace(os.sep, "/")
-                if not file.endswith(".py") or not TEST_FILE.search(rel) or files >= MAX_TEST_FILES:
+        for path in test_files()[:MAX_TEST_FILES]:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    tree = ast.parse(handle.read(300_000))
+            except (SyntaxError, ValueError, OSError, RecursionError):
+                continue
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call):
                     continue
-                files += 1
-                try:
-                    with open(os.path.join(root, file), encoding="utf-8", errors="replace") as handle:
-                        tree = ast.parse(handle.read(300_000))
-                except (SyntaxError, ValueError, OSError, RecursionError):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                if not isinstance(name, str) or any(isinstance(a, ast.Starred) for a in node.args):
                     continue
-                for node in ast.walk(tree):
-                    if not isinstance(node, ast.Call):
-                        continue
-                    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-                    if not isinstance(name, str) or any(isinstance(a, ast.Starred) for a in node.args):
-                        continue
-                    call: Call = (tuple(literal(a) for a in node.args),
-                                  {k.arg: literal(k.value) for k in node.keywords if k.arg})
-                    if any(k.arg is None for k in node.keywords) or (name, repr(call)) in seen:
-                        continue
-                    seen.add((name, repr(call)))
-                    found[name].append(call)
+                call: Call = (tuple(literal(a) for a in node.args),
+                              {k.arg: literal(k.value) for k in node.keywords if k.arg})
+                if any(k.arg is None for k in node.keywords) or (name, repr(call)) in seen:
+                    continue
+                seen.add((name, repr(call)))
+                found[name].append(call)
         return found
 
     def count(self, names: list[str]) -> int:
@@ -378,20 +384,15 @@ def naming_files(names: list[str], module: str | None = None) -> list[str]:
     if module is not None:
         patterns = [re.compile(rf"^\s*(from|import)\s[^\n]*\b{re.escape(module)}\b", re.MULTILINE)]
     found: list[tuple[tuple[int, ...], str]] = []
-    for root, dirs, files in os.walk(REPO):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "venv"))
-        for file in sorted(files):
-            path = os.path.join(root, file)
-            if not file.endswith(".py") or not TEST_FILE.search(os.path.relpath(path, REPO).replace(os.sep, "/")):
-                continue
-            try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    text = handle.read(300_000)
-            except OSError:
-                continue
-            mentions = [len(pattern.findall(text)) for pattern in patterns]
-            if any(mentions):
-                found.append((tuple(-m for m in mentions), path))
+    for path in test_files():
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(300_000)
+        except OSError:
+            continue
+        mentions = [len(pattern.findall(text)) for pattern in patterns]
+        if any(mentions):
+            found.append((tuple(-m for m in mentions), path))
     return [path for _, path in sorted(found)[:RECORD_FILES]]
 
 
@@ -465,9 +466,7 @@ def record(seconds: float) -> Recording | str:
         if file.startswith(os.path.realpath(REPO) + os.sep) and "site-packages" not in file:
             del sys.modules[name]
     code = target_code(import_module(CONFIG["path"]), parts, CONFIG["is_method"])
-    module = CONFIG["path"].rsplit("/", 1)[-1].removesuffix(".py")
-    if module == "__init__":
-        module = CONFIG["path"].rsplit("/", 2)[-2]
+    module = module_name(CONFIG["path"]).rpartition(".")[2]
     # the files naming the target or its class, else those importing its module (``from dateutil import tz``)
     files = naming_files(list(reversed(parts))) or naming_files([], module)
     if code is None or not files:
@@ -604,7 +603,6 @@ class Subject:
                 if not any(k.__qualname__ == cls.__qualname__ and k.__module__ == cls.__module__
                            for k in type(self.owner).__mro__):
                     raise LookupError(f"the recorded receiver is a {type(self.owner).__qualname__}")
-                self.init_args = ((), {"__recorded__": RECORDED.test if RECORDED else ""})
             elif inspect.isabstract(cls):
                 concrete = self.concrete_class(cls, self.name)
                 self.concrete = concrete.__qualname__
