@@ -987,3 +987,62 @@ async def test_a_constructor_is_paired_only_with_what_touches_its_class_state(tm
     outcome = await _probe(tmp_path, {"ui/bar.py": BAR}, "ui/bar.py", "Bar.__init__")
     assert not outcome.confirmed, outcome.effect
     assert "__len__" not in outcome.effect, outcome.effect
+
+
+# a memo: the lookup and the store each hold the lock, the search between them does not (two calls that miss
+# together both store what they found); the keys and the answers are kept in two lists side by side
+MEMO = '''"""The rule in force at an hour, the last ten answers kept."""
+import threading
+
+
+class Rule:
+    def __init__(self, start: int) -> None:
+        self.start = start
+
+
+class Schedule:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._rules = [Rule(0), Rule(6), Rule(18)]
+        self._hours: list[int] = []
+        self._found: list[Rule] = []
+        self._lock = threading.Lock()
+
+    def rule_at(self, hour: int) -> Rule:
+        with self._lock:
+            if hour in self._hours:
+                return self._found[self._hours.index(hour)]
+        found = max((rule for rule in self._rules if rule.start <= hour % 24), key=lambda rule: rule.start)
+        with self._lock:
+            self._hours.insert(0, hour)
+            self._found.insert(0, found)
+            if len(self._hours) > 10:
+                self._hours.pop()
+                self._found.pop()
+        return found
+'''
+# a set kept as a list: a callback subscribed twice is called twice
+HUB = '''"""Callbacks told of every event."""
+
+
+class Hub:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._callbacks: list[str] = []
+
+    def subscribe(self, callback: str) -> None:
+        if callback not in self._callbacks:
+            self._callbacks.append(callback)
+'''
+
+
+async def test_a_memo_entry_stored_twice_is_no_race_but_a_set_kept_as_a_list_is(tmp_path: Path) -> None:
+    """Calls that overlap store the same answer twice: the memo's lists count each entry once (work done twice is
+    no wrong state). A list that holds what the calls returned makes it a memo: a subscription returns nothing,
+    and a callback stored twice is a race."""
+    memo = await _probe(tmp_path, {"shop/schedule.py": MEMO}, "shop/schedule.py", "Schedule.rule_at")
+    assert not memo.confirmed, memo.effect
+    assert memo.effect.startswith("no race seen"), memo.effect
+    hub = await _probe(tmp_path, {"shop/hub.py": HUB}, "shop/hub.py", "Hub.subscribe")
+    assert hub.confirmed, hub.effect
+    assert hub.effect.startswith("a broken size: self._callbacks holds"), hub.effect

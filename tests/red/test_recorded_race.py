@@ -162,3 +162,60 @@ async def test_the_tests_importing_the_module_are_run_when_none_names_the_target
         outcome.effect, outcome.effect
     alone = await _probe(tmp_path, {"term/console.py": DUMPED}, "term/console.py", "Console.export_text")
     assert "no test of the project names export_text or Console or imports console" in alone.effect, alone.effect
+
+
+CHANNEL = '''"""A channel whose sends take turns under an asyncio lock."""
+import asyncio
+
+
+class Channel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.sent: list[str] = []
+        self.warmed = 0
+        self._lock = asyncio.Lock()
+
+    async def warm(self) -> None:
+        async with self._lock:
+            await asyncio.sleep(0)
+            self.warmed += 1
+
+    async def send(self, item: str) -> int:
+        async with self._lock:
+            await asyncio.sleep(0)
+            self.sent.append(item)
+            return len(self.sent)
+'''
+# two warm-ups wait for the lock together: it is bound to the test's event loop before the first send
+CHANNEL_TESTS = '''import asyncio
+
+from chan.channel import Channel
+
+
+def test_a_send_after_the_warm_up():
+    channel = Channel("orders")
+
+    async def main():
+        await asyncio.gather(channel.warm(), channel.warm())
+        return await channel.send("a")
+
+    assert asyncio.run(main()) == 1
+'''
+
+
+async def test_a_recorded_asyncio_lock_is_a_new_lock_of_the_run_s_loop(tmp_path: Path) -> None:
+    """The recorded lock is bound to the test's event loop, which a task of the run's loop cannot wait for (a
+    RuntimeError only when sends overlap): recorded as a new lock, the locked sends show no race."""
+    files = {"chan/channel.py": CHANNEL, "tests/test_channel.py": CHANNEL_TESTS}
+    outcome = await _probe(tmp_path, files, "chan/channel.py", "Channel.send")
+    assert not outcome.confirmed, outcome.effect
+    assert "on the object the tests build (tests/test_channel.py::test_a_send_after_the_warm_up): no race seen" \
+        in outcome.effect, outcome.effect
+    # without the lock the recorded sends still race
+    unlocked = CHANNEL.replace("        async with self._lock:\n            await asyncio.sleep(0)\n"
+                               "            self.sent.append(item)\n            return len(self.sent)",
+                               "        count = len(self.sent) + 1\n        await asyncio.sleep(0)\n"
+                               "        self.sent.append(item)\n        return count")
+    assert unlocked != CHANNEL
+    raced = await _probe(tmp_path, {**files, "chan/channel.py": unlocked}, "chan/channel.py", "Channel.send")
+    assert raced.confirmed, raced.effect

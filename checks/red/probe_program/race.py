@@ -250,7 +250,10 @@ def thawed() -> Any:
 
 
 LIVE: list[object] = []  # what a recording shares rather than copies: a stream, a socket, a local function
-FRESH_KINDS: dict[type, str] = {type(threading.Lock()): "lock", type(threading.RLock()): "rlock"}
+# the locks a recording replaces with new ones: free in every run, and an asyncio one bound to no event loop (a
+# recorded one is bound to the test's loop, and a task of another loop that waits for it fails)
+FRESH_KINDS: dict[type, str] = {type(threading.Lock()): "lock", type(threading.RLock()): "rlock",
+                                asyncio.Lock: "asyncio-lock"}
 DOUBLES = ("unittest.mock", "mock.mock")  # the modules of test doubles (mocks)
 
 
@@ -260,6 +263,8 @@ def _live(index: int) -> object:
 
 def _fresh(kind: str) -> object:
     """A new lock in place of a recorded one: every run starts with its locks free."""
+    if kind == "asyncio-lock":
+        return asyncio.Lock()
     return threading.RLock() if kind == "rlock" else threading.Lock()
 
 
@@ -549,6 +554,34 @@ def sizes(values: dict[str, Any]) -> dict[str, int]:
     return found
 
 
+def entry(item: object) -> object:
+    """What an entry of a memo is told apart by: a value (a key) by what it holds, an object by its identity."""
+    if isinstance(item, (bool, int, float, str, bytes, tuple, frozenset, type(None))):
+        return "value", repr(snapshot(item))
+    return "object", id(item)
+
+
+def memos(values: dict[str, Any], returned: list[object]) -> dict[str, list[object]]:
+    """The lists among ``values`` a memo keeps, each entry once: a list that holds every object the calls returned
+    (a cache the calls answer from) and a list kept beside it, as long as it (the cache's keys). Two calls that
+    overlap may both miss and both store what they computed: the same entry stored twice is work done twice, not a
+    wrong state. Objects only: a returned number or string may be in a list by chance."""
+    lists = {name: value for name, value in values.items()
+             if isinstance(value, (list, collections.deque)) and not name.split(".")[-1].startswith("__")}
+    objects = [value for value in returned if not is_value(value)]
+    if not objects:
+        return {}
+    held = {name for name, items in lists.items() if all(any(value is item for item in items) for value in objects)}
+    held |= {name for name, items in lists.items() if any(len(items) == len(lists[memo]) for memo in held)}
+    found = {}
+    for name in held:
+        once: dict[object, object] = {}
+        for item in lists[name]:
+            once.setdefault(entry(item), item)
+        found[name] = list(once.values())
+    return found
+
+
 def mangled(owner: str, name: str) -> str:
     """The attribute a method of class ``owner`` is stored under: a private ``__name`` is name-mangled."""
     if name.startswith("__") and not name.endswith("__") and owner.strip("_"):
@@ -723,21 +756,30 @@ class Subject:
             return f"{self.companion}#{(index // 2) % len(self.companion_calls)}"
         return f"{self.name}#{(index // (2 if self.companion else 1)) % len(self.calls)}"
 
-    def state(self) -> object:
+    def values(self) -> dict[str, Any]:
+        """The state's top-level values by name: the receiver's (``self.x``) and its class's (``class.x``)
+        attributes, or the module's globals."""
+        if self.owner is not None:
+            return {**{f"class.{k}": v for k, v in vars(type(self.owner)).items()},
+                    **{f"self.{k}": v for k, v in getattr(self.owner, "__dict__", {}).items()}}
+        return dict(vars(self.module))
+
+    def state(self, memo: dict[str, list[object]]) -> object:
+        """The final state (``memo``: the lists a memo keeps, each entry once, in place of what they hold)."""
         if PROCESSES:  # the processes' memory is their own: what they share is the files they leave
             return {"files": files_left()}
         if self.owner is not None:
-            return {"instance": snapshot(self.owner), "class": snapshot(
-                {k: v for k, v in vars(type(self.owner)).items() if not k.startswith("__")})}
-        return snapshot({k: v for k, v in vars(self.module).items() if not k.startswith("__")})
+            instance = snapshot(self.owner)
+            if isinstance(instance, dict):
+                instance.update({k: snapshot(memo[f"self.{k}"], 1) for k in instance if f"self.{k}" in memo})
+            return {"instance": instance, "class": snapshot(
+                {k: memo.get(f"class.{k}", v) for k, v in vars(type(self.owner)).items() if not k.startswith("__")})}
+        return snapshot({k: memo.get(k, v) for k, v in vars(self.module).items() if not k.startswith("__")})
 
-    def sizes(self) -> dict[str, int]:
+    def sizes(self, memo: dict[str, list[object]]) -> dict[str, int]:
         if PROCESSES:
             return {}
-        if self.owner is not None:
-            return sizes({**{f"class.{k}": v for k, v in vars(type(self.owner)).items()},
-                          **{f"self.{k}": v for k, v in getattr(self.owner, "__dict__", {}).items()}})
-        return sizes(vars(self.module))
+        return sizes({**self.values(), **memo})
 
     def describe(self) -> dict[str, object]:
         """How the subject was built and called, as literals (the reproducer rebuilds it from them)."""
@@ -975,7 +1017,23 @@ def run_tasks(subject: Subject, threads: int, calls: int, mode: str) -> list[tup
         parts = await asyncio.wait_for(asyncio.gather(*(task(w, turns) for w in range(threads))), 5.0)
         return [result for part in parts for result in part]
 
-    return asyncio.run(drive())
+    done: list[tuple[int, tuple[str, object]]] = in_loop(drive())
+    return done
+
+
+def in_loop(main: Any) -> Any:
+    """``main`` run to its end in the run's event loop (the one the subject was built in: an ``asyncio.Lock`` made
+    then is bound to it on Python < 3.10), ended as ``asyncio.run`` ends its loop."""
+    loop = asyncio.get_event_loop()
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        left = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in left:
+            task.cancel()
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
 
 
 def orders(threads: int, calls: int) -> dict[str, list[int]]:
@@ -1028,6 +1086,19 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
     random.seed(CONFIG["seed"])
     if PROCESSES:
         os.chdir(tempfile.mkdtemp(dir=WORK))
+    # every run has an event loop of its own, set before the subject is built: what the subject binds to the
+    # current loop (an ``asyncio.Lock`` on Python < 3.10) is bound to the loop its coroutines run in
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return driven(threads, calls, mode, seed, companion, patience, repeated)
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def driven(threads: int, calls: int, mode: str, seed: int, companion: str | None, patience: float,
+           repeated: bool) -> dict[str, Any]:
     subject = Subject(companion, repeated)
     seeded = random.getstate()
     began = _clock()
@@ -1078,9 +1149,10 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
     for index, (_, value) in done:
         if not is_value(value):
             objects[subject.key(index)].add(id(value))
-    return {"results": collections.Counter(text for _, (text, _) in done), "state": subject.state(),
-            "sizes": subject.sizes(), "distinct": {k: len(v) for k, v in objects.items()}, "hung": hung, "died": died,
-            "subject": subject, "keep": done, "identical": companion is None and len(subject.calls) == 1,
+    memo = {} if PROCESSES else memos(subject.values(), [value for _, (_, value) in done])
+    return {"results": collections.Counter(text for _, (text, _) in done), "state": subject.state(memo),
+            "sizes": subject.sizes(memo), "distinct": {k: len(v) for k, v in objects.items()}, "hung": hung,
+            "died": died, "subject": subject, "keep": done, "identical": companion is None and len(subject.calls) == 1,
             "seconds": _clock() - began, "patience": patience, "blocked": blocked, "drew": random.getstate() != seeded}
 
 
