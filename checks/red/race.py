@@ -88,7 +88,8 @@ def reproducer(attack: Attack, data: dict[str, Any]) -> str | None:
         owner, method = target.qualname.split(".")
         if method.startswith("__") and not method.endswith("__") and owner.strip("_"):
             method = f"_{owner.lstrip('_')}{method}"  # outside its class a private method goes by its mangled name
-        build = (f"target.{owner}.__new__(target.{owner}).{method}" if receiver == "new" else
+        build = (f"target.{owner}" if data.get("constructs") is True else  # each call builds an object
+                 f"target.{owner}.__new__(target.{owner}).{method}" if receiver == "new" else
                  f"(lambda a, k: target.{owner}(*a, **k))(*{init}).{method}")
     else:
         build = f"target.{target.qualname}"

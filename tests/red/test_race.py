@@ -1046,3 +1046,63 @@ async def test_a_memo_entry_stored_twice_is_no_race_but_a_set_kept_as_a_list_is(
     hub = await _probe(tmp_path, {"shop/hub.py": HUB}, "shop/hub.py", "Hub.subscribe")
     assert hub.confirmed, hub.effect
     assert hub.effect.startswith("a broken size: self._callbacks holds"), hub.effect
+
+
+# each bar takes the first free line: it joins the class's set under the lock, then reads the set without it
+BARS = '''"""Progress bars, each on its own line of the terminal."""
+import threading
+
+
+class Bar:
+    _instances: set = set()
+    _lock = threading.Lock()
+
+    def __init__(self, total: int = 3) -> None:
+        with self._lock:
+            self._instances.add(self)
+        self.total = total
+        self.pos = self._free_position()
+
+    @classmethod
+    def _free_position(cls) -> int:
+        taken = {bar.pos for bar in cls._instances if hasattr(bar, "pos")}
+        return min(set(range(len(taken) + 1)) - taken)
+
+    def close(self) -> None:
+        with self._lock:
+            self._instances.discard(self)
+'''
+BAR_TESTS = '''from ui.bars import Bar
+
+
+def test_bars_take_free_lines():
+    assert [Bar(total=5).pos, Bar(total=5).pos] == [0, 1]
+'''
+
+
+async def test_a_constructor_is_driven_by_building_objects_as_the_tests_do(tmp_path: Path) -> None:
+    """Each call builds a new bar with the tests' arguments (called again on one bar, ``__init__`` adds nothing
+    new to the set and reads it alone): a bar that reads the set while another joins it fails, which one after
+    another none does; the reproducer builds bars the same way."""
+    files = {"ui/bars.py": BARS, "tests/test_bars.py": BAR_TESTS}
+    raced = await _probe(tmp_path, files, "ui/bars.py", "Bar.__init__")
+    assert raced.confirmed, raced.effect
+    assert raced.effect.startswith("an exception only under concurrency: raised RuntimeError"), raced.effect
+    assert "called together" not in raced.effect, raced.effect  # alone: the bars race among themselves
+    assert raced.reproducer is not None and "call = target.Bar\n" in raced.reproducer
+    assert "CALLS = [((), {'total': 5})]" in raced.reproducer
+    repo = write_repo(tmp_path / "again", files)
+    shown = subprocess.run([sys.executable, "-c", raced.reproducer], cwd=repo, capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "raised RuntimeError" in shown.stdout.split("together:")[1], shown.stdout
+    locked = BARS.replace('''        with self._lock:
+            self._instances.add(self)
+        self.total = total
+        self.pos = self._free_position()''', '''        with self._lock:
+            self._instances.add(self)
+            self.total = total
+            self.pos = self._free_position()''')
+    assert locked != BARS
+    fixed = await _probe(tmp_path, {**files, "ui/bars.py": locked}, "ui/bars.py", "Bar.__init__")
+    assert not fixed.confirmed, fixed.effect

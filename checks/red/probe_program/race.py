@@ -34,6 +34,7 @@ import collections.abc
 import contextlib
 import copyreg
 import fcntl
+import gc
 import importlib
 import inspect
 import io
@@ -652,6 +653,9 @@ class Subject:
             self.target = self.module
             for part in parts:
                 self.target = getattr(self.target, part)
+        # a constructor is driven as the project calls it: each call builds a new object of the class (called
+        # again on one object, ``__init__`` would redo what the class's ``__new__`` did once)
+        self.constructs = bool(CONFIG["is_method"]) and self.name == "__init__" and not isinstance(self.owner, type)
         self.calls = recorded[1] if recorded is not None else self.calls_of(self.name, self.target)
         if repeated:  # one argument set for every call: any order of the calls is the same sequence
             self.calls = self.calls[:1]
@@ -737,8 +741,10 @@ class Subject:
         return found
 
     def calls_of(self, name: str, func: Any) -> list[Call]:
-        # a metaclass's method is called by calling the class built with it: the tests call that class
-        called = self.names_of(self.owner) if isinstance(self.owner, type) and name == self.name else [name]
+        # a metaclass's method is called by calling the class built with it, a constructor by calling its class:
+        # the tests call that class
+        called = self.names_of(self.owner) if isinstance(self.owner, type) and name == self.name else \
+            self.names_of(type(self.owner)) if name == self.name and self.constructs else [name]
         found = [call for each in called for call in TESTS.of(each, func)][:MAX_ARGUMENT_SETS]
         return found or [((), arguments(func, skip_first=False))]
 
@@ -748,6 +754,8 @@ class Subject:
             args, kwargs = self.companion_calls[(index // 2) % len(self.companion_calls)]
             return outcome(lambda: self.companion_target(*args, **kwargs))
         args, kwargs = self.calls[(index // (2 if self.companion else 1)) % len(self.calls)]
+        if self.constructs:
+            return outcome(lambda: type(self.owner)(*args, **kwargs))
         return outcome(lambda: self.target(*args, **kwargs))
 
     def key(self, index: int) -> str:
@@ -789,7 +797,8 @@ class Subject:
         receiver = "metaclass" if isinstance(self.owner, type) else "subclass" if self.concrete else "new" \
             if "__new__" in self.init_args[1] else "init" if self.owner is not None else "function"
         return {"receiver": receiver, "init_args": repr(self.init_args), "call_args": repr(self.calls)[:2000],
-                **({"concrete": self.concrete} if self.concrete else {})}
+                **({"concrete": self.concrete} if self.concrete else {}),
+                **({"constructs": True} if self.constructs else {})}
 
 
 def files_left() -> dict[str, str]:
@@ -1147,8 +1156,11 @@ def driven(threads: int, calls: int, mode: str, seed: int, companion: str | None
     done = [(index, (text or shown(value), value)) for index, (text, value) in done]
     objects: dict[str, set[int]] = collections.defaultdict(set)
     for index, (_, value) in done:
-        if not is_value(value):
+        if not is_value(value) and not subject.constructs:  # a constructor's every call builds a new object
             objects[subject.key(index)].add(id(value))
+    # what no call kept is collected before the state is read: a weakly held object (a ``WeakSet`` of instances)
+    # that only a reference cycle keeps (an exception's traceback) is gone whenever the collector ran
+    gc.collect()
     memo = {} if PROCESSES else memos(subject.values(), [value for _, (_, value) in done])
     return {"results": collections.Counter(text for _, (text, _) in done), "state": subject.state(memo),
             "sizes": subject.sizes(memo), "distinct": {k: len(v) for k, v in objects.items()}, "hung": hung,
