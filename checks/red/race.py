@@ -6,7 +6,8 @@ the changed callable ``THREADS × CALLS`` times three ways — one after another
 never overlap (the control), and from threads released together by a barrier while a trace hook on the changed
 module yields at every line or opcode under a tiny switch interval — for at most ``TRIALS`` seeded trials per way
 of calling it (alone, alone with one argument set repeated when the tests give several, and paired with each
-method touching the same state), within a share of the probe's time, with
+method touching the same state; where calls differ, also 3 of them, one a thread, against each of their 6 orders
+one after another), within a share of the probe's time, with
 the clocks frozen. :func:`judge_race` confirms when a concurrent run gives what no sequential order gives: more
 successes than the limit allows, other results, another final state, or an exception; and only when the control
 gives the reference (so thread-local state or thread ids are not taken for a race). When the subject built
@@ -21,6 +22,7 @@ another → confirmed, with :func:`reproducer` as evidence.
 from __future__ import annotations
 
 import ast
+import math
 import re
 from typing import Any
 
@@ -32,6 +34,7 @@ THREADS = 8
 CALLS = 4
 TRIALS = 5  # per way of calling the target: alone, and with each companion method
 BUDGET_SHARE = 0.6
+MAX_EVERY_ORDER = 4  # the most calls a report may say it tried in every order (the program tries 3)
 PATIENCE = 5.0  # threads still running this long (or 4 × the calls' sequential time, if longer) are hung
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 QUALNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
@@ -95,12 +98,18 @@ def reproducer(attack: Attack, data: dict[str, Any]) -> str | None:
         build = f"target.{target.qualname}"
     opcodes = attack.family == "opcode-yield"
     processes = data.get("processes") is True
-    runner = (_PROCESSES_RUN if processes else _THREADS_RUN).replace("THREADS", str(THREADS)).replace(
-        "CALLS_EACH", str(CALLS)).replace("TOTAL", str(THREADS * CALLS)).replace("BUILD", build)
+    every = _every_order(data)
+    if every and processes:
+        return None
+    runner = (_ORDERS_RUN if every else _PROCESSES_RUN if processes else _THREADS_RUN).replace(
+        "THREADS", str(THREADS)).replace("CALLS_EACH", str(CALLS)).replace("TOTAL", str(THREADS * CALLS)).replace(
+        "BUILD", build)
     drivers = "processes" if processes else "threads"
-    return f'''# {target.qualname} ({target.path}): {THREADS} {drivers} × {CALLS} calls, one after another, then
-# together
-import collections, importlib, sys, threading, time{", json, os, tempfile" if processes else ""}
+    shape = (f"{every} threads × 1 call, each order of the calls one after another, then together" if every else
+             f"{THREADS} {drivers} × {CALLS} calls, one after another, then\n# together")
+    modules = "itertools, re, " if every else ""
+    return f'''# {target.qualname} ({target.path}): {shape}
+import collections, importlib, {modules}sys, threading, time{", json, os, tempfile" if processes else ""}
 import {module} as target
 
 CALLS = {calls}
@@ -126,11 +135,7 @@ def one(call, index):
 
 def shown(values):  # what the calls returned, read once they are all over
     return collections.Counter(repr(value) for value in values)
-{runner}
-sys.setswitchinterval(1e-6)
-print("one after another:", dict(sorted(run(False).items())))
-print("together:         ", dict(sorted(run(True).items())))
-'''
+{runner}'''
 
 
 _THREADS_RUN = '''
@@ -152,6 +157,58 @@ def run(together):
     [t.start() for t in threads]
     [t.join() for t in threads]
     return shown(results)
+
+sys.setswitchinterval(1e-6)
+print("one after another:", dict(sorted(run(False).items())))
+print("together:         ", dict(sorted(run(True).items())))
+'''
+_ORDERS_RUN = '''
+def picture(value):  # a value as compared: containers as sorted multisets, no addresses
+    if isinstance(value, dict):
+        return sorted((repr(k), picture(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset, collections.deque)):
+        return sorted(repr(picture(v)) for v in value)
+    return re.sub(" at 0x[0-9a-f]+", "", repr(value))
+
+def state(call):  # what the calls share: the receiver's and its class's values, or the module's
+    holder = call if isinstance(call, type) else getattr(call, "__self__", None)
+    values = vars(target) if holder is None else vars(holder) if isinstance(holder, type) else \\
+        {**vars(type(holder)), **getattr(holder, "__dict__", {})}
+    return picture({k: v for k, v in values.items() if not k.startswith("__") and not callable(v)})
+
+def run(order, together):
+    importlib.reload(target)
+    call = BUILD
+    results = {}
+    if not together:
+        for index in order:
+            results[index] = one(call, index)
+    else:
+        barrier, installing = threading.Barrier(len(CALLS)), threading.Lock()
+        def worker(index):
+            barrier.wait()
+            with installing:
+                sys.settrace(yielder)
+            results[index] = one(call, index)
+            with installing:
+                sys.settrace(None)
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(len(CALLS))]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+    return repr(sorted((i, repr(r)) for i, r in results.items())), repr(state(call))
+
+orders = {run(order, False) for order in itertools.permutations(range(len(CALLS)))}
+print(f"one after another, in each order: {len(orders)} outcome(s)")
+for each in sorted(orders):
+    print("  ", each)
+sys.setswitchinterval(1e-6)
+for attempt in range(50):
+    seen = run(range(len(CALLS)), True)
+    if seen not in orders:
+        print(f"together (attempt {attempt + 1}), as no order leaves it:", seen)
+        break
+else:
+    print("together: 50 attempts, each what some order leaves")
 '''
 _PROCESSES_RUN = '''
 def files():  # what the calls left in the run's directory
@@ -179,6 +236,10 @@ def run(together):
         os.wait()
     returned = [r for n in range(THREADS) for r in json.load(open(os.path.join(outputs, str(n))))]
     return {**collections.Counter(returned), "files": files()}
+
+sys.setswitchinterval(1e-6)
+print("one after another:", dict(sorted(run(False).items())))
+print("together:         ", dict(sorted(run(True).items())))
 '''
 
 
@@ -207,6 +268,10 @@ def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
     if data is None:
         return False, "the race probe did not report"
     drivers = f"{THREADS} {'processes' if data.get('processes') is True else 'threads'} × {CALLS} calls"
+    every = _every_order(data)
+    if every:
+        drivers = (f"{every} {'processes' if data.get('processes') is True else 'threads'} × 1 call, against each "
+                   f"of the {math.factorial(every)} orders of the calls one after another")
     test = data.get("recorded_from")
     if data.get("receiver") == "recorded" and isinstance(test, str):
         drivers += f" on the object {test[:200]} builds"
@@ -224,6 +289,12 @@ def judge_race(data: dict[str, Any] | None) -> tuple[bool, str]:
     return False, effect[:700]
 
 
+def _every_order(data: dict[str, Any]) -> int:
+    """How many calls a confirming trial made against every order of them (0: the trial was ``THREADS × CALLS``)."""
+    every = data.get("every_order")
+    return every if isinstance(every, int) and not isinstance(every, bool) and 1 < every <= MAX_EVERY_ORDER else 0
+
+
 def _unconfirmed(data: dict[str, Any], drivers: str, trials: object, total: object) -> str:
     """What a race report that confirms nothing saw: why it is inconclusive, or the ways and trials it ran."""
     if isinstance(data.get("inconclusive"), str):
@@ -231,7 +302,8 @@ def _unconfirmed(data: dict[str, Any], drivers: str, trials: object, total: obje
     paired = [str(p) for p in data.get("paired") or []][:5]
     alone = ["alone", *(["alone with one argument set repeated"] if data.get("repeated") is True else [])]
     named = ", ".join(alone) + (" and with " + ", ".join(paired) if paired else "")
-    ways = f": {named}, {TRIALS} each in turn" if paired or len(alone) > 1 else ""
+    every = ", and 3 calls that differ against each of their orders" if data.get("orders") is True else ""
+    ways = f": {named}{every}, {TRIALS} each in turn" if paired or len(alone) > 1 else ""
     skipped = [str(x) for x in data.get("skipped") or []]
     if skipped:
         ways += f"; {len(skipped)} not compared ({'; '.join(skipped[:2])})"

@@ -17,6 +17,7 @@ from checks.red.hypotheses import RACE_KIND, Hypothesis, Target
 from checks.red.hypotheses import Attack as Probe
 from checks.red.payloads import families
 from checks.red.probes import ProbeOutcome, build_probe, judge_probe, probe_nonce
+from checks.red.race import judge_race
 from checks.red.taint import TaintPass
 from tests.red.conftest import Attack
 from tests.red.fixtures import write_repo
@@ -298,8 +299,10 @@ async def test_a_metaclass_cache_is_driven_through_its_classes_with_the_tests_ar
     locked = _locked(ZONES, {"__call__": ""})
     fixed = await _probe(tmp_path, {"shop/zones.py": locked, "tests/test_zones.py": ZONE_TESTS}, "shop/zones.py",
                          "_Cached.__call__")
-    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 10 trial(s)"), fixed.effect
-    assert _literal(fixed.effect).endswith("alone, alone with one argument set repeated, 5 each in turn"), fixed.effect
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 15 trial(s)"), fixed.effect
+    assert _literal(fixed.effect).endswith(
+        "alone, alone with one argument set repeated, and 3 calls that differ against each of their orders, 5 each in "
+        "turn"), fixed.effect
 
 
 async def test_a_check_in_one_method_and_an_act_in_another_are_driven_together(
@@ -315,8 +318,10 @@ async def test_a_check_in_one_method_and_an_act_in_another_are_driven_together(
     locked = _locked(POOL, {"put": "", "close": ""})
     fixed = await _probe(tmp_path, {"shop/pool.py": locked}, "shop/pool.py", "Pool.close")
     # each way of calling close gets its own trials: alone, and together with put
-    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 10 trial(s)")
-    assert _literal(fixed.effect).endswith("interleavings: alone and with put, 5 each in turn"), fixed.effect
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 15 trial(s)")
+    assert _literal(fixed.effect).endswith(
+        "interleavings: alone and with put, and 3 calls that differ against each of their orders, 5 each in turn"), \
+        fixed.effect
 
 
 SLOW = '''"""Counts events, slowly, under its lock."""
@@ -447,8 +452,9 @@ async def test_a_private_helper_only_called_under_its_callers_lock_is_probed_thr
     assert helper.effect == ("inconclusive: every call of _bump in its module is made holding a lock (line 12, 17, "
                              "18): its callers' locking guards it, so it is probed through them, not alone")
     caller = await _probe(tmp_path, {"shop/tally.py": GUARDED}, "shop/tally.py", "Tally.add")
-    assert not caller.confirmed and caller.effect.startswith("no race seen in 10 trial(s)"), caller.effect
-    assert _literal(caller.effect).endswith("alone and with add_twice, 5 each in turn"), caller.effect
+    assert not caller.confirmed and caller.effect.startswith("no race seen in 15 trial(s)"), caller.effect
+    assert _literal(caller.effect).endswith(
+        "alone and with add_twice, and 3 calls that differ against each of their orders, 5 each in turn"), caller.effect
     # hostile: one caller that skips the lock, and the helper is probed alone — its lost update confirmed
     leaky = GUARDED.replace("    def _bump(self)", "    def peek(self) -> int:\n        return self._bump()\n\n"
                             "    def _bump(self)")
@@ -528,7 +534,8 @@ async def test_a_registry_kept_on_the_class_pairs_the_methods_that_share_it(tmp_
         raced.effect
     locked = _locked(CATALOG, {"enable_all": "", "touch": ""})
     fixed = await _probe(tmp_path, {"shop/catalog.py": locked}, "shop/catalog.py", "Catalog.enable_all")
-    assert not fixed.confirmed and _literal(fixed.effect).endswith("alone and with touch, 5 each in turn"), fixed.effect
+    assert not fixed.confirmed and _literal(fixed.effect).endswith(
+        "alone and with touch, and 3 calls that differ against each of their orders, 5 each in turn"), fixed.effect
 
 
 async def test_a_module_its_package_uses_at_import_starts_every_run_alike(tmp_path: Path) -> None:
@@ -779,7 +786,7 @@ async def test_a_metaclass_singleton_is_driven_through_a_concrete_class_with_the
         racy.effect
     locked = {**modules, "locks/_api.py": _locked(SINGLETONS, {"__call__": ""})}
     fixed = await _probe(tmp_path, locked, "locks/_api.py", "_OnePerPath.__call__")
-    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 10 trial(s)"), fixed.effect
+    assert not fixed.confirmed and fixed.effect.startswith("no race seen in 15 trial(s)"), fixed.effect
 
 
 def _race_program() -> dict[str, object]:
@@ -1106,3 +1113,76 @@ async def test_a_constructor_is_driven_by_building_objects_as_the_tests_do(tmp_p
     assert locked != BARS
     fixed = await _probe(tmp_path, {**files, "ui/bars.py": locked}, "ui/bars.py", "Bar.__init__")
     assert not fixed.confirmed, fixed.effect
+
+
+SCOPES = '''"""Feature switches by scope: a switch set on a scope replaces those set below it."""
+import threading
+
+LOCK = threading.Lock()
+
+
+class Switches:
+    def __init__(self) -> None:
+        self.set_on = []  # (scope, on), read by every request without a lock
+
+    def set(self, scope: str, on: bool) -> None:
+        with LOCK:
+            kept = [(s, o) for s, o in self.set_on if not s.startswith(scope)]
+        kept.append((scope, on))
+        with LOCK:
+            self.set_on = kept
+'''
+SCOPE_TESTS = """from app.switches import Switches
+
+
+def test_a_scope_replaces_those_below_it():
+    switches = Switches()
+    switches.set("shop", False)
+    switches.set("shop.cart", True)
+    switches.set("blog", True)
+    switches.set("", True)
+    assert switches.set_on == [("", True)]
+"""
+
+
+async def test_a_lost_update_that_no_order_of_different_calls_gives_is_confirmed(tmp_path: Path) -> None:
+    """Which switches are left depends on the order of the calls (a scope set later drops those below it), so
+    neither the count nor the state of many calls can be compared, and one argument set repeated leaves one switch
+    whatever happens. Three calls that differ, one a thread, tried against each of their six orders: two that
+    both copy the list before either stores it lose one switch, which no order does. With one lock around the
+    whole update every run is some order: no race. The reproducer shows it on its own."""
+    files = {"app/switches.py": SCOPES, "tests/test_switches.py": SCOPE_TESTS}
+    raced = await _probe(tmp_path, files, "app/switches.py", "Switches.set")
+    assert raced.confirmed, raced.effect
+    assert raced.effect.startswith("a lost update: set('shop', False) and set("), raced.effect
+    assert "leave self.set_on as no order leaves it" in raced.effect, raced.effect
+    assert "(3 threads × 1 call, against each of the 6 orders of the calls one after another" in raced.effect
+    assert raced.reproducer is not None and "CALLS = [(('shop', False), {}), " in raced.reproducer
+    repo = write_repo(tmp_path / "again", files)
+    shown = subprocess.run([sys.executable, "-c", raced.reproducer], cwd=repo, capture_output=True, text=True,
+                           timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "one after another, in each order: " in shown.stdout and "as no order leaves it" in shown.stdout, \
+        shown.stdout
+    locked = SCOPES.replace('''        with LOCK:
+            kept = [(s, o) for s, o in self.set_on if not s.startswith(scope)]
+        kept.append((scope, on))
+        with LOCK:
+            self.set_on = kept''', '''        with LOCK:
+            kept = [(s, o) for s, o in self.set_on if not s.startswith(scope)]
+            kept.append((scope, on))
+            self.set_on = kept''')
+    assert locked != SCOPES
+    fixed = await _probe(tmp_path, {**files, "app/switches.py": locked}, "app/switches.py", "Switches.set")
+    assert not fixed.confirmed, fixed.effect
+    assert "and 3 calls that differ against each of their orders" in fixed.effect, fixed.effect
+
+
+def test_the_judge_says_how_many_calls_a_trial_made_only_from_a_plain_count() -> None:
+    """The report comes from a process the probed code shares: a count of calls tried in every order is shown
+    only when it is a small integer, else the trial is told as the usual 8 threads × 4 calls."""
+    report = {"confirmed": "a lost update", "trials": 2, "of": 15}
+    assert "(3 threads × 1 call, against each of the 6 orders" in judge_race({**report, "every_order": 3})[1]
+    for hostile in (True, 10**9, "3", 1, None):
+        confirmed, effect = judge_race({**report, "every_order": hostile})
+        assert confirmed and "(8 threads × 4 calls, trial 2 of 15" in effect, effect

@@ -100,7 +100,7 @@ async def test_a_test_suite_that_exits_loses_no_report(tmp_path: Path) -> None:
     outcome = await _probe(tmp_path, {"term/console.py": CONSOLE, "tests/test_console.py": ends},
                            "term/console.py", "Console.export_text")
     assert not outcome.confirmed
-    assert outcome.effect.startswith("no race seen in 10 trial(s)") and "the tests build" not in outcome.effect
+    assert outcome.effect.startswith("no race seen in 15 trial(s)") and "the tests build" not in outcome.effect
 
 
 def test_the_judge_names_what_the_recorded_subject_showed() -> None:

@@ -19,7 +19,8 @@ opcodes, under a tiny switch interval. Clocks are frozen so that time-based stat
 concurrent run is a race when it gives what no sequential order gives: an exception, more successes, more
 distinct objects for one key (a cache or singleton built twice), a container of another size (a count or a size
 only where the sequential orders agree on it), or — when they agree exactly — other results or another final
-state.
+state. Where the calls differ (several argument sets, a pair), 3 of them, one a thread, are also run against each
+of their 6 orders one after another: what they return and leave together must be what one order gives.
 """
 
 # Above the program line: for linters and type checkers only (the joined program defines these names itself).
@@ -38,6 +39,7 @@ import gc
 import importlib
 import inspect
 import io
+import itertools
 import json
 import linecache
 import os
@@ -63,6 +65,7 @@ MAX_TEST_FILES = 400
 MAX_ARGUMENT_SETS = 12
 MAX_COMPANIONS = 3
 INTERLEAVED_ORDERS = 8  # seeded orders of the threads' calls one after another, where calls differ
+EVERY_ORDER_CALLS = 3  # calls that differ, one a thread, whose every order one after another is tried (3! = 6)
 # how long threads may run before they are hung: at least this, and this many times the calls' sequential time
 PATIENCE_SECONDS = float(CONFIG.get("patience") or 5.0)
 PATIENCE_FACTOR = 4.0
@@ -748,21 +751,34 @@ class Subject:
         found = [call for each in called for call in TESTS.of(each, func)][:MAX_ARGUMENT_SETS]
         return found or [((), arguments(func, skip_first=False))]
 
+    def chosen(self, index: int) -> tuple[str, int, Call]:
+        """What call ``index`` of one run calls: the target, or (odd calls of a paired run) its companion, by name,
+        with the number of its argument set and the set."""
+        if self.companion is not None and self.companion_target is not None and index % 2:
+            number = (index // 2) % len(self.companion_calls)
+            return self.companion, number, self.companion_calls[number]
+        number = (index // (2 if self.companion else 1)) % len(self.calls)
+        return self.name, number, self.calls[number]
+
     def call(self, index: int) -> tuple[str, object]:
         """Call ``index`` of one run: the target's, or (odd calls of a paired run) its companion's."""
+        _, _, (args, kwargs) = self.chosen(index)
         if self.companion_target is not None and index % 2:
-            args, kwargs = self.companion_calls[(index // 2) % len(self.companion_calls)]
             return outcome(lambda: self.companion_target(*args, **kwargs))
-        args, kwargs = self.calls[(index // (2 if self.companion else 1)) % len(self.calls)]
         if self.constructs:
             return outcome(lambda: type(self.owner)(*args, **kwargs))
         return outcome(lambda: self.target(*args, **kwargs))
 
     def key(self, index: int) -> str:
         """Which calls are expected to give the same object (the same callable and arguments)."""
-        if self.companion_target is not None and index % 2:
-            return f"{self.companion}#{(index // 2) % len(self.companion_calls)}"
-        return f"{self.name}#{(index // (2 if self.companion else 1)) % len(self.calls)}"
+        name, number, _ = self.chosen(index)
+        return f"{name}#{number}"
+
+    def label(self, index: int) -> str:
+        """Call ``index`` as a person reads it: the callable's name and its arguments."""
+        name, _, (args, kwargs) = self.chosen(index)
+        shown_args = [shown(value)[:40] for value in args] + [f"{k}={shown(v)[:40]}" for k, v in kwargs.items()]
+        return f"{name}({', '.join(shown_args)})"[:120]
 
     def values(self) -> dict[str, Any]:
         """The state's top-level values by name: the receiver's (``self.x``) and its class's (``class.x``)
@@ -818,15 +834,16 @@ def files_left() -> dict[str, str]:
     return found
 
 
-def run_processes(subject: Subject, threads: int, calls: int, mode: str, seed: int, patience: float
+def run_processes(subject: Subject, slots: list[list[int]], mode: str, seed: int, patience: float
                   ) -> tuple[list[tuple[int, tuple[str, object]]], int, int]:
-    """The calls from ``threads`` forked processes released together through a pipe (each yielding in the changed
+    """The calls from forked processes, one a slot, released together through a pipe (each yielding in the changed
     module as a thread would), or, for the control, taking turns under a file lock; how many were hung, and how
     many died before they reported (killed, or ended by the code): their calls are not known."""
     filename = getattr(subject.module, "__file__", "") or ""
     outputs = tempfile.mkdtemp(dir=WORK, prefix="out-")
     gate, release = os.pipe()
     children: dict[int, int] = {}
+    threads = len(slots)
     for number in range(threads):
         pid = os.fork()
         if pid == 0:  # the child: its calls, then what each returned, as text, in a file of its own
@@ -836,8 +853,7 @@ def run_processes(subject: Subject, threads: int, calls: int, mode: str, seed: i
                 if mode != "control":
                     sys.settrace(interleaver(filename, mode == "opcode-yield", random.Random(seed * 1000 + number)))  # noqa: S311 - a schedule, not a secret
                 mine = []
-                for call in range(calls):
-                    index = call * threads + number
+                for index in slots[number]:
                     if mode == "control":
                         with open(os.path.join(WORK, "turns.lock"), "a") as turn:
                             fcntl.flock(turn, fcntl.LOCK_EX)
@@ -998,9 +1014,10 @@ def interleaver(filename: str, opcodes: bool, rng: random.Random) -> Any:
     return hook
 
 
-def run_tasks(subject: Subject, threads: int, calls: int, mode: str) -> list[tuple[int, tuple[str, object]]]:
-    """A coroutine target: the same calls awaited one after another, or from tasks gathered together (they
-    interleave at every ``await``; the control makes them take turns with one ``asyncio.Lock``)."""
+def run_tasks(subject: Subject, slots: list[list[int]], sequence: list[int] | None,
+              mode: str) -> list[tuple[int, tuple[str, object]]]:
+    """A coroutine target: the calls awaited one after another in ``sequence``, or from tasks gathered together,
+    one a slot (they interleave at every ``await``; the control makes them take turns with one ``asyncio.Lock``)."""
 
     async def one(index: int) -> tuple[int, tuple[str, object]]:
         args, kwargs = subject.calls[index % len(subject.calls)]
@@ -1009,21 +1026,21 @@ def run_tasks(subject: Subject, threads: int, calls: int, mode: str) -> list[tup
         except Exception as exc:
             return index, ("raised " + type(exc).__name__, None)
 
-    async def task(worker: int, turns: asyncio.Lock | None) -> list[tuple[int, tuple[str, object]]]:
+    async def task(slot: list[int], turns: asyncio.Lock | None) -> list[tuple[int, tuple[str, object]]]:
         mine = []
-        for number in range(calls):
+        for index in slot:
             if turns is None:
-                mine.append(await one(worker * calls + number))
+                mine.append(await one(index))
             else:
                 async with turns:
-                    mine.append(await one(worker * calls + number))
+                    mine.append(await one(index))
         return mine
 
     async def drive() -> list[tuple[int, tuple[str, object]]]:
-        if mode == "sequential":
-            return [await one(index) for index in range(threads * calls)]
+        if sequence is not None:
+            return [await one(index) for index in sequence]
         turns = asyncio.Lock() if mode == "control" else None
-        parts = await asyncio.wait_for(asyncio.gather(*(task(w, turns) for w in range(threads))), 5.0)
+        parts = await asyncio.wait_for(asyncio.gather(*(task(slot, turns) for slot in slots)), 5.0)
         return [result for part in parts for result in part]
 
     done: list[tuple[int, tuple[str, object]]] = in_loop(drive())
@@ -1066,6 +1083,22 @@ def orders(threads: int, calls: int) -> dict[str, list[int]]:
     return found
 
 
+def sequential_order(mode: str, threads: int, calls: int, picks: list[int] | None) -> list[int] | None:
+    """The order a sequential ``mode`` makes its calls in (None: the mode is not sequential): for ``picks``, its
+    permutation ``sequential-order-N``, else the named order of :func:`orders`; the calls' own order by default."""
+    if not mode.startswith("sequential"):
+        return None
+    if picks is not None:
+        every = every_order(picks)
+        return every.get(mode, list(picks))
+    return orders(threads, calls).get(mode, list(range(threads * calls)))
+
+
+def every_order(picks: list[int]) -> dict[str, list[int]]:
+    """Every order of a few calls one after another, by its mode's name (the first is the calls' own order)."""
+    return {f"sequential-order-{number}": list(order) for number, order in enumerate(itertools.permutations(picks))}
+
+
 ACQUIRE = re.compile(r"^\s*(async\s+)?with\b.*lock|\.acquire\(", re.IGNORECASE)
 
 
@@ -1087,9 +1120,10 @@ def deadlocked(other: dict[str, Any]) -> bool:
 
 
 def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
-        patience: float = PATIENCE_SECONDS, repeated: bool = False) -> dict[str, Any]:
-    """One run of the calls in ``mode`` (``repeated``: every call with the first argument set); threads still
-    running ``patience`` seconds after they started are hung."""
+        patience: float = PATIENCE_SECONDS, repeated: bool = False, picks: list[int] | None = None) -> dict[str, Any]:
+    """One run of the calls in ``mode`` (``repeated``: every call with the first argument set; ``picks``: only
+    these calls, one a thread, in place of ``threads × calls``); threads still running ``patience`` seconds after
+    they started are hung."""
     # the random module starts alike in every run (a module or constructor that draws from it draws the same), so
     # that calls which draw from it are told apart (below)
     random.seed(CONFIG["seed"])
@@ -1100,27 +1134,32 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        return driven(threads, calls, mode, seed, companion, patience, repeated)
+        return driven(threads, calls, mode, seed, companion, patience, repeated, picks)
     finally:
         asyncio.set_event_loop(None)
         loop.close()
 
 
 def driven(threads: int, calls: int, mode: str, seed: int, companion: str | None, patience: float,
-           repeated: bool) -> dict[str, Any]:
+           repeated: bool, picks: list[int] | None) -> dict[str, Any]:
     subject = Subject(companion, repeated)
     seeded = random.getstate()
     began = _clock()
     done: list[tuple[int, tuple[str, object]]] = []
     hung = died = 0
     blocked: list[str | None] = []
+    # the calls each thread makes (a paired run: neighbouring threads call the target and its pair), and for a
+    # sequential mode their order one after another
+    slots = [[index] for index in picks] if picks is not None else \
+        [[call * threads + number for call in range(calls)] for number in range(threads)]
+    threads = len(slots)
+    sequence = sequential_order(mode, threads, calls, picks)
     if inspect.iscoroutinefunction(subject.target) and companion is None:
-        done = run_tasks(subject, threads, calls, mode if mode in ("control", "sequential") else "concurrent")
-    elif mode.startswith("sequential"):
-        order = orders(threads, calls).get(mode, list(range(threads * calls)))
-        done = [(index, subject.call(index)) for index in order]
+        done = run_tasks(subject, slots, sequence, mode)
+    elif sequence is not None:
+        done = [(index, subject.call(index)) for index in sequence]
     elif PROCESSES:
-        done, hung, died = run_processes(subject, threads, calls, mode, seed, patience)
+        done, hung, died = run_processes(subject, slots, mode, seed, patience)
     else:
         barrier = threading.Barrier(threads)
         serial = threading.Lock()
@@ -1133,8 +1172,7 @@ def driven(threads: int, calls: int, mode: str, seed: int, companion: str | None
             if mode != "control":
                 with INSTALLING:
                     sys.settrace(interleaver(filename, mode == "opcode-yield", random.Random(seed * 1000 + number)))  # noqa: S311 - a schedule, not a secret
-            for call in range(calls):
-                index = call * threads + number  # a paired run: neighbouring threads call the target and its pair
+            for index in slots[number]:
                 if mode == "control":
                     with serial:
                         mine.append((index, subject.call(index)))
@@ -1238,6 +1276,129 @@ def control_differs(serial: list[dict[str, Any]], control: dict[str, Any]) -> st
     return invariant_broken(serial, control)
 
 
+def outcome_of(run_: dict[str, Any]) -> tuple[tuple[tuple[int, str], ...], object]:
+    """What each call of a run returned (by its place among the calls) and the final state it left."""
+    return tuple(sorted((index, text) for index, (text, _) in run_["keep"])), run_["state"]
+
+
+def named(picture: object) -> dict[str, object] | None:
+    """A state's picture (:func:`snapshot`) by the names of its values: an object's attributes, a mapping's
+    items by their keys (None: neither)."""
+    if isinstance(picture, dict):
+        return {str(name): value for name, value in picture.items()}
+    if isinstance(picture, list) and all(isinstance(pair, tuple) and len(pair) == 2 for pair in picture):
+        found: dict[str, object] = {}
+        for key, value in picture:
+            try:
+                name = ast.literal_eval(key)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                name = key
+            found[str(name)] = value
+        return found
+    return None
+
+
+def differing(left: object, right: object) -> list[str]:
+    """The names of the state's top-level values that differ between two final states."""
+    if isinstance(left, dict) and isinstance(right, dict) and set(left) == {"instance", "class"} == set(right):
+        return [f"self.{name}" for name in differing(left["instance"], right["instance"])] + \
+            [f"class.{name}" for name in differing(left["class"], right["class"])]
+    before, after = named(left), named(right)
+    if before is not None and after is not None:
+        return sorted(name for name in {*before, *after} if before.get(name) != after.get(name))
+    return [] if left == right else ["the state"]
+
+
+class EveryOrder:
+    """A few calls that differ (several argument sets of the target, or the target and its pair), one a thread,
+    compared with every order of the same calls one after another: where the order decides what calls leave (two
+    keys, an add and a clear), what threads leave must still be what one of the orders leaves. A state or a result
+    that none of them gives is a race: a lost update of one of two keys, that no run of many calls can tell from
+    an order the sequential runs did not try."""
+
+    def __init__(self, pair: str | None, subject: Subject) -> None:
+        self.pair = pair
+        if pair is None:
+            own, other = list(range(len(subject.calls))), []
+        else:  # a paired run: even calls are the target's, odd ones its companion's, each by its argument set
+            own = [2 * number for number in range(len(subject.calls))]
+            other = [2 * number + 1 for number in
+                     range(len(subject.calls_of(pair, getattr(subject.owner, pair))))]
+        self.first, self.rest = own[0], (other + own[1:])[:MAX_ARGUMENT_SETS]
+        self.serial: dict[tuple[int, ...], list[dict[str, Any]] | str] = {}
+        self.seen: tuple[list[int], list[dict[str, Any]], dict[str, Any]] | None = None
+
+    def picks(self, selection: int) -> list[int]:
+        """The calls of one selection: the target's first, and two of the others, a different two each time."""
+        if len(self.rest) < 2:
+            return [self.first, *self.rest, self.first][:EVERY_ORDER_CALLS]
+        return [self.first, self.rest[selection % len(self.rest)], self.rest[(selection + 1) % len(self.rest)]]
+
+    def sequential(self, picks: list[int]) -> list[dict[str, Any]] | str:
+        """Every order of ``picks`` one after another, or why they cannot be compared."""
+        key = tuple(picks)
+        if key not in self.serial:
+            runs = [run(len(picks), 1, mode, 0, self.pair, picks=picks) for mode in every_order(picks)]
+            again = run(len(picks), 1, "sequential-order-0", 0, self.pair, picks=picks)
+            self.serial[key] = "its calls draw random numbers" if any(r["drew"] for r in runs) else \
+                "the same calls one after another do not give the same result twice" \
+                if outcome_of(again) != outcome_of(runs[0]) else runs
+        return self.serial[key]
+
+    def trial(self, selection: int, seed: int) -> str | None:
+        """One trial: what the calls together gave that no order gives, ``skipped: why`` when they cannot be
+        compared, or None."""
+        picks = self.picks(selection)
+        serial = self.sequential(picks)
+        if isinstance(serial, str):
+            return f"skipped: {serial}"
+        patience = max(PATIENCE_SECONDS, PATIENCE_FACTOR * max(each["seconds"] for each in serial))
+        count = len(picks)
+        control = run(count, 1, "control", seed, self.pair, patience, picks=picks)
+        if control["died"] or control["hung"]:
+            return "skipped: the calls did not end even when they never overlap"
+        if control_differs(serial, control) is not None or \
+                outcome_of(control) not in [outcome_of(each) for each in serial]:
+            return "skipped: threads change the result even when their calls never overlap"
+        concurrent = run(count, 1, CONFIG["family"], CONFIG["seed"] + seed, self.pair, patience, picks=picks)
+        if (concurrent["hung"] and not deadlocked(concurrent)) or concurrent["died"]:
+            return "skipped: the calls waited outside the module's locks"
+        found = invariant_broken([*serial, control], concurrent) or self.unexplained(serial, concurrent)
+        if found is not None:
+            self.seen = (picks, serial, concurrent)
+        return found
+
+    def unexplained(self, serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
+        """How ``other`` differs from what each order of its calls gives (None: it is what one of them gives)."""
+        results, state = outcome_of(other)
+        if any(outcome_of(each) == (results, state) for each in serial):
+            return None
+        subject: Subject = other["subject"]
+        calls = " and ".join(subject.label(index) for index, _ in results)
+        orders_ = f"each of the {len(serial)} orders of the {len(results)} calls one after another"
+        alike = [each for each in serial if outcome_of(each)[0] == results]
+        if not alike:
+            gave = ", ".join(f"{subject.label(index)} → {text}" for index, text in results)
+            return f"results no order gives: {calls} called together return {gave}"[:300] + f", unlike {orders_}"
+        names = min((differing(each["state"], state) for each in alike), key=len)
+        return (f"a lost update: {calls} called together leave {', '.join(names[:3]) or 'the state'} as no order "
+                f"leaves it ({orders_} leaves another)")[:400]
+
+    def report(self) -> dict[str, object]:
+        """The confirming trial as the race report shows it: the calls one after another (their first order) and
+        together, by what each returned."""
+        if self.seen is None:
+            return {}
+        picks, serial, concurrent = self.seen
+        subject: Subject = concurrent["subject"]
+        returned = [{subject.label(index): text for index, text in outcome_of(each)[0]} for each in
+                    (serial[0], concurrent)]
+        picked = {"call_args": repr([subject.chosen(index)[2] for index in picks])[:2000]} \
+            if self.pair is None and RECORDED is None else {}  # the argument sets a reproducer calls, in order
+        return {"every_order": len(picks), "orders": len(serial), "sequential": returned[0],
+                "concurrent": returned[1], "picked": [subject.label(index) for index in picks], **picked}
+
+
 def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
     """The trials of every way of calling the subject ``reference`` was run on: what the race report says."""
     threads, calls, trials = CONFIG["threads"], CONFIG["calls"], CONFIG["trials"]
@@ -1256,20 +1417,40 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
                     "through them, not alone", trials=0, guarded=True, **described)
     pairs: list[str | None] = [None, *companions(subject)]
     # alone, with each companion, and — when the calls cycle through several argument sets, so that only the
-    # invariants can tell a race — alone with one argument set repeated, whose every order is the same sequence
-    ways = [(pair, False) for pair in pairs] + ([(None, True)] if len(subject.calls) > 1 else [])
+    # invariants can tell a race — alone with one argument set repeated, whose every order is the same sequence;
+    # and where calls differ (several argument sets, a pair), a few of them one a thread, against every order
+    several = len(subject.calls) > 1
+    ways = [(pair, "") for pair in pairs] + ([(None, "repeated")] if several else []) + \
+        [(pair, "orders") for pair in pairs if pair is not None or several]
     described["ways"] = len(ways)
     sys.setswitchinterval(1e-6)
     skipped: list[str] = []
+    every: dict[str | None, EveryOrder] = {}
+    ended = dict(paired=[p for p in pairs if p], repeated=several, orders=any(h == "orders" for _, h in ways))
     # every way of calling (alone, with each companion) gets its own trials, taken in turns: a check-then-act split
     # over two methods is hit by a fraction of the schedules, as a read-modify-write in one is
     total = trials * len(ways)
     for trial in range(total):
         if trial and isinstance(budget, (int, float)) and _clock() - started > budget:
-            return dict(trials=trial, of=total, budget=budget, paired=[p for p in pairs if p],
-                        repeated=len(ways) > len(pairs), skipped=skipped[:5], **described)
-        pair, repeated = ways[trial % len(ways)]
-        way = "one argument set" if repeated else pair or "alone"
+            return dict(trials=trial, of=total, budget=budget, skipped=skipped[:5], **ended, **described)
+        pair, how = ways[trial % len(ways)]
+        repeated = how == "repeated"
+        way = "one argument set" if repeated else f"{pair or 'alone'}{', every order' if how == 'orders' else ''}"
+        if how == "orders":
+            try:
+                found = every.setdefault(pair, EveryOrder(pair, subject)).trial(trial // len(ways), trial)
+            except Exception as exc:
+                skipped.append(f"{way}: {type(exc).__name__}")
+                continue
+            if found is None or found.startswith("skipped: "):
+                if found is not None:
+                    skipped.append(f"{way}: {found.removeprefix('skipped: ')}"[:100])
+                continue
+            if pair is not None:
+                described["companion"] = pair
+                if "called together" not in found:
+                    found = f"{found} ({CONFIG['qualname'].split('.')[-1]} and {pair} called together)"
+            return dict(confirmed=found, trials=trial + 1, of=total, **{**described, **every[pair].report()})
         try:
             first = reference if pair is None and not repeated else run(threads, calls, "sequential", 0, pair,
                                                                          repeated=repeated)
@@ -1322,8 +1503,7 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
                 described["call_args"] = first["subject"].describe()["call_args"]
             return dict(confirmed=found, trials=trial + 1, of=total, concurrent=dict(concurrent["results"]),
                         **described)
-    return dict(trials=total, of=total, paired=[p for p in pairs if p], repeated=len(ways) > len(pairs),
-                skipped=skipped[:5], **described)
+    return dict(trials=total, of=total, skipped=skipped[:5], **ended, **described)
 
 
 def recorded(started: float) -> dict[str, Any]:
