@@ -306,7 +306,7 @@ def _unconfirmed(data: dict[str, Any], drivers: str, trials: object, total: obje
     ways = f": {named}{every}, {TRIALS} each in turn" if paired or len(alone) > 1 else ""
     skipped = [str(x) for x in data.get("skipped") or []]
     if skipped:
-        ways += f"; {len(skipped)} not compared ({'; '.join(skipped[:2])})"
+        ways += f"; {len(skipped)} way(s) not compared ({'; '.join(skipped[:2])})"
     if "budget" in data and trials != total:
         return (f"no race seen in {trials} of {total} trial(s) of {drivers} with "
                 f"forced interleavings{ways}: the probe's time budget ({data['budget']} s) ended the rest")[:400]

@@ -1186,3 +1186,52 @@ def test_the_judge_says_how_many_calls_a_trial_made_only_from_a_plain_count() ->
     for hostile in (True, 10**9, "3", 1, None):
         confirmed, effect = judge_race({**report, "every_order": hostile})
         assert confirmed and "(8 threads × 4 calls, trial 2 of 15" in effect, effect
+
+
+PANELS = '''"""Panels stacked on a screen, each placed below the panels alive."""
+import threading
+import weakref
+
+LOCK = threading.Lock()
+
+
+class Panel:
+    _alive = weakref.WeakSet()
+
+    def __init__(self, height, out) -> None:
+        with LOCK:
+            self._alive.add(self)
+            self.row = sum(1 for panel in self._alive if panel is not self and hasattr(panel, "row"))
+        if self.row:
+            out.write("\\\\n" * self.row)
+        self.height = int(height)
+'''
+PANEL_TESTS = """import pytest
+
+from ui.panels import Panel
+
+
+def test_a_height_is_a_number():
+    with pytest.raises(ValueError):
+        Panel("tall", "screen")
+    with pytest.raises(ValueError):
+        Panel("wide", "screen")
+    with pytest.raises(ValueError):
+        Panel("short", "screen")
+"""
+
+
+async def test_constructor_calls_that_fail_one_after_another_are_not_compared_in_every_order(
+        tmp_path: Path) -> None:
+    """Each call fails (a height that is no number) and drops its panel when it ends: one after another no panel
+    sees another, together a panel still being built is alive while the next is placed below it (and writes to
+    its output, a string here). That is no order the calls could take one after another, and no race either: what
+    such calls return is not compared, with one argument set or several (the every-order trials say why)."""
+    files = {"ui/panels.py": PANELS, "tests/test_panels.py": PANEL_TESTS}
+    outcome = await _probe(tmp_path, files, "ui/panels.py", "Panel.__init__")
+    assert not outcome.confirmed, outcome.effect
+    assert "every order: a constructor call fails one after another" in outcome.effect, outcome.effect
+    one = PANEL_TESTS.split("    with pytest.raises(ValueError):\n        Panel(\"wide\"")[0]
+    assert one.count("Panel(") == 1
+    outcome = await _probe(tmp_path, {**files, "tests/test_panels.py": one}, "ui/panels.py", "Panel.__init__")
+    assert not outcome.confirmed, outcome.effect

@@ -1245,6 +1245,11 @@ def invariant_broken(serial: list[dict[str, Any]], other: dict[str, Any]) -> str
     return None
 
 
+def constructor_failed(run_: dict[str, Any]) -> bool:
+    """Whether the run built objects with the target constructor and a call of it failed."""
+    return bool(run_["subject"].constructs) and any(text.startswith("raised ") for text in run_["results"])
+
+
 def compare(serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
     """How ``other`` differs from every sequential run (None: not in a way no sequential order explains)."""
     broken = invariant_broken(serial, other)
@@ -1253,7 +1258,9 @@ def compare(serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
     reference = serial[0]
     exact = reference["identical"] and all(run["results"] == reference["results"] and run["state"] ==
                                            reference["state"] for run in serial)
-    if not exact:
+    if not exact or constructor_failed(reference):
+        # (a constructor call that fails drops its object when it ends: one after another no call sees it,
+        # together the others do — what they return then is no order's, and no race)
         # different calls (several arguments, a pair of methods) may depend on their order: the orders tried are
         # not all, so only the invariants above tell a race
         return None
@@ -1309,6 +1316,11 @@ def differing(left: object, right: object) -> list[str]:
     return [] if left == right else ["the state"]
 
 
+def shown_result(text: str) -> str:
+    """What a call gave, as a sentence reads it: ``raised X``, or ``returned <value>``."""
+    return text if text.startswith("raised ") else f"returned {text[:60]}"
+
+
 class EveryOrder:
     """A few calls that differ (several argument sets of the target, or the target and its pair), one a thread,
     compared with every order of the same calls one after another: where the order decides what calls leave (two
@@ -1340,9 +1352,13 @@ class EveryOrder:
         if key not in self.serial:
             runs = [run(len(picks), 1, mode, 0, self.pair, picks=picks) for mode in every_order(picks)]
             again = run(len(picks), 1, "sequential-order-0", 0, self.pair, picks=picks)
+            # a constructor call that fails drops its object when it ends: one after another no other call sees
+            # it, together the others do (a progress bar placed below one still being built) — no order to compare
+            failed = constructor_failed(again)
             self.serial[key] = "its calls draw random numbers" if any(r["drew"] for r in runs) else \
                 "the same calls one after another do not give the same result twice" \
-                if outcome_of(again) != outcome_of(runs[0]) else runs
+                if outcome_of(again) != outcome_of(runs[0]) else \
+                "a constructor call fails one after another" if failed else runs
         return self.serial[key]
 
     def trial(self, selection: int, seed: int) -> str | None:
@@ -1378,8 +1394,13 @@ class EveryOrder:
         orders_ = f"each of the {len(serial)} orders of the {len(results)} calls one after another"
         alike = [each for each in serial if outcome_of(each)[0] == results]
         if not alike:
-            gave = ", ".join(f"{subject.label(index)} → {text}" for index, text in results)
-            return f"results no order gives: {calls} called together return {gave}"[:300] + f", unlike {orders_}"
+            # the calls whose result no order gives them, else (each result is some order's, not all together) all
+            possible = {index: {dict(outcome_of(each)[0]).get(index) for each in serial} for index, _ in results}
+            odd = [(index, text) for index, text in results if text not in possible[index]] or list(results)
+            gave = "; ".join(f"{subject.label(index)} {shown_result(text)}, one after another "
+                             f"{' or '.join(sorted(shown_result(t) for t in possible[index] if t is not None))}"
+                             for index, text in odd)
+            return f"results no order gives: {gave[:300]} ({calls} called together, unlike {orders_})"
         names = min((differing(each["state"], state) for each in alike), key=len)
         return (f"a lost update: {calls} called together leave {', '.join(names[:3]) or 'the state'} as no order "
                 f"leaves it ({orders_} leaves another)")[:400]
@@ -1432,7 +1453,8 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
     total = trials * len(ways)
     for trial in range(total):
         if trial and isinstance(budget, (int, float)) and _clock() - started > budget:
-            return dict(trials=trial, of=total, budget=budget, skipped=skipped[:5], **ended, **described)
+            return dict(trials=trial, of=total, budget=budget, skipped=list(dict.fromkeys(skipped))[:5], **ended,
+                        **described)
         pair, how = ways[trial % len(ways)]
         repeated = how == "repeated"
         way = "one argument set" if repeated else f"{pair or 'alone'}{', every order' if how == 'orders' else ''}"
@@ -1503,7 +1525,7 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
                 described["call_args"] = first["subject"].describe()["call_args"]
             return dict(confirmed=found, trials=trial + 1, of=total, concurrent=dict(concurrent["results"]),
                         **described)
-    return dict(trials=total, of=total, skipped=skipped[:5], **ended, **described)
+    return dict(trials=total, of=total, skipped=list(dict.fromkeys(skipped))[:5], **ended, **described)
 
 
 def recorded(started: float) -> dict[str, Any]:
