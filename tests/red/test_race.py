@@ -459,7 +459,8 @@ async def test_a_private_helper_only_called_under_its_callers_lock_is_probed_thr
     leaky = GUARDED.replace("    def _bump(self)", "    def peek(self) -> int:\n        return self._bump()\n\n"
                             "    def _bump(self)")
     raced = await _probe(tmp_path, {"shop/tally.py": leaky}, "shop/tally.py", "Tally._bump")
-    assert raced.confirmed and raced.effect.startswith("results no sequential order gives"), raced.effect
+    assert raced.confirmed and raced.effect.startswith(("a lost update: self.count is ",
+                                                        "results no sequential order gives")), raced.effect
 
 
 AGGREGATE = '''"""Sums what it is given."""
@@ -625,14 +626,23 @@ def test_keeps_two():
 """
 
 
-async def test_an_abstract_class_method_is_driven_through_its_subclass_and_calls_that_draw_are_not_compared(
+async def test_an_abstract_class_method_is_driven_through_its_subclass_and_calls_that_draw_are_compared_by_counts(
         tmp_path: Path) -> None:
     """``Reservoir.offer`` is the abstract class's: it is driven on ``Sample``, the class that inherits it as it is.
     Its calls draw random numbers, so overlapping calls get other draws than in any order one after another (a draw
-    and its use are two steps): what they leave is not compared, locked or not, and the probe says why."""
+    and its use are two steps): which values it keeps is not compared, only what the same calls leave with other
+    draws too — how many values it has seen, which the unlocked count loses and the locked one does not."""
     modules = {"stats/__init__.py": "", "stats/reservoir.py": RESERVOIR, "tests/test_reservoir.py": RESERVOIR_TESTS}
     drawn = await _probe(tmp_path, modules, "stats/reservoir.py", "Reservoir.offer")
-    assert not drawn.confirmed and "its calls draw random numbers" in drawn.effect, drawn.effect
+    # the count loses updates; a value kept at a slot past the sample's size is what a lost update does next
+    assert drawn.confirmed and drawn.effect.startswith((
+        "a lost update: self.seen is ", "a broken size: self.kept holds 3 items, after every sequential order 2")), \
+        drawn.effect
+    locked = _locked(RESERVOIR, {"offer": ""})
+    assert locked != RESERVOIR
+    fixed = await _probe(tmp_path, {**modules, "stats/reservoir.py": locked}, "stats/reservoir.py",
+                         "Reservoir.offer")
+    assert not fixed.confirmed, fixed.effect
     # the same abstract method without the draw: reached through the subclass, its unlocked count loses updates
     counted = RESERVOIR.replace("        index = randrange(self.seen)\n", "        index = self.seen % 3\n")
     raced = await _probe(tmp_path, {**modules, "stats/reservoir.py": counted}, "stats/reservoir.py",
@@ -853,7 +863,7 @@ def test_an_exception_is_a_race_only_where_no_sequential_order_raised() -> None:
 
     def run(**results: int) -> dict[str, object]:
         return {"results": Counter({k.replace("_", " "): v for k, v in results.items()}), "state": None,
-                "sizes": {}, "distinct": {}, "hung": 0, "identical": False}
+                "sizes": {}, "counts": {}, "distinct": {}, "hung": 0, "identical": False}
 
     calm = [run(none=8), run(none=8)]
     assert broken(calm, run(none=7, raised_KeyError=1)) == "an exception only under concurrency: raised KeyError"
@@ -861,6 +871,28 @@ def test_an_exception_is_a_race_only_where_no_sequential_order_raised() -> None:
     # threads another error is no race
     misuse = [run(none=6, raised_RuntimeError=2), run(none=6, raised_RuntimeError=2)]
     assert broken(misuse, run(none=6, raised_OperationalError=2)) is None
+
+
+def test_a_count_is_compared_where_every_order_and_every_draw_leave_the_same() -> None:
+    """A whole number of the state (a count of calls) is compared as a size is: only where every sequential run
+    left the same. Where the calls draw random numbers, the runs made with other draws must agree too, and an
+    exception (which a draw may cause) is not compared."""
+    from collections import Counter
+
+    broken: Any = _race_program()["invariant_broken"]
+
+    def run(seen: int, raised: int = 0) -> dict[str, object]:
+        results = Counter({"None": 8 - raised, **({"raised KeyError": raised} if raised else {})})
+        return {"results": results, "state": None, "sizes": {},
+                "counts": {"self.seen": seen}, "distinct": {}, "hung": 0, "identical": False}
+
+    assert broken([run(8), run(8)], run(6)) == "a lost update: self.seen is 6, after every sequential order 8"
+    assert broken([run(8), run(8)], run(9)) == "a broken count: self.seen is 9, after every sequential order 8"
+    assert broken([run(8), run(7)], run(6)) is None  # the order of the calls decides it
+    assert broken([run(8), run(8)], run(8, raised=1)) == "an exception only under concurrency: raised KeyError"
+    assert broken([run(8), run(8)], run(8, raised=1), True) is None  # with draws: not compared
+    assert broken([run(8), run(8)], run(7, raised=1), True) == ("a lost update: self.seen is 7, after every "
+                                                                "sequential order 8")
 
 
 

@@ -65,6 +65,7 @@ MAX_TEST_FILES = 400
 MAX_ARGUMENT_SETS = 12
 MAX_COMPANIONS = 3
 INTERLEAVED_ORDERS = 8  # seeded orders of the threads' calls one after another, where calls differ
+DRAWS = 2  # other seeds of the random module the calls are made with one after another, where they draw from it
 EVERY_ORDER_CALLS = 3  # calls that differ, one a thread, whose every order one after another is tried (3! = 6)
 # how long threads may run before they are hung: at least this, and this many times the calls' sequential time
 PATIENCE_SECONDS = float(CONFIG.get("patience") or 5.0)
@@ -558,6 +559,13 @@ def sizes(values: dict[str, Any]) -> dict[str, int]:
     return found
 
 
+def counts(values: dict[str, Any]) -> dict[str, int]:
+    """The whole numbers among ``values`` (a counter of calls, a running total of items): as a container's size,
+    compared where every sequential order leaves the same."""
+    return {name: value for name, value in values.items()
+            if type(value) is int and not name.split(".")[-1].startswith("__")}
+
+
 def entry(item: object) -> object:
     """What an entry of a memo is told apart by: a value (a key) by what it holds, an object by its identity."""
     if isinstance(item, (bool, int, float, str, bytes, tuple, frozenset, type(None))):
@@ -804,6 +812,9 @@ class Subject:
         if PROCESSES:
             return {}
         return sizes({**self.values(), **memo})
+
+    def counts(self) -> dict[str, int]:
+        return {} if PROCESSES else counts(self.values())
 
     def describe(self) -> dict[str, object]:
         """How the subject was built and called, as literals (the reproducer rebuilds it from them)."""
@@ -1120,10 +1131,11 @@ def deadlocked(other: dict[str, Any]) -> bool:
 
 
 def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
-        patience: float = PATIENCE_SECONDS, repeated: bool = False, picks: list[int] | None = None) -> dict[str, Any]:
+        patience: float = PATIENCE_SECONDS, repeated: bool = False, picks: list[int] | None = None,
+        draws: int = 0) -> dict[str, Any]:
     """One run of the calls in ``mode`` (``repeated``: every call with the first argument set; ``picks``: only
     these calls, one a thread, in place of ``threads × calls``); threads still running ``patience`` seconds after
-    they started are hung."""
+    they started are hung; ``draws``: another seed of the random module for the calls (not for the subject)."""
     # the random module starts alike in every run (a module or constructor that draws from it draws the same), so
     # that calls which draw from it are told apart (below)
     random.seed(CONFIG["seed"])
@@ -1134,15 +1146,17 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        return driven(threads, calls, mode, seed, companion, patience, repeated, picks)
+        return driven(threads, calls, mode, seed, companion, patience, repeated, picks, draws)
     finally:
         asyncio.set_event_loop(None)
         loop.close()
 
 
 def driven(threads: int, calls: int, mode: str, seed: int, companion: str | None, patience: float,
-           repeated: bool, picks: list[int] | None) -> dict[str, Any]:
+           repeated: bool, picks: list[int] | None, draws: int) -> dict[str, Any]:
     subject = Subject(companion, repeated)
+    if draws:
+        random.seed(f"{CONFIG['seed']}-{draws}")
     seeded = random.getstate()
     began = _clock()
     done: list[tuple[int, tuple[str, object]]] = []
@@ -1201,8 +1215,9 @@ def driven(threads: int, calls: int, mode: str, seed: int, companion: str | None
     gc.collect()
     memo = {} if PROCESSES else memos(subject.values(), [value for _, (_, value) in done])
     return {"results": collections.Counter(text for _, (text, _) in done), "state": subject.state(memo),
-            "sizes": subject.sizes(memo), "distinct": {k: len(v) for k, v in objects.items()}, "hung": hung,
-            "died": died, "subject": subject, "keep": done, "identical": companion is None and len(subject.calls) == 1,
+            "sizes": subject.sizes(memo), "counts": subject.counts(),
+            "distinct": {k: len(v) for k, v in objects.items()}, "hung": hung, "died": died, "subject": subject,
+            "keep": done, "identical": companion is None and len(subject.calls) == 1,
             "seconds": _clock() - began, "patience": patience, "blocked": blocked, "drew": random.getstate() != seeded}
 
 
@@ -1211,8 +1226,10 @@ def successes(counter: collections.Counter[str]) -> int:
                value.startswith("raised "))
 
 
-def invariant_broken(serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
-    """What ``other`` gives that no sequential order of the same calls gave (they differ only in order)."""
+def invariant_broken(serial: list[dict[str, Any]], other: dict[str, Any], drew: bool = False) -> str | None:
+    """What ``other`` gives that no sequential order of the same calls gave (they differ only in order; ``drew``:
+    the calls draw random numbers, and ``serial`` has runs with other draws — only what those agree on, the
+    successes, sizes and counts, is compared: an exception or an object per call may come from a draw)."""
     if other.get("hung"):
         took = max(run["seconds"] for run in serial)
         where = f", each waiting for a lock ({', '.join(sorted(set(other['blocked'])))})" if deadlocked(other) else ""
@@ -1221,7 +1238,7 @@ def invariant_broken(serial: list[dict[str, Any]], other: dict[str, Any]) -> str
     # an exception counts only where no sequential order raised: calls that already fail one after another (a
     # release of what no call holds) misuse the API, and another exception under threads shows no race
     raised = {v for v in other["results"] if v.startswith("raised ")}
-    if raised and not any(v.startswith("raised ") for run in serial for v in run["results"]):
+    if raised and not drew and not any(v.startswith("raised ") for run in serial for v in run["results"]):
         return "an exception only under concurrency: " + ", ".join(sorted(raised))
     # a count or a size compared where the sequential orders agree on it (every call the same, or calls whose
     # order does not move it): where they differ it depends on the order, and the orders tried are not all
@@ -1232,7 +1249,7 @@ def invariant_broken(serial: list[dict[str, Any]], other: dict[str, Any]) -> str
                 f"{allowed} do")
     # objects per call only where every call is the same: with several keys, the order of the calls decides what a
     # bounded cache evicts, and so whether a weakly held object is built again for its key
-    for key, count in sorted(other["distinct"].items() if serial[0]["identical"] else ()):
+    for key, count in sorted(other["distinct"].items() if serial[0]["identical"] and not drew else ()):
         most = max(run["distinct"].get(key, 0) for run in serial)
         # several objects: one where every sequential order raised is another order's success, not a second build
         if count > max(most, 1) and most <= 2:
@@ -1242,6 +1259,11 @@ def invariant_broken(serial: list[dict[str, Any]], other: dict[str, Any]) -> str
         seen = {run["sizes"][name] for run in serial if name in run["sizes"]}
         if len(seen) == 1 and all(name in run["sizes"] for run in serial) and size not in seen:
             return f"a broken size: {name} holds {size} items, after every sequential order {min(seen)}"
+    for name, count in sorted(other["counts"].items()):
+        seen = {run["counts"].get(name) for run in serial}
+        if len(seen) == 1 and None not in seen and count not in seen:
+            kind = "a lost update" if count < min(seen) else "a broken count"  # (min: the one value seen)
+            return f"{kind}: {name} is {count}, after every sequential order {min(seen)}"
     return None
 
 
@@ -1250,10 +1272,10 @@ def constructor_failed(run_: dict[str, Any]) -> bool:
     return bool(run_["subject"].constructs) and any(text.startswith("raised ") for text in run_["results"])
 
 
-def compare(serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
+def compare(serial: list[dict[str, Any]], other: dict[str, Any], drew: bool = False) -> str | None:
     """How ``other`` differs from every sequential run (None: not in a way no sequential order explains)."""
-    broken = invariant_broken(serial, other)
-    if broken is not None:
+    broken = invariant_broken(serial, other, drew)
+    if broken is not None or drew:
         return broken
     reference = serial[0]
     exact = reference["identical"] and all(run["results"] == reference["results"] and run["state"] ==
@@ -1277,10 +1299,10 @@ def compare(serial: list[dict[str, Any]], other: dict[str, Any]) -> str | None:
     return None
 
 
-def control_differs(serial: list[dict[str, Any]], control: dict[str, Any]) -> str | None:
+def control_differs(serial: list[dict[str, Any]], control: dict[str, Any], drew: bool = False) -> str | None:
     """What threads change even when their calls never overlap (thread-local or thread-id state): the same
     invariants, so that an order-dependent cache is not taken for one."""
-    return invariant_broken(serial, control)
+    return invariant_broken(serial, control, drew)
 
 
 def outcome_of(run_: dict[str, Any]) -> tuple[tuple[tuple[int, str], ...], object]:
@@ -1489,15 +1511,21 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
         except Exception as exc:
             skipped.append(f"{way}: {type(exc).__name__}")
             continue
-        if any(each["drew"] for each in serial):
+        drew = any(each["drew"] for each in serial)
+        if drew:
             # calls that draw random numbers get other draws when they overlap (a draw and its use are two steps):
-            # what they leave may differ from every sequential order without a race in the code's state
-            skipped.append(f"{way}: its calls draw random numbers")
-            continue
+            # what they leave may differ from every sequential order without a race in the code's state, so only
+            # what the same calls leave with other draws too is compared (a count of calls, a bounded sample's size)
+            try:
+                serial += [run(threads, calls, "sequential", 0, pair, repeated=repeated, draws=number)
+                           for number in range(1, DRAWS + 1)]
+            except Exception as exc:
+                skipped.append(f"{way}: {type(exc).__name__}")
+                continue
         if control["died"]:
             skipped.append(f"{way}: {control['died']} process(es) died before they reported")
             continue
-        if (why := control_differs(serial, control)) is not None:
+        if (why := control_differs(serial, control, drew)) is not None:
             if pair is None and not repeated:
                 return dict(inconclusive=f"{'processes' if PROCESSES else 'threads'} change the result "
                             f"even when their calls never overlap: {why}", trials=trial + 1, **described)
@@ -1515,7 +1543,7 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
             # its calls: what the others did is not comparable
             skipped.append(f"{way}: {concurrent['died']} process(es) died before they reported")
             continue
-        found = compare([*serial, control], concurrent)
+        found = compare([*serial, control], concurrent, drew)
         if found is not None:
             if pair is not None:
                 found = f"{found} ({CONFIG['qualname'].split('.')[-1]} and {pair} called together)"
