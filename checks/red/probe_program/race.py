@@ -17,10 +17,12 @@ another sequential order, plus what threads alone change, e.g. thread-local stat
 together by a barrier while a trace hook on the changed module yields (a 10 µs sleep) at its lines or
 opcodes, under a tiny switch interval. Clocks are frozen so that time-based state is the same in every run. A
 concurrent run is a race when it gives what no sequential order gives: an exception, more successes, more
-distinct objects for one key (a cache or singleton built twice), a container of another size (a count or a size
-only where the sequential orders agree on it), or — when they agree exactly — other results or another final
-state. Where the calls differ (several argument sets, a pair), 3 of them, one a thread, are also run against each
-of their 6 orders one after another: what they return and leave together must be what one order gives.
+distinct objects for one key (a cache or singleton built twice), a container of another size or another whole
+number of the state (a count of calls) — a count, a size or a number only where the sequential orders agree on
+it —, or — when they agree exactly — other results or another final state. Where the calls differ (several
+argument sets, a pair), 3 of them, one a thread, are also run against each of their 6 orders one after another:
+what they return and leave together must be what one order gives. Calls that draw random numbers are also made
+one after another with other seeds, and compared only by what all those runs leave alike.
 """
 
 # Above the program line: for linters and type checkers only (the joined program defines these names itself).
