@@ -1267,3 +1267,34 @@ async def test_constructor_calls_that_fail_one_after_another_are_not_compared_in
     assert one.count("Panel(") == 1
     outcome = await _probe(tmp_path, {**files, "tests/test_panels.py": one}, "ui/panels.py", "Panel.__init__")
     assert not outcome.confirmed, outcome.effect
+
+
+CALLS = '''"""Counts calls and remembers the thread that made the last."""
+import threading
+
+LOCK = threading.Lock()
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = 0
+
+    def note(self) -> None:
+        with LOCK:
+            self.last = threading.get_ident()
+            self.count += 1
+'''
+
+
+async def test_a_number_the_threads_change_is_not_compared_but_a_count_is(tmp_path: Path) -> None:
+    """``last`` is a thread's id: threads that take turns leave another one than calls one after another, so it is
+    not compared (nor does it make the probe inconclusive); ``count`` every run leaves at 32, and the unlocked one
+    loses updates."""
+    locked = await _probe(tmp_path, {"app/calls.py": CALLS}, "app/calls.py", "Calls.note")
+    assert not locked.confirmed and locked.effect.startswith("no race seen"), locked.effect
+    unlocked = CALLS.replace("            self.count += 1\n", "").replace(
+        "    def note(self) -> None:\n", "    def note(self) -> None:\n        self.count += 1\n")
+    assert unlocked != CALLS
+    raced = await _probe(tmp_path, {"app/calls.py": unlocked}, "app/calls.py", "Calls.note")
+    assert raced.confirmed and raced.effect.startswith("a lost update: self.count is "), raced.effect
