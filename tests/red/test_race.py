@@ -1298,3 +1298,49 @@ async def test_a_number_the_threads_change_is_not_compared_but_a_count_is(tmp_pa
     assert unlocked != CALLS
     raced = await _probe(tmp_path, {"app/calls.py": unlocked}, "app/calls.py", "Calls.note")
     assert raced.confirmed and raced.effect.startswith("a lost update: self.count is "), raced.effect
+
+
+GATE = '''"""One holder at a time, each waiting a little for its turn."""
+import threading
+import time
+
+
+class Gate:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.passed = 0
+
+    def enter(self, wait: float) -> None:
+        if not self.lock.acquire(timeout=wait):
+            raise TimeoutError("the gate is busy")
+        try:
+            self.passed += 1
+            time.sleep(0.002)
+        finally:
+            self.lock.release()
+'''
+GATE_TESTS = """from app.gate import Gate
+
+
+def test_enters():
+    gate = Gate()
+    gate.enter(0.001)
+    gate.enter(0.0005)
+    assert gate.passed == 2
+"""
+
+
+async def test_a_call_that_gives_up_waiting_for_a_lock_is_no_race(tmp_path: Path) -> None:
+    """Together, a call finds the gate held and gives up after its timeout, which no call one after another does,
+    and the gate counts fewer passes: the lock working as meant, not a race. Without the lock the count is lost."""
+    files = {"app/gate.py": GATE, "tests/test_gate.py": GATE_TESTS}
+    locked = await _probe(tmp_path, files, "app/gate.py", "Gate.enter")
+    assert not locked.confirmed, locked.effect
+    assert "a call gave up waiting for another (its timeout)" in locked.effect, locked.effect
+    open_gate = GATE.replace("        if not self.lock.acquire(timeout=wait):\n            raise TimeoutError(\"the gate "
+                             "is busy\")\n        try:\n            self.passed += 1", "        try:\n            "
+                             "passed = self.passed\n            time.sleep(0.002)\n            self.passed = passed + 1")
+    open_gate = open_gate.replace("            self.lock.release()\n", "            pass\n")
+    assert "acquire" not in open_gate
+    raced = await _probe(tmp_path, {**files, "app/gate.py": open_gate}, "app/gate.py", "Gate.enter")
+    assert raced.confirmed and "self.passed" in raced.effect, raced.effect

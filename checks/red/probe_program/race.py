@@ -606,11 +606,22 @@ def mangled(owner: str, name: str) -> str:
 RETURNED = ""  # a call's text until the run is over: what it returned is shown then (:func:`shown`)
 
 
+TIMED_OUT = " (timed out)"  # marks a call that gave up waiting (a lock's timeout): contention, not a wrong state
+
+
 def outcome(call: Any) -> tuple[str, object]:
     try:
         return RETURNED, call()
     except Exception as exc:
-        return "raised " + type(exc).__name__, None
+        return "raised " + type(exc).__name__ + (TIMED_OUT if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else ""), None
+
+
+def gave_up(serial: list[dict[str, Any]], other: dict[str, Any]) -> bool:
+    """Whether a call of ``other`` gave up waiting for another call (its timeout ran out) where no sequential run
+    had one do so: a lock held by another thread made it wait, as the lock is meant to, and what it then did not
+    do leaves the rest not comparable."""
+    return any(text.endswith(TIMED_OUT) for text in other["results"]) and \
+        not any(text.endswith(TIMED_OUT) for run_ in serial for text in run_["results"])
 
 
 def shown(value: object) -> str:
@@ -1407,6 +1418,8 @@ class EveryOrder:
         concurrent = run(count, 1, CONFIG["family"], CONFIG["seed"] + seed, self.pair, patience, picks=picks)
         if (concurrent["hung"] and not deadlocked(concurrent)) or concurrent["died"]:
             return "skipped: the calls waited outside the module's locks"
+        if gave_up([*serial, control], concurrent):
+            return "skipped: a call gave up waiting for another (its timeout)"
         found = invariant_broken([*serial, control], concurrent) or self.unexplained(serial, concurrent)
         if found is not None:
             self.seen = (picks, serial, concurrent)
@@ -1548,6 +1561,9 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
             # a process killed (out of memory: 8 at once hold more than one) or ended by the code told nothing of
             # its calls: what the others did is not comparable
             skipped.append(f"{way}: {concurrent['died']} process(es) died before they reported")
+            continue
+        if gave_up([*serial, control], concurrent):
+            skipped.append(f"{way}: a call gave up waiting for another (its timeout)")
             continue
         found = compare([*serial, control], concurrent, drew)
         if found is not None:
