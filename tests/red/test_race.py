@@ -1337,9 +1337,11 @@ async def test_a_call_that_gives_up_waiting_for_a_lock_is_no_race(tmp_path: Path
     locked = await _probe(tmp_path, files, "app/gate.py", "Gate.enter")
     assert not locked.confirmed, locked.effect
     assert "a call gave up waiting for another (its timeout)" in locked.effect, locked.effect
-    open_gate = GATE.replace("        if not self.lock.acquire(timeout=wait):\n            raise TimeoutError(\"the gate "
-                             "is busy\")\n        try:\n            self.passed += 1", "        try:\n            "
-                             "passed = self.passed\n            time.sleep(0.002)\n            self.passed = passed + 1")
+    open_gate = GATE.replace(
+        "        if not self.lock.acquire(timeout=wait):\n            raise TimeoutError(\"the gate is busy\")\n"
+        "        try:\n            self.passed += 1",
+        "        try:\n            passed = self.passed\n            time.sleep(0.002)\n"
+        "            self.passed = passed + 1")
     open_gate = open_gate.replace("            self.lock.release()\n", "            pass\n")
     assert "acquire" not in open_gate
     raced = await _probe(tmp_path, {**files, "app/gate.py": open_gate}, "app/gate.py", "Gate.enter")

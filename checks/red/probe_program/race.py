@@ -613,7 +613,8 @@ def outcome(call: Any) -> tuple[str, object]:
     try:
         return RETURNED, call()
     except Exception as exc:
-        return "raised " + type(exc).__name__ + (TIMED_OUT if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else ""), None
+        waited = isinstance(exc, (TimeoutError, asyncio.TimeoutError))
+        return "raised " + type(exc).__name__ + (TIMED_OUT if waited else ""), None
 
 
 def gave_up(serial: list[dict[str, Any]], other: dict[str, Any]) -> bool:
