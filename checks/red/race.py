@@ -302,7 +302,8 @@ def _unconfirmed(data: dict[str, Any], drivers: str, trials: object, total: obje
     paired = [str(p) for p in data.get("paired") or []][:5]
     alone = ["alone", *(["alone with one argument set repeated"] if data.get("repeated") is True else [])]
     named = ", ".join(alone) + (" and with " + ", ".join(paired) if paired else "")
-    every = ", and 3 calls that differ against each of their orders" if data.get("orders") is True else ""
+    every = (", each thread calling a companion, then the target" if data.get("sessions") is True else "") + \
+        (", and 3 calls that differ against each of their orders" if data.get("orders") is True else "")
     ways = f": {named}{every}, {TRIALS} each in turn" if paired or len(alone) > 1 else ""
     skipped = [str(x) for x in data.get("skipped") or []]
     if skipped:

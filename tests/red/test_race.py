@@ -1346,3 +1346,128 @@ async def test_a_call_that_gives_up_waiting_for_a_lock_is_no_race(tmp_path: Path
     assert "acquire" not in open_gate
     raced = await _probe(tmp_path, {**files, "app/gate.py": open_gate}, "app/gate.py", "Gate.enter")
     assert raced.confirmed and "self.passed" in raced.effect, raced.effect
+
+
+HOLD = '''"""A shared hold on a resource: the first holder opens it, the last one to let go closes it."""
+import threading
+
+
+class Resource:
+    def __init__(self) -> None:
+        self.opened = False
+
+    def begin(self) -> None:
+        if self.opened:
+            raise RuntimeError("the resource is already open")
+        self.opened = True
+
+    def end(self) -> None:
+        self.opened = False
+
+
+class Hold:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._lock = threading.Lock()
+        self._level = 0
+        self._resource = Resource()
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._level > 0:
+                self._level += 1
+                return
+            self._resource.begin()
+            self._level = 1
+
+    def release(self) -> None:
+        with self._lock:
+            if self._level == 0:
+                raise RuntimeError("not held")
+            self._level -= 1
+            last = self._level == 0
+        if last:
+            self._resource.end()
+'''
+HOLD_TESTS = """from app.hold import Hold
+
+
+def test_holds():
+    hold = Hold("db")
+    hold.acquire()
+    hold.acquire()
+    hold.release()
+    hold.release()
+"""
+
+
+async def test_a_release_that_lets_go_outside_its_lock_is_confirmed_by_threads_that_acquire_first(
+        tmp_path: Path) -> None:
+    """filelock's ReadWriteLock.release: the last holder lowers the level under the lock and closes the resource
+    after it, so another thread can open it again in between. Alone, a release of what no call holds raises; only
+    threads that each acquire and then release (or two acquires against a release) reach the window."""
+    files = {"app/hold.py": HOLD, "tests/test_hold.py": HOLD_TESTS}
+    raced = await _probe(tmp_path, files, "app/hold.py", "Hold.release")
+    assert raced.confirmed, raced.effect
+    assert "RuntimeError" in raced.effect or "results no order gives" in raced.effect, raced.effect
+    locked = HOLD.replace("            last = self._level == 0\n        if last:\n            self._resource.end()\n",
+                          "            if self._level == 0:\n                self._resource.end()\n")
+    assert locked != HOLD
+    calm = await _probe(tmp_path, {**files, "app/hold.py": locked}, "app/hold.py", "Hold.release")
+    assert not calm.confirmed, calm.effect
+    assert "each thread calling a companion, then the target" in _literal(calm.effect), calm.effect
+
+
+def test_sessions_keep_each_threads_calls_in_order() -> None:
+    """A run of sessions: each thread calls the companion (odd) and then the target (even), and every sequential
+    order of them keeps each thread's calls in that order."""
+    program = _race_program()
+    slots: Any = program["session_slots"](4, 4)
+    assert slots == [[1, 0, 9, 8], [3, 2, 11, 10], [5, 4, 13, 12], [7, 6, 15, 14]]
+    orders: Any = program["session_orders"](slots)
+    assert len(orders) > 2
+    for order in orders.values():
+        assert sorted(order) == list(range(16))
+        for slot in slots:
+            assert [index for index in order if index in slot] == slot
+
+
+DOOR = '''"""A door one visitor at a time goes through."""
+import threading
+
+
+class Door:
+    def __init__(self) -> None:
+        self._gate = threading.Lock()
+        self.visits = 0
+
+    def _take(self, wait: float = -1) -> None:
+        self._gate.acquire(timeout=wait)
+
+    def visit(self) -> None:
+        self._take()
+        try:
+            self.visits += 1
+        finally:
+            self._gate.release()
+'''
+
+
+async def test_calls_that_never_return_one_after_another_are_not_compared_and_the_probe_ends(
+        tmp_path: Path) -> None:
+    """``visit`` paired with ``_take``: one after another, a ``_take`` holds the gate and the next call waits for it
+    forever — no sequential order exists to compare with. The probe says so and goes on with the other ways, within
+    its time, instead of waiting until the sandbox kills it."""
+    outcome = await _probe(tmp_path, {"app/door.py": DOOR}, "app/door.py", "Door.visit")
+    assert not outcome.confirmed, outcome.effect
+    assert "never returned one after another, waiting for a lock (door.py:" in outcome.effect, outcome.effect
+    # the helper alone: its reference run never ends, which the probe reports as such within its budget
+    repo = write_repo(tmp_path / "alone", {"app/door.py": DOOR})
+    target = Target(path="app/door.py", qualname="Door._take", params=(), is_method=True)
+    probe = Probe(Hypothesis(kind=RACE_KIND, path="app/door.py", line=1, sink="state", detail="state",
+                             target=target), "*", families(RACE_KIND)[0].name)
+    nonce = probe_nonce(7, probe)
+    result = await LocalProbeSandbox(repo).run_probe(build_probe(probe, nonce, 7, 10.0), 30.0)
+    assert not result.timed_out
+    alone = judge_probe(probe, nonce, result)
+    assert not alone.confirmed and "_take() never returned one after another" in alone.effect, alone.effect

@@ -63,6 +63,9 @@ ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 TEST_FILE = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$")
 FROZEN = 1_700_000_000.0
 YIELD_SECONDS = 1e-5
+STALL_SECONDS = 5e-3  # a stall: about as long as a few hundred yields of the other threads
+STALL_CHANCE = 0.02  # at a traced line (or opcode), until the thread has stalled STALLS times in the run
+STALLS = 2
 MAX_TEST_FILES = 400
 MAX_ARGUMENT_SETS = 12
 MAX_COMPANIONS = 3
@@ -1021,13 +1024,22 @@ def companions(subject: Subject) -> list[str]:
 
 
 def interleaver(filename: str, opcodes: bool, rng: random.Random) -> Any:
-    """A trace function that yields the interpreter at the changed module's lines (or opcodes)."""
+    """A trace function that yields the interpreter at the changed module's lines (or opcodes), and at a few of
+    them, chosen at random, stalls the thread long enough for the others to run many lines (a thread the
+    operating system preempts between a check and its act while others run on: a window as wide as the code
+    between another thread's check and its act, which short yields alone rarely keep open)."""
+    stalls = [STALLS]
 
     def local(frame: FrameType, event: str, arg: object) -> Any:
-        if event in ("line", "opcode") and rng.random() < 0.7:
-            # a sleep of zero may hand the interpreter straight back to this thread (as Python 3.9 does): a short
-            # real sleep lets another thread run
-            _sleep(YIELD_SECONDS)
+        if event in ("line", "opcode"):
+            draw = rng.random()
+            if draw < STALL_CHANCE and stalls[0]:
+                stalls[0] -= 1
+                _sleep(STALL_SECONDS)
+            elif draw < 0.7:
+                # a sleep of zero may hand the interpreter straight back to this thread (as Python 3.9 does): a
+                # short real sleep lets another thread run
+                _sleep(YIELD_SECONDS)
         return local
 
     def hook(frame: FrameType, event: str, arg: object) -> Any:
@@ -1095,9 +1107,15 @@ def orders(threads: int, calls: int) -> dict[str, list[int]]:
     forward = list(range(threads * calls))
     evens, odds = forward[0::2], forward[1::2]
     found = {"sequential-reversed": forward[::-1], "sequential-evens": evens + odds, "sequential-odds": odds + evens}
+    return {**found, **interleavings([[call * threads + thread for call in range(calls)] for thread in range(threads)])}
+
+
+def interleavings(slots: list[list[int]]) -> dict[str, list[int]]:
+    """Seeded orders of the threads' calls one after another, each thread's calls in their own order."""
+    found = {}
     for number in range(INTERLEAVED_ORDERS):
         pick = random.Random(number)  # noqa: S311 - an order of calls, not a secret
-        pending = {thread: [call * threads + thread for call in range(calls)] for thread in range(threads)}
+        pending = {thread: list(slot) for thread, slot in enumerate(slots)}
         order = []
         while pending:
             thread = pick.choice(sorted(pending))
@@ -1106,6 +1124,33 @@ def orders(threads: int, calls: int) -> dict[str, list[int]]:
                 del pending[thread]
         found[f"sequential-interleaved-{number}"] = order
     return found
+
+
+def session_slots(threads: int, calls: int) -> list[list[int]]:
+    """The calls of each thread of a run of sessions: the companion's call (odd) and then the target's (even), as
+    many times as make ``calls`` calls — an acquire and the release of what it acquired, a push and a pop."""
+    return [[index for turn in range(max(1, calls // 2)) for index in (2 * (turn * threads + number) + 1,
+                                                                        2 * (turn * threads + number))]
+            for number in range(threads)]
+
+
+def session_orders(slots: list[list[int]]) -> dict[str, list[int]]:
+    """Sequential orders of sessions beyond the first (each thread's calls after one another, thread by thread):
+    the threads in reverse, each turn's companion calls before its target calls (every thread acquires, then every
+    thread releases), and seeded interleavings — each keeping every thread's calls in their order, as a run whose
+    calls never overlap takes them."""
+    turns = range(0, max(len(slot) for slot in slots), 2)
+    found = {"sequential-reversed": [index for slot in slots[::-1] for index in slot],
+             "sequential-odds": [slot[turn + first] for turn in turns for first in (0, 1) for slot in slots
+                                 if turn + first < len(slot)]}
+    return {**found, **interleavings(slots)}
+
+
+def session_order(mode: str, slots: list[list[int]]) -> list[int] | None:
+    """The order a sequential ``mode`` makes a run of sessions' calls in (None: the mode is not sequential)."""
+    if not mode.startswith("sequential"):
+        return None
+    return session_orders(slots).get(mode, [index for slot in slots for index in slot])
 
 
 def sequential_order(mode: str, threads: int, calls: int, picks: list[int] | None) -> list[int] | None:
@@ -1144,11 +1189,49 @@ def deadlocked(other: dict[str, Any]) -> bool:
     return len(blocked) >= 2 and all(blocked)
 
 
+class NeverFinished(Exception):
+    """A call made one after another that never returned: no sequential order of these calls exists to compare
+    with (a helper that takes a lock its earlier call still holds, a wait for a call that never comes)."""
+
+
+# the bound on a run of calls one after another (None: none): ``PATIENCE_FACTOR`` times the slowest such run so
+# far, at least ``PATIENCE_SECONDS``; the first run (the module's reference) is bounded by the probe's budget
+SERIAL: dict[str, float | None] = {"bound": CONFIG.get("budget"), "slowest": 0.0}
+
+
+def one_after_another(subject: Subject, sequence: list[int],
+                      bound: float | None) -> list[tuple[int, tuple[str, object]]]:
+    """The calls of ``sequence`` one after another, in a thread of their own that is given ``bound`` seconds: a call
+    still running then raises :class:`NeverFinished` (it is left running; later runs build a subject of their own)."""
+    began = _clock()
+    if bound is None:
+        done = [(index, subject.call(index)) for index in sequence]
+    else:
+        done = []
+
+        def calls() -> None:
+            for index in sequence:
+                done.append((index, subject.call(index)))
+
+        worker = threading.Thread(target=calls, daemon=True)
+        worker.start()
+        worker.join(timeout=bound)
+        if worker.is_alive():
+            at = waiting_at(worker, getattr(subject.module, "__file__", "") or "")
+            waiting = f", waiting for a lock ({at})" if at else ""
+            raise NeverFinished(f"{subject.label(sequence[len(done)])} never returned one after another{waiting}: "
+                                f"still running {bound:.1f} s after the calls began")
+    SERIAL["slowest"] = max(SERIAL["slowest"] or 0.0, _clock() - began)
+    SERIAL["bound"] = max(PATIENCE_SECONDS, PATIENCE_FACTOR * (SERIAL["slowest"] or 0.0))
+    return done
+
+
 def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
         patience: float = PATIENCE_SECONDS, repeated: bool = False, picks: list[int] | None = None,
-        draws: int = 0) -> dict[str, Any]:
+        draws: int = 0, sessions: bool = False) -> dict[str, Any]:
     """One run of the calls in ``mode`` (``repeated``: every call with the first argument set; ``picks``: only
-    these calls, one a thread, in place of ``threads × calls``); threads still running ``patience`` seconds after
+    these calls, one a thread, in place of ``threads × calls``; ``sessions``: each thread calls the companion and
+    then the target with its first argument set, in turns); threads still running ``patience`` seconds after
     they started are hung; ``draws``: another seed of the random module for the calls (not for the subject)."""
     # the random module starts alike in every run (a module or constructor that draws from it draws the same), so
     # that calls which draw from it are told apart (below)
@@ -1160,15 +1243,17 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        return driven(threads, calls, mode, seed, companion, patience, repeated, picks, draws)
+        return driven(threads, calls, mode, seed, companion, patience, repeated, picks, draws, sessions)
     finally:
         asyncio.set_event_loop(None)
         loop.close()
 
 
 def driven(threads: int, calls: int, mode: str, seed: int, companion: str | None, patience: float,
-           repeated: bool, picks: list[int] | None, draws: int) -> dict[str, Any]:
-    subject = Subject(companion, repeated)
+           repeated: bool, picks: list[int] | None, draws: int, sessions: bool = False) -> dict[str, Any]:
+    # a session's target call is the target's first argument set: the release of what the thread acquired, not
+    # (the set a test adds) of what every thread holds
+    subject = Subject(companion, repeated or sessions)
     if draws:
         random.seed(f"{CONFIG['seed']}-{draws}")
     seeded = random.getstate()
@@ -1178,14 +1263,14 @@ def driven(threads: int, calls: int, mode: str, seed: int, companion: str | None
     blocked: list[str | None] = []
     # the calls each thread makes (a paired run: neighbouring threads call the target and its pair), and for a
     # sequential mode their order one after another
-    slots = [[index] for index in picks] if picks is not None else \
+    slots = [[index] for index in picks] if picks is not None else session_slots(threads, calls) if sessions else \
         [[call * threads + number for call in range(calls)] for number in range(threads)]
     threads = len(slots)
-    sequence = sequential_order(mode, threads, calls, picks)
+    sequence = session_order(mode, slots) if sessions else sequential_order(mode, threads, calls, picks)
     if inspect.iscoroutinefunction(subject.target) and companion is None:
         done = run_tasks(subject, slots, sequence, mode)
     elif sequence is not None:
-        done = [(index, subject.call(index)) for index in sequence]
+        done = one_after_another(subject, sequence, SERIAL["bound"])
     elif PROCESSES:
         done, hung, died = run_processes(subject, slots, mode, seed, patience)
     else:
@@ -1371,12 +1456,15 @@ class EveryOrder:
     def __init__(self, pair: str | None, subject: Subject) -> None:
         self.pair = pair
         if pair is None:
-            own, other = list(range(len(subject.calls))), []
+            own, other, again = list(range(len(subject.calls))), [], []
         else:  # a paired run: even calls are the target's, odd ones its companion's, each by its argument set
             own = [2 * number for number in range(len(subject.calls))]
-            other = [2 * number + 1 for number in
-                     range(len(subject.calls_of(pair, getattr(subject.owner, pair))))]
-        self.first, self.rest = own[0], (other + own[1:])[:MAX_ARGUMENT_SETS]
+            sets = len(subject.calls_of(pair, getattr(subject.owner, pair)))
+            # and each companion call once more (the call of the same argument set a cycle later): a release races
+            # two acquires — the holder's, done, and another's — as a check in one call races two acts
+            other = [2 * number + 1 for number in range(sets)]
+            again = [2 * (number + sets) + 1 for number in range(sets)]
+        self.first, self.rest = own[0], (other + own[1:] + again)[:MAX_ARGUMENT_SETS]
         self.serial: dict[tuple[int, ...], list[dict[str, Any]] | str] = {}
         self.seen: tuple[list[int], list[dict[str, Any]], dict[str, Any]] | None = None
 
@@ -1462,6 +1550,15 @@ class EveryOrder:
                 "concurrent": returned[1], "picked": [subject.label(index) for index in picks], **picked}
 
 
+def why_not(exc: Exception, never: set[tuple[str | None, str]], way: tuple[str | None, str]) -> str:
+    """Why a way of calling was not compared, from what its runs raised: a call that never returned one after
+    another says which (and the way, added to ``never``, is not tried again); any other exception, its type."""
+    if isinstance(exc, NeverFinished):
+        never.add(way)
+        return str(exc)
+    return type(exc).__name__
+
+
 def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
     """The trials of every way of calling the subject ``reference`` was run on: what the race report says."""
     threads, calls, trials = CONFIG["threads"], CONFIG["calls"], CONFIG["trials"]
@@ -1469,7 +1566,11 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
     subject: Subject = reference["subject"]
     described = {**subject.describe(), "coroutine": inspect.iscoroutinefunction(subject.target), "processes": PROCESSES,
                  "sequential": dict(reference["results"])}
-    again = run(threads, calls, "sequential", 0, None)
+    try:
+        again = run(threads, calls, "sequential", 0, None)
+    except NeverFinished as exc:
+        return dict(inconclusive=f"the same calls made one after another again do not finish: {exc}", trials=0,
+                    **described)
     if again["results"] != reference["results"] or again["state"] != reference["state"]:
         return dict(inconclusive="the same calls made one after another do not give the same result twice",
                     trials=0, **described)
@@ -1483,13 +1584,19 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
     # invariants can tell a race — alone with one argument set repeated, whose every order is the same sequence;
     # and where calls differ (several argument sets, a pair), a few of them one a thread, against every order
     several = len(subject.calls) > 1
+    # a target that fails alone one after another (a release of what no call holds) is also driven in sessions:
+    # each thread calls a companion and then the target (acquires, then releases what it acquired)
+    fails = any(text.startswith("raised ") for text in reference["results"])
     ways = [(pair, "") for pair in pairs] + ([(None, "repeated")] if several else []) + \
+        [(pair, "sessions") for pair in pairs if pair is not None and fails] + \
         [(pair, "orders") for pair in pairs if pair is not None or several]
     described["ways"] = len(ways)
     sys.setswitchinterval(1e-6)
     skipped: list[str] = []
+    never: set[tuple[str | None, str]] = set()  # the ways whose calls never returned one after another
     every: dict[str | None, EveryOrder] = {}
-    ended = dict(paired=[p for p in pairs if p], repeated=several, orders=any(h == "orders" for _, h in ways))
+    ended = dict(paired=[p for p in pairs if p], repeated=several, orders=any(h == "orders" for _, h in ways),
+                 sessions=any(h == "sessions" for _, h in ways))
     # every way of calling (alone, with each companion) gets its own trials, taken in turns: a check-then-act split
     # over two methods is hit by a fraction of the schedules, as a read-modify-write in one is
     total = trials * len(ways)
@@ -1498,13 +1605,16 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
             return dict(trials=trial, of=total, budget=budget, skipped=list(dict.fromkeys(skipped))[:5], **ended,
                         **described)
         pair, how = ways[trial % len(ways)]
-        repeated = how == "repeated"
-        way = "one argument set" if repeated else f"{pair or 'alone'}{', every order' if how == 'orders' else ''}"
+        if (pair, how) in never:  # tried once: its sequential calls would wait as long again
+            continue
+        repeated, sessions = how == "repeated", how == "sessions"
+        way = "one argument set" if repeated else \
+            f"{pair or 'alone'}{', every order' if how == 'orders' else ', sessions' if sessions else ''}"
         if how == "orders":
             try:
                 found = every.setdefault(pair, EveryOrder(pair, subject)).trial(trial // len(ways), trial)
             except Exception as exc:
-                skipped.append(f"{way}: {type(exc).__name__}")
+                skipped.append(f"{way}: {why_not(exc, never, (pair, how))}"[:100])
                 continue
             if found is None or found.startswith("skipped: "):
                 if found is not None:
@@ -1517,19 +1627,20 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
             return dict(confirmed=found, trials=trial + 1, of=total, **{**described, **every[pair].report()})
         try:
             first = reference if pair is None and not repeated else run(threads, calls, "sequential", 0, pair,
-                                                                         repeated=repeated)
+                                                                         repeated=repeated, sessions=sessions)
             if repeated:  # the same calls one after another twice: state that varies from run to run is no race
                 serial = [first, run(threads, calls, "sequential", 0, pair, repeated=True)]
             elif first["identical"]:
                 serial = [first]
             else:
-                serial = [first, *(run(threads, calls, order, 0, pair) for order in orders(threads, calls))]
+                named = session_orders(session_slots(threads, calls)) if sessions else orders(threads, calls)
+                serial = [first, *(run(threads, calls, order, 0, pair, sessions=sessions) for order in named)]
             # a thread is hung only when it outlives several times what the same calls take one after another (a
             # call that waits on the network or a timeout is slow in every order, not deadlocked)
             patience = max(PATIENCE_SECONDS, PATIENCE_FACTOR * max(each["seconds"] for each in serial))
-            control = run(threads, calls, "control", trial, pair, patience, repeated)
+            control = run(threads, calls, "control", trial, pair, patience, repeated, sessions=sessions)
         except Exception as exc:
-            skipped.append(f"{way}: {type(exc).__name__}")
+            skipped.append(f"{way}: {why_not(exc, never, (pair, how))}"[:100])
             continue
         drew = any(each["drew"] for each in serial)
         if drew:
@@ -1537,10 +1648,10 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
             # what they leave may differ from every sequential order without a race in the code's state, so only
             # what the same calls leave with other draws too is compared (a count of calls, a bounded sample's size)
             try:
-                serial += [run(threads, calls, "sequential", 0, pair, repeated=repeated, draws=number)
-                           for number in range(1, DRAWS + 1)]
+                serial += [run(threads, calls, "sequential", 0, pair, repeated=repeated, draws=number,
+                               sessions=sessions) for number in range(1, DRAWS + 1)]
             except Exception as exc:
-                skipped.append(f"{way}: {type(exc).__name__}")
+                skipped.append(f"{way}: {why_not(exc, never, (pair, how))}"[:100])
                 continue
         if control["died"]:
             skipped.append(f"{way}: {control['died']} process(es) died before they reported")
@@ -1551,7 +1662,8 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
                             f"even when their calls never overlap: {why}", trials=trial + 1, **described)
             skipped.append(f"{way}: {why}"[:100])
             continue
-        concurrent = run(threads, calls, CONFIG["family"], CONFIG["seed"] + trial, pair, patience, repeated)
+        concurrent = run(threads, calls, CONFIG["family"], CONFIG["seed"] + trial, pair, patience, repeated,
+                         sessions=sessions)
         if concurrent["hung"] and not deadlocked(concurrent):
             # threads that wait on a queue, a condition, a poll loop (its clock frozen) or the network wait by
             # design, or for calls that never came: that is no race, and what the others did is not comparable
@@ -1568,7 +1680,10 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
             continue
         found = compare([*serial, control], concurrent, drew)
         if found is not None:
-            if pair is not None:
+            if sessions:
+                found = f"{found} (each thread calling {pair} and then {CONFIG['qualname'].split('.')[-1]})"
+                described["companion"], described["sessions"] = pair, True
+            elif pair is not None:
                 found = f"{found} ({CONFIG['qualname'].split('.')[-1]} and {pair} called together)"
                 described["companion"] = pair
             if repeated:
