@@ -1422,9 +1422,11 @@ def test_sessions_keep_each_threads_calls_in_order() -> None:
     """A run of sessions: each thread calls the companion (odd) and then the target (even), and every sequential
     order of them keeps each thread's calls in that order."""
     program = _race_program()
-    slots: Any = program["session_slots"](4, 4)
+    session_slots: Any = program["session_slots"]
+    session_orders: Any = program["session_orders"]
+    slots = session_slots(4, 4)
     assert slots == [[1, 0, 9, 8], [3, 2, 11, 10], [5, 4, 13, 12], [7, 6, 15, 14]]
-    orders: Any = program["session_orders"](slots)
+    orders = session_orders(slots)
     assert len(orders) > 2
     for order in orders.values():
         assert sorted(order) == list(range(16))

@@ -1199,28 +1199,68 @@ class NeverFinished(Exception):
 SERIAL: dict[str, float | None] = {"bound": CONFIG.get("budget"), "slowest": 0.0}
 
 
+class SerialThread:
+    """The thread every run one after another makes its calls from, the same in every run (a thread's id or a
+    thread-local value the calls keep is alike from run to run), with the run's event loop set."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Any, asyncio.AbstractEventLoop | None, threading.Event]] = []
+        self.raised: list[BaseException] = []  # what a job raised past its calls' own handling (a SystemExit)
+        self.ready = threading.Condition()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            with self.ready:
+                while not self.jobs:
+                    self.ready.wait()
+                job, loop, finished = self.jobs.pop(0)
+            asyncio.set_event_loop(loop)
+            try:
+                job()
+            except BaseException as exc:  # raised again in the thread that submitted the job
+                self.raised.append(exc)
+            finally:
+                finished.set()
+
+    def submit(self, job: Any, bound: float | None) -> bool:
+        """Run ``job`` in this thread: whether it ended within ``bound`` seconds (None: waited for)."""
+        finished = threading.Event()
+        with self.ready:
+            self.jobs.append((job, LOOP[0], finished))
+            self.ready.notify()
+        ended = finished.wait(bound)
+        if self.raised:
+            raise self.raised.pop()
+        return ended
+
+
+SERIAL_THREAD: list[SerialThread] = []
+LOOP: list[asyncio.AbstractEventLoop | None] = [None]  # the event loop of the run under way
+
+
 def one_after_another(subject: Subject, sequence: list[int],
                       bound: float | None) -> list[tuple[int, tuple[str, object]]]:
-    """The calls of ``sequence`` one after another, in a thread of their own that is given ``bound`` seconds: a call
-    still running then raises :class:`NeverFinished` (it is left running; later runs build a subject of their own)."""
+    """The calls of ``sequence`` one after another, in the serial thread, given ``bound`` seconds: a call still
+    running then raises :class:`NeverFinished` (it is left running, and later runs get a serial thread and a
+    subject of their own)."""
     began = _clock()
-    if bound is None:
-        done = [(index, subject.call(index)) for index in sequence]
-    else:
-        done = []
+    done: list[tuple[int, tuple[str, object]]] = []
 
-        def calls() -> None:
-            for index in sequence:
-                done.append((index, subject.call(index)))
+    def calls() -> None:
+        for index in sequence:
+            done.append((index, subject.call(index)))
 
-        worker = threading.Thread(target=calls, daemon=True)
-        worker.start()
-        worker.join(timeout=bound)
-        if worker.is_alive():
-            at = waiting_at(worker, getattr(subject.module, "__file__", "") or "")
-            waiting = f", waiting for a lock ({at})" if at else ""
-            raise NeverFinished(f"{subject.label(sequence[len(done)])} never returned one after another{waiting}: "
-                                f"still running {bound:.1f} s after the calls began")
+    if not SERIAL_THREAD:
+        SERIAL_THREAD.append(SerialThread())
+    serial = SERIAL_THREAD[0]
+    if not serial.submit(calls, bound):
+        SERIAL_THREAD.clear()
+        at = waiting_at(serial.thread, getattr(subject.module, "__file__", "") or "")
+        waiting = f", waiting for a lock ({at})" if at else ""
+        raise NeverFinished(f"{subject.label(sequence[len(done)])} never returned one after another{waiting}: "
+                            f"still running {bound or 0:.1f} s after the calls began")
     SERIAL["slowest"] = max(SERIAL["slowest"] or 0.0, _clock() - began)
     SERIAL["bound"] = max(PATIENCE_SECONDS, PATIENCE_FACTOR * (SERIAL["slowest"] or 0.0))
     return done
@@ -1242,10 +1282,12 @@ def run(threads: int, calls: int, mode: str, seed: int, companion: str | None,
     # current loop (an ``asyncio.Lock`` on Python < 3.10) is bound to the loop its coroutines run in
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    LOOP[0] = loop
     try:
         return driven(threads, calls, mode, seed, companion, patience, repeated, picks, draws, sessions)
     finally:
         asyncio.set_event_loop(None)
+        LOOP[0] = None
         loop.close()
 
 
