@@ -635,9 +635,8 @@ async def test_an_abstract_class_method_is_driven_through_its_subclass_and_calls
     modules = {"stats/__init__.py": "", "stats/reservoir.py": RESERVOIR, "tests/test_reservoir.py": RESERVOIR_TESTS}
     drawn = await _probe(tmp_path, modules, "stats/reservoir.py", "Reservoir.offer")
     # the count loses updates; a value kept at a slot past the sample's size is what a lost update does next
-    assert drawn.confirmed and drawn.effect.startswith((
-        "a lost update: self.seen is ", "a broken size: self.kept holds 3 items, after every sequential order 2")), \
-        drawn.effect
+    assert drawn.confirmed and (drawn.effect.startswith("a lost update: self.seen is ") or re.match(
+        r"a broken size: self\.kept holds [3-9] items, after every sequential order 2", drawn.effect)), drawn.effect
     locked = _locked(RESERVOIR, {"offer": ""})
     assert locked != RESERVOIR
     fixed = await _probe(tmp_path, {**modules, "stats/reservoir.py": locked}, "stats/reservoir.py",
@@ -1410,6 +1409,8 @@ async def test_a_release_that_lets_go_outside_its_lock_is_confirmed_by_threads_t
     raced = await _probe(tmp_path, files, "app/hold.py", "Hold.release")
     assert raced.confirmed, raced.effect
     assert "RuntimeError" in raced.effect or "results no order gives" in raced.effect, raced.effect
+    if "each thread calling acquire and then release" in raced.effect:  # one after another, the sessions raise nothing
+        assert "one after another: {'None': 32}" in raced.effect, raced.effect
     locked = HOLD.replace("            last = self._level == 0\n        if last:\n            self._resource.end()\n",
                           "            if self._level == 0:\n                self._resource.end()\n")
     assert locked != HOLD

@@ -1722,6 +1722,7 @@ def analyse(reference: dict[str, Any], started: float) -> dict[str, Any]:
             continue
         found = compare([*serial, control], concurrent, drew)
         if found is not None:
+            described["sequential"] = dict(first["results"])  # the same calls one after another, as compared
             if sessions:
                 found = f"{found} (each thread calling {pair} and then {CONFIG['qualname'].split('.')[-1]})"
                 described["companion"], described["sessions"] = pair, True
