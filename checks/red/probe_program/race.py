@@ -46,6 +46,7 @@ import json
 import linecache
 import os
 import pickle
+import queue
 import random
 import re
 import shutil
@@ -1194,9 +1195,8 @@ class NeverFinished(Exception):
     with (a helper that takes a lock its earlier call still holds, a wait for a call that never comes)."""
 
 
-# the bound on a run of calls one after another (None: none): ``PATIENCE_FACTOR`` times the slowest such run so
-# far, at least ``PATIENCE_SECONDS``; the first run (the module's reference) is bounded by the probe's budget
-SERIAL: dict[str, float | None] = {"bound": CONFIG.get("budget"), "slowest": 0.0}
+# the slowest run of calls one after another so far (None: none yet), which bounds the next (see below)
+SLOWEST: list[float | None] = [None]
 
 
 class SerialThread:
@@ -1204,18 +1204,14 @@ class SerialThread:
     thread-local value the calls keep is alike from run to run), with the run's event loop set."""
 
     def __init__(self) -> None:
-        self.jobs: list[tuple[Any, asyncio.AbstractEventLoop | None, threading.Event]] = []
+        self.jobs: queue.Queue[tuple[Any, asyncio.AbstractEventLoop | None, threading.Event]] = queue.Queue()
         self.raised: list[BaseException] = []  # what a job raised past its calls' own handling (a SystemExit)
-        self.ready = threading.Condition()
         self.thread = threading.Thread(target=self.serve, daemon=True)
         self.thread.start()
 
     def serve(self) -> None:
         while True:
-            with self.ready:
-                while not self.jobs:
-                    self.ready.wait()
-                job, loop, finished = self.jobs.pop(0)
+            job, loop, finished = self.jobs.get()
             asyncio.set_event_loop(loop)
             try:
                 job()
@@ -1227,9 +1223,7 @@ class SerialThread:
     def submit(self, job: Any, bound: float | None) -> bool:
         """Run ``job`` in this thread: whether it ended within ``bound`` seconds (None: waited for)."""
         finished = threading.Event()
-        with self.ready:
-            self.jobs.append((job, LOOP[0], finished))
-            self.ready.notify()
+        self.jobs.put((job, LOOP[0], finished))
         ended = finished.wait(bound)
         if self.raised:
             raise self.raised.pop()
@@ -1240,11 +1234,13 @@ SERIAL_THREAD: list[SerialThread] = []
 LOOP: list[asyncio.AbstractEventLoop | None] = [None]  # the event loop of the run under way
 
 
-def one_after_another(subject: Subject, sequence: list[int],
-                      bound: float | None) -> list[tuple[int, tuple[str, object]]]:
-    """The calls of ``sequence`` one after another, in the serial thread, given ``bound`` seconds: a call still
-    running then raises :class:`NeverFinished` (it is left running, and later runs get a serial thread and a
-    subject of their own)."""
+def one_after_another(subject: Subject, sequence: list[int]) -> list[tuple[int, tuple[str, object]]]:
+    """The calls of ``sequence`` one after another, in the serial thread, given ``PATIENCE_FACTOR`` times the slowest
+    such run so far (at least ``PATIENCE_SECONDS``; the first run, the module's reference, the probe's budget): a
+    call still running then raises :class:`NeverFinished` (it is left running, and later runs get a serial thread
+    and a subject of their own)."""
+    slowest = SLOWEST[0]
+    bound = CONFIG.get("budget") if slowest is None else max(PATIENCE_SECONDS, PATIENCE_FACTOR * slowest)
     began = _clock()
     done: list[tuple[int, tuple[str, object]]] = []
 
@@ -1261,8 +1257,7 @@ def one_after_another(subject: Subject, sequence: list[int],
         waiting = f", waiting for a lock ({at})" if at else ""
         raise NeverFinished(f"{subject.label(sequence[len(done)])} never returned one after another{waiting}: "
                             f"still running {bound or 0:.1f} s after the calls began")
-    SERIAL["slowest"] = max(SERIAL["slowest"] or 0.0, _clock() - began)
-    SERIAL["bound"] = max(PATIENCE_SECONDS, PATIENCE_FACTOR * (SERIAL["slowest"] or 0.0))
+    SLOWEST[0] = max(slowest or 0.0, _clock() - began)
     return done
 
 
@@ -1312,7 +1307,7 @@ def driven(threads: int, calls: int, mode: str, seed: int, companion: str | None
     if inspect.iscoroutinefunction(subject.target) and companion is None:
         done = run_tasks(subject, slots, sequence, mode)
     elif sequence is not None:
-        done = one_after_another(subject, sequence, SERIAL["bound"])
+        done = one_after_another(subject, sequence)
     elif PROCESSES:
         done, hung, died = run_processes(subject, slots, mode, seed, patience)
     else:
