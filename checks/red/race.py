@@ -38,6 +38,7 @@ MAX_EVERY_ORDER = 4  # the most calls a report may say it tried in every order (
 PATIENCE = 5.0  # threads still running this long (or 4 × the calls' sequential time, if longer) are hung
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 QUALNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+DIRECTORY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*")
 
 
 def race_config(attack: Attack, nonce: str, seed: int, timeout_seconds: float | None = None) -> dict[str, Any]:
@@ -108,9 +109,19 @@ def reproducer(attack: Attack, data: dict[str, Any]) -> str | None:
     shape = (f"{every} threads × 1 call, each order of the calls one after another, then together" if every else
              f"{THREADS} {drivers} × {CALLS} calls, one after another, then\n# together")
     modules = "itertools, re, " if every else ""
+    alone = _alone(data.get("alone"))
+    if alone is None:
+        return None
+    load = f"import {module} as target" if not alone else (
+        "import importlib.machinery, importlib.util\n"
+        f"for package, directory in {alone!r}:  # its packages without their __init__, which fails here\n"
+        "    spec = importlib.machinery.ModuleSpec(package, None, is_package=True)\n"
+        "    spec.submodule_search_locations = [directory]\n"
+        "    sys.modules[package] = importlib.util.module_from_spec(spec)\n"
+        f"target = importlib.import_module({module!r})")
     return f'''# {target.qualname} ({target.path}): {shape}
 import collections, importlib, {modules}sys, threading, time{", json, os, tempfile" if processes else ""}
-import {module} as target
+{load}
 
 CALLS = {calls}
 
@@ -136,6 +147,20 @@ def one(call, index):
 def shown(values):  # what the calls returned, read once they are all over
     return collections.Counter(repr(value) for value in values)
 {runner}'''
+
+
+def _alone(value: object) -> list[tuple[str, str]] | None:
+    """The packages the probe imported bare (``[]`` for none), or None when the report's list is not plain."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > 20:
+        return None
+    pairs = [tuple(pair) for pair in value if isinstance(pair, list | tuple) and len(pair) == 2]
+    if len(pairs) != len(value) or not all(
+            isinstance(name, str) and isinstance(directory, str) and MODULE_NAME.fullmatch(name)
+            and DIRECTORY.fullmatch(directory) and ".." not in directory.split("/") for name, directory in pairs):
+        return None
+    return [(str(name), str(directory)) for name, directory in pairs]
 
 
 _THREADS_RUN = '''

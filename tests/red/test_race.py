@@ -696,6 +696,31 @@ async def test_a_module_of_one_package_of_a_monorepo_is_reached_with_its_sibling
     assert race.reproducer is not None and "import acme.sdk.counter as target" in race.reproducer
 
 
+async def test_a_module_whose_package_fails_to_import_is_reached_alone_and_so_is_its_reproducer(
+        attack: Attack, tmp_path: Path) -> None:
+    """The package's ``__init__`` imports a sibling in a syntax this Python rejects (code of Python 2's time): the
+    changed module, which needs neither, is imported without it, under its real name — and the reproducer does
+    the same; a module whose own code fails is still not reached."""
+    modules = {"shop/__init__.py": "from shop import legacy\n", "shop/legacy.py": 'print "ready"\n',
+               "shop/counter.py": COUNTER.replace("import threading\n", "import threading\n\nfrom . import base\n"),
+               "shop/base.py": "START = 0\n"}
+    analysis, _agent, _sandbox = await attack(modules)
+    (race,) = analysis.findings
+    assert race.confirmed and race.effect is not None and "lost update" in race.effect, race.effect
+    assert race.reproducer is not None and "without their __init__" in race.reproducer
+    repo = write_repo(tmp_path / "again", modules)
+    assert subprocess.run([sys.executable, "-c", "import shop.counter"], cwd=repo, capture_output=True).returncode
+    shown = subprocess.run([sys.executable, "-c", race.reproducer], cwd=repo, capture_output=True, text=True,
+                           timeout=60, check=True).stdout
+    alone, together = (ast.literal_eval(line.split(":", 1)[1].strip()) for line in shown.splitlines())
+    assert alone == together == {"0": 32}  # each call returns 0: the lost update is in the state, not shown here
+    broken = {**modules, "shop/counter.py": modules["shop/counter.py"].replace("from . import base",
+                                                                               "from . import legacy")}
+    unreached, _agent, _sandbox = await attack(broken)
+    (hint,) = unreached.findings
+    assert not hint.confirmed and "could not reach the target: SyntaxError" in (hint.effect or ""), hint.effect
+
+
 def test_the_host_and_the_probe_name_a_module_alike() -> None:
     from checks.red.probe_source import COMMON
     from checks.red.race import module_of

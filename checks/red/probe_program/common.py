@@ -8,6 +8,7 @@ from checks.red.sightings import Sightings
 # --- program ---
 import contextlib
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -21,6 +22,8 @@ MARK = "LOGOMESH-PROBE-" + NONCE
 _out = sys.stdout
 REPO = os.getcwd()
 WATCH = Sightings(REPO)
+# the packages put in sys.modules bare by import_alone: (name, directory relative to the repository)
+ALONE: list[tuple[str, str]] = []
 
 
 def emit(phase: str, **data: Any) -> None:
@@ -62,8 +65,9 @@ def import_roots(root: str) -> list[str]:
 def import_module(path: str) -> ModuleType:
     """The changed module under its real name: from the repository's root, or from its ``src/`` directory (a src
     layout, also inside one package of a monorepo, whose sibling packages' ``src`` directories join the path); a
-    file outside any package is loaded on its own. An import that fails inside the project (a missing dependency, a
-    syntax this Python rejects) fails with its own error."""
+    file outside any package is loaded on its own. A module whose package's ``__init__`` fails before the module ran
+    is imported without it (:func:`import_alone`). An import that fails inside the project (a missing dependency, a
+    syntax this Python rejects) fails with its own error, the package's if the module alone fails too."""
     root = source_root(path)
     for directory in reversed(import_roots(root)):
         if directory in sys.path:
@@ -71,7 +75,16 @@ def import_module(path: str) -> ModuleType:
         sys.path.insert(0, directory)
     name = module_name(path[len(root) + 1:] if root else path)
     if os.path.isfile(os.path.join(os.path.dirname(os.path.join(REPO, path)), "__init__.py")):
-        return importlib.import_module(name)
+        try:
+            return importlib.import_module(name)
+        except Exception as exc:
+            if "." not in name or raised_in(exc, os.path.join(REPO, path)):
+                raise
+            try:
+                return import_alone(name, os.path.join(REPO, root))
+            except Exception:
+                ALONE.clear()
+                raise exc from None
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -83,6 +96,43 @@ def import_module(path: str) -> ModuleType:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
+
+
+def raised_in(exc: BaseException, file: str) -> bool:
+    """Whether ``file`` ran when ``exc`` was raised (a frame of its traceback), or is the file a syntax error is in."""
+    file = os.path.realpath(file)
+    if isinstance(exc, SyntaxError) and exc.filename and os.path.realpath(exc.filename) == file:
+        return True
+    traceback = exc.__traceback__
+    while traceback is not None:
+        if os.path.realpath(traceback.tb_frame.f_code.co_filename) == file:
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
+def import_alone(name: str, root: str) -> ModuleType:
+    """The module ``name`` without its packages' ``__init__`` run: a package whose ``__init__`` fails before the
+    module is reached (a sibling in a syntax this Python rejects, a dependency only another module needs) is put in
+    ``sys.modules`` bare, over its directory, and the module is imported under its real name. What it imports from
+    its package (``from . import x``) is imported the same way; what it needs the ``__init__`` to have defined
+    fails with its own error."""
+    top = name.split(".")[0]
+    for loaded in [loaded for loaded in sys.modules if loaded == top or loaded.startswith(top + ".")]:
+        del sys.modules[loaded]
+    parts = name.split(".")[:-1]
+    for depth in range(1, len(parts) + 1):
+        package = ".".join(parts[:depth])
+        directory = os.path.join(root, *parts[:depth])
+        spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        spec.submodule_search_locations = [directory]
+        bare = importlib.util.module_from_spec(spec)
+        sys.modules[package] = bare
+        if (package, os.path.relpath(directory, REPO)) not in ALONE:
+            ALONE.append((package, os.path.relpath(directory, REPO)))
+        if depth > 1:
+            setattr(sys.modules[".".join(parts[:depth - 1])], parts[depth - 1], bare)
+    return importlib.import_module(name)
 
 
 def failure(exc: BaseException) -> dict[str, Any]:

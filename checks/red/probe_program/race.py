@@ -26,7 +26,7 @@ one after another with other seeds, and compared only by what all those runs lea
 """
 
 # Above the program line: for linters and type checkers only (the joined program defines these names itself).
-from checks.red.probe_program.common import CONFIG, REPO, WATCH, emit, failure, import_module, module_name
+from checks.red.probe_program.common import ALONE, CONFIG, REPO, WATCH, emit, failure, import_module, module_name
 
 # --- program ---
 import ast
@@ -1763,6 +1763,8 @@ def main() -> None:
         return
     emit("import", ok=True, sightings=WATCH.take())
     report = analyse(reference, started)
+    if ALONE:  # the changed module was imported without its packages' __init__
+        report["alone"] = ALONE
     # reported before the project's tests run in this process (one that ends the process loses nothing of it)
     emit("race", ok=True, **report)
     # (a helper its callers' locking guards is no less guarded on a recorded object)
