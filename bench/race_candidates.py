@@ -11,10 +11,10 @@ Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/race_candidates.py MIRROR…`` (
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
+from bench.race_corpus import git
 from checks.detectives.doc_analyst import is_test_path
 
 SINCE = "2019-01-01"
@@ -22,11 +22,6 @@ ADDS_LOCK = re.compile(r"R?Lock\(\)|\bwith\b[^\n]*lock|\.acquire\(", re.IGNORECA
 NAMES_RACE = re.compile(r"\brac(e|es|y|ing)\b|thread[- ]?safe|thread[- ]safety|atomic|\block(s|ing|ed)?\b",
                         re.IGNORECASE)
 NOT_A_RACE = re.compile(r"deadlock|\bleak|remov\w* (the |a |an )?(r?lock|locking)|\bunlock", re.IGNORECASE)
-
-
-def git(mirror: Path, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", str(mirror), *args], capture_output=True, text=True,
-                          check=True, errors="replace").stdout
 
 
 def adds_lock(mirror: Path, sha: str) -> bool:

@@ -192,8 +192,9 @@ MODERN_SINCE = 2019
 
 
 def git(mirror: Path, *args: str) -> str:
+    """The output of a git command on a mirror (bytes that are not UTF-8, in an old commit's message, replaced)."""
     return subprocess.run(["git", "--git-dir", str(mirror), *args], capture_output=True, text=True,
-                          check=True).stdout
+                          check=True, errors="replace").stdout
 
 
 def mirror_of(root: Path, repo: str) -> Path:
@@ -571,13 +572,13 @@ async def measure(case: Case, mirrors: Path, scratch: Path) -> dict[str, Any]:
                           "generated": generate_build_files(before, python)}
     generate_build_files(after, python)
     row["environment"]["release data"] = release_data(mirror, parent, before, after)
-    locking = locking_names(*([(tree / p).read_text(encoding="utf-8", errors="replace") for p in paths
-                               if (tree / p).is_file()] for tree in (after, before)))
+    fixed, old = ({p: (tree / p).read_text(encoding="utf-8", errors="replace") for p in paths if (tree / p).is_file()}
+                  for tree in (after, before))
+    locking = locking_names(list(fixed.values()), list(old.values()))
     for path in paths:
-        if not (after / path).exists() or not (before / path).exists():
+        if path not in fixed or path not in old:
             continue
-        fixed_source = (after / path).read_text(encoding="utf-8", errors="replace")
-        old_source = (before / path).read_text(encoding="utf-8", errors="replace")
+        fixed_source, old_source = fixed[path], old[path]
         for target in locked_targets(path, fixed_source, added_lines(mirror, fix, path), locking):
             if f"def {target.qualname.split('.')[-1]}" not in old_source:
                 continue
